@@ -1,0 +1,339 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
+)
+
+// Caller describes who sends a request: its protocol era and version.
+// Teams and identities will be added here.
+type Caller struct {
+	// ProtocolVersion is the legacy session's negotiated version, or the
+	// modern request's declared version.
+	ProtocolVersion string
+	// Session identifies a legacy session in logs; empty for modern.
+	Session string
+}
+
+// Modern reports whether the caller speaks the stateless era.
+func (c *Caller) Modern() bool { return isModern(c.ProtocolVersion) }
+
+// Reply is the router's answer to one request: a raw result or an error.
+type Reply struct {
+	Result json.RawMessage
+	Error  *jsonrpc.Error
+	// LacksResultType is set when Result came from a legacy upstream and
+	// so has no "resultType" member, which a modern host requires: the
+	// server adds it while writing the result out.
+	LacksResultType bool
+}
+
+func errorReply(code int64, format string, args ...any) *Reply {
+	return &Reply{Error: jsonrpc.NewError(code, format, args...)}
+}
+
+// Supported protocol versions, newest first. The legacy ones are reached
+// through initialize, the modern one through per-request _meta.
+var (
+	ModernVersions = []string{ModernVersion}
+	LegacyVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
+)
+
+// SupportedVersions returns every version the gateway speaks, newest first.
+func SupportedVersions() []string {
+	return append(append([]string(nil), ModernVersions...), LegacyVersions...)
+}
+
+// Dispatch answers one host request. It never returns nil.
+func (r *Router) Dispatch(ctx context.Context, c *Caller, req *jsonrpc.Message) *Reply {
+	switch req.Method {
+	case "ping":
+		return &Reply{Result: json.RawMessage(`{}`), LacksResultType: true}
+	case "server/discover":
+		return &Reply{Result: r.DiscoverResult()}
+	case "tools/list":
+		return r.list(ctx, c, req, "tools", func(cat *catalog) []byte { return cat.toolsJSON })
+	case "prompts/list":
+		return r.list(ctx, c, req, "prompts", func(cat *catalog) []byte { return cat.promptsJSON })
+	case "resources/list":
+		return r.list(ctx, c, req, "resources", func(cat *catalog) []byte { return cat.resourcesJSON })
+	case "resources/templates/list":
+		return r.list(ctx, c, req, "resourceTemplates", func(cat *catalog) []byte { return cat.templatesJSON })
+	case "tools/call":
+		return r.callNamed(ctx, c, req, r.catalog().tools, "tool")
+	case "prompts/get":
+		return r.callNamed(ctx, c, req, r.catalog().prompts, "prompt")
+	case "resources/read":
+		return r.readResource(ctx, c, req)
+	case "completion/complete":
+		return r.complete(ctx, c, req)
+	}
+	return errorReply(jsonrpc.CodeMethodNotFound, "Method not found: %s", req.Method)
+}
+
+// list answers a list method from the catalog. The gateway returns the
+// whole list in one page: a cursor it never issued is invalid.
+func (r *Router) list(ctx context.Context, c *Caller, req *jsonrpc.Message, key string, items func(*catalog) []byte) *Reply {
+	if cursor, ok := jsonrpc.Field(req.Params, "cursor"); ok && string(cursor) != "null" {
+		return errorReply(jsonrpc.CodeInvalidParams, "Invalid cursor: the gateway returns every %s in one page", key)
+	}
+	if r.opts.ListWait > 0 {
+		waitCtx, cancel := context.WithTimeout(ctx, r.opts.ListWait)
+		_ = r.WaitStarted(waitCtx) // after the wait, list what is ready
+		cancel()
+	}
+	body := items(r.catalog())
+	out := make([]byte, 0, len(body)+len(key)+96)
+	out = append(out, '{')
+	out = jsonrpc.AppendString(out, key)
+	out = append(out, ':')
+	out = append(out, body...)
+	if c.Modern() {
+		out = r.appendCacheable(out)
+	}
+	return &Reply{Result: append(out, '}')}
+}
+
+// appendCacheable adds the members every modern cacheable result carries
+// (2026-07-28 server/utilities/caching). One view is shared by every
+// caller, so lists are public.
+func (r *Router) appendCacheable(out []byte) []byte {
+	out = append(out, `,"resultType":"complete","ttlMs":`...)
+	out = strconv.AppendInt(out, r.opts.ListTTL.Milliseconds(), 10)
+	return append(out, `,"cacheScope":"public"`...)
+}
+
+// callNamed routes tools/call and prompts/get by exposed name.
+func (r *Router) callNamed(ctx context.Context, c *Caller, req *jsonrpc.Message, n named, kind string) *Reply {
+	name, ok := jsonrpc.StringField(req.Params, "name")
+	if !ok {
+		return errorReply(jsonrpc.CodeInvalidParams, "%s needs params.name", req.Method)
+	}
+	e := n.byName[name]
+	if e == nil {
+		return errorReply(jsonrpc.CodeInvalidParams, "Unknown %s: %s", kind, name)
+	}
+	params, err := jsonrpc.SetField(req.Params, "name", jsonrpc.String(e.original))
+	if err != nil {
+		return errorReply(jsonrpc.CodeInvalidParams, "%s: %v", req.Method, err)
+	}
+	return r.forward(ctx, c, e.up, req.Method, params, name)
+}
+
+// forward sends a request to an upstream and turns a transport failure
+// into an answer a model can act on.
+func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, method string, params json.RawMessage, subject string) *Reply {
+	resp, err := u.Client.Call(ctx, method, params)
+	if err != nil {
+		r.log.Warn("upstream call failed", telemetry.KeyUpstream, u.Name, telemetry.KeyMethod, method,
+			"name", subject, telemetry.KeySession, c.Session, telemetry.KeyErr, err)
+		return r.unavailable(ctx, u, method, subject, err)
+	}
+	if resp.Error != nil {
+		return &Reply{Error: resp.Error}
+	}
+	u.mu.Lock()
+	legacy := !u.modern
+	u.mu.Unlock()
+	return &Reply{Result: resp.Result, LacksResultType: legacy}
+}
+
+// unavailable answers a call whose upstream failed in transport. A tool
+// call gets a tool result with isError, so that the model reads why and
+// can choose another way; other methods get a JSON-RPC error.
+func (r *Router) unavailable(ctx context.Context, u *upstreamState, method, subject string, err error) *Reply {
+	var why string
+	switch {
+	case ctx.Err() != nil:
+		why = "the request was cancelled"
+	case isTimeout(err):
+		why = fmt.Sprintf("the server %q did not answer within %s", u.Name, u.Timeout)
+	default:
+		why = fmt.Sprintf("the server %q is unavailable", u.Name)
+	}
+	if method != "tools/call" {
+		return errorReply(jsonrpc.CodeInternalError, "%s %s failed: %s", method, subject, why)
+	}
+	text := fmt.Sprintf("The tool %s could not run: %s. Try again later, or use another tool.", subject, why)
+	out := []byte(`{"content":[{"type":"text","text":`)
+	out = jsonrpc.AppendString(out, text)
+	out = append(out, `}],"isError":true}`...)
+	return &Reply{Result: out, LacksResultType: true}
+}
+
+// isTimeout recognises a timeout however the upstream client reports it:
+// a context deadline, or an error with a Timeout method (as net.Error).
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &t) && t.Timeout())
+}
+
+// readResource routes resources/read by URI.
+func (r *Router) readResource(ctx context.Context, c *Caller, req *jsonrpc.Message) *Reply {
+	uri, ok := jsonrpc.StringField(req.Params, "uri")
+	if !ok {
+		return errorReply(jsonrpc.CodeInvalidParams, "resources/read needs params.uri")
+	}
+	u := r.catalog().resourceUpstream(uri, r.upstreams, r.log)
+	if u == nil {
+		return resourceNotFound(c, uri)
+	}
+	reply := r.forward(ctx, c, u, req.Method, req.Params, uri)
+	if reply.Result != nil && c.Modern() && reply.LacksResultType {
+		// resources/read is cacheable in the modern era; a legacy
+		// upstream gives no hints, so the result is marked as private
+		// and immediately stale.
+		reply.Result = addCacheHints(reply.Result)
+	}
+	return reply
+}
+
+// resourceNotFound uses the code of the caller's era: 2026-07-28 moved
+// "resource not found" from -32002 to -32602.
+func resourceNotFound(c *Caller, uri string) *Reply {
+	code := int64(-32002)
+	if c.Modern() {
+		code = jsonrpc.CodeInvalidParams
+	}
+	reply := errorReply(code, "Resource not found: %s", uri)
+	reply.Error.Data, _ = json.Marshal(map[string]string{"uri": uri})
+	return reply
+}
+
+func addCacheHints(result json.RawMessage) json.RawMessage {
+	if _, ok := jsonrpc.Field(result, "ttlMs"); !ok {
+		if out, err := jsonrpc.SetField(result, "ttlMs", json.RawMessage("0")); err == nil {
+			result = out
+		}
+	}
+	if _, ok := jsonrpc.Field(result, "cacheScope"); !ok {
+		if out, err := jsonrpc.SetField(result, "cacheScope", jsonrpc.String("private")); err == nil {
+			result = out
+		}
+	}
+	return result
+}
+
+// complete routes completion/complete by its reference: a prompt by
+// exposed name, a resource template by URI.
+func (r *Router) complete(ctx context.Context, c *Caller, req *jsonrpc.Message) *Reply {
+	ref, ok := jsonrpc.Field(req.Params, "ref")
+	if !ok {
+		return errorReply(jsonrpc.CodeInvalidParams, "completion/complete needs params.ref")
+	}
+	typ, _ := jsonrpc.StringField(ref, "type")
+	switch typ {
+	case "ref/prompt":
+		name, _ := jsonrpc.StringField(ref, "name")
+		e := r.catalog().prompts.byName[name]
+		if e == nil {
+			return errorReply(jsonrpc.CodeInvalidParams, "Unknown prompt: %s", name)
+		}
+		newRef, err := jsonrpc.SetField(ref, "name", jsonrpc.String(e.original))
+		if err != nil {
+			return errorReply(jsonrpc.CodeInvalidParams, "completion/complete: %v", err)
+		}
+		params, err := jsonrpc.SetField(req.Params, "ref", newRef)
+		if err != nil {
+			return errorReply(jsonrpc.CodeInvalidParams, "completion/complete: %v", err)
+		}
+		return r.forward(ctx, c, e.up, req.Method, params, name)
+	case "ref/resource":
+		uri, _ := jsonrpc.StringField(ref, "uri")
+		u := r.catalog().resourceUpstream(uri, r.upstreams, r.log)
+		if u == nil {
+			return resourceNotFound(c, uri)
+		}
+		return r.forward(ctx, c, u, req.Method, req.Params, uri)
+	}
+	return errorReply(jsonrpc.CodeInvalidParams, "completion/complete: unknown ref type %q", typ)
+}
+
+// capabilitiesJSON is what the gateway offers hosts. It is fixed, so that
+// a host sees the same capabilities whichever upstreams are up: a feature
+// no upstream offers simply lists nothing.
+const capabilitiesJSON = `{"tools":{},"prompts":{},"resources":{},"completions":{}}`
+
+// InitializeResult answers a legacy initialize for the negotiated version.
+func (r *Router) InitializeResult(version string) json.RawMessage {
+	out := []byte(`{"protocolVersion":`)
+	out = jsonrpc.AppendString(out, version)
+	out = append(out, `,"capabilities":`+capabilitiesJSON+`,"serverInfo":`...)
+	out = r.appendServerInfo(out)
+	if ins := r.instructions(); ins != "" {
+		out = append(out, `,"instructions":`...)
+		out = jsonrpc.AppendString(out, ins)
+	}
+	return append(out, '}')
+}
+
+// DiscoverResult answers server/discover (2026-07-28 server/discover).
+func (r *Router) DiscoverResult() json.RawMessage {
+	versions, _ := json.Marshal(SupportedVersions())
+	out := []byte(`{"resultType":"complete","supportedVersions":`)
+	out = append(out, versions...)
+	out = append(out, `,"capabilities":`+capabilitiesJSON+`,"_meta":{"io.modelcontextprotocol/serverInfo":`...)
+	out = r.appendServerInfo(out)
+	out = append(out, '}')
+	if ins := r.instructions(); ins != "" {
+		out = append(out, `,"instructions":`...)
+		out = jsonrpc.AppendString(out, ins)
+	}
+	out = r.appendCacheable(out)
+	return append(out, '}')
+}
+
+func (r *Router) appendServerInfo(out []byte) []byte {
+	info, _ := json.Marshal(r.opts.ServerInfo)
+	return append(out, info...)
+}
+
+// instructions joins the instructions of every serving upstream, each
+// under its upstream's name, so that a model knows which server says what.
+func (r *Router) instructions() string {
+	var b strings.Builder
+	for _, u := range r.upstreams {
+		u.mu.Lock()
+		serving := u.serving()
+		u.mu.Unlock()
+		if !serving {
+			continue
+		}
+		if ins := strings.TrimSpace(u.Client.Instructions()); ins != "" {
+			if b.Len() > 0 {
+				b.WriteString("\n\n")
+			}
+			fmt.Fprintf(&b, "## %s\n%s", u.Name, ins)
+		}
+	}
+	return b.String()
+}
+
+// NegotiateLegacy picks the legacy version to answer an initialize with:
+// the client's if the gateway speaks it, else the newest legacy version
+// (2025-11-25 basic/lifecycle "Version Negotiation").
+func NegotiateLegacy(requested string) string {
+	for _, v := range LegacyVersions {
+		if v == requested {
+			return v
+		}
+	}
+	return LegacyVersions[0]
+}
+
+// Supported reports whether the gateway speaks version v.
+func Supported(v string) bool {
+	for _, s := range SupportedVersions() {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,434 @@
+package server
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+	"github.com/mcp-gateway/mcp-gateway/internal/router"
+	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
+)
+
+// HTTP header names of the Streamable HTTP transport.
+const (
+	headerSessionID       = "Mcp-Session-Id"
+	headerProtocolVersion = "MCP-Protocol-Version"
+	headerMethod          = "Mcp-Method"
+	headerName            = "Mcp-Name"
+)
+
+// _meta keys of the 2026-07-28 per-request protocol fields.
+const (
+	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+)
+
+func (s *Server) post(w http.ResponseWriter, r *http.Request) {
+	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
+		writeError(w, http.StatusUnsupportedMediaType, nil,
+			jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Unsupported Media Type: Content-Type must be application/json, got %q", ct))
+		return
+	}
+	if !acceptsResponse(r.Header.Get("Accept")) {
+		writeError(w, http.StatusNotAcceptable, nil,
+			jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Not Acceptable: Accept must list application/json and text/event-stream"))
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, nil,
+				jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Request body larger than %d bytes", tooBig.Limit))
+			return
+		}
+		writeError(w, http.StatusBadRequest, nil, jsonrpc.NewError(jsonrpc.CodeParseError, "Reading the request body: %v", err))
+		return
+	}
+	msg, err := jsonrpc.Decode(body)
+	if err != nil {
+		code := int64(jsonrpc.CodeParseError)
+		if errors.Is(err, jsonrpc.ErrInvalidRequest) {
+			code = jsonrpc.CodeInvalidRequest
+		}
+		writeError(w, http.StatusBadRequest, nil, &jsonrpc.Error{Code: code, Message: err.Error()})
+		return
+	}
+
+	if id := r.Header.Get(headerSessionID); id != "" {
+		s.postLegacy(w, r, id, msg)
+		return
+	}
+	if msg.Method == "initialize" {
+		s.initialize(w, r, msg)
+		return
+	}
+	if isModernRequest(r, msg) {
+		s.postModern(w, r, msg)
+		return
+	}
+	if msg.IsResponse() || msg.IsNotification() {
+		writeError(w, http.StatusBadRequest, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
+			"Bad Request: missing %s header (legacy sessions begin with initialize)", headerSessionID))
+		return
+	}
+	writeError(w, http.StatusBadRequest, msg.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
+		"Bad Request: missing %s header: send initialize first, or declare protocol version %s in params._meta[%q]",
+		headerSessionID, router.ModernVersion, metaProtocolVersion))
+}
+
+// initialize opens a legacy session (2025-11-25 basic/lifecycle).
+func (s *Server) initialize(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message) {
+	if !msg.IsRequest() {
+		writeError(w, http.StatusBadRequest, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "initialize must be a request"))
+		return
+	}
+	requested, ok := jsonrpc.StringField(msg.Params, "protocolVersion")
+	if !ok {
+		writeError(w, http.StatusBadRequest, msg.ID, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "initialize needs params.protocolVersion"))
+		return
+	}
+	version := router.NegotiateLegacy(requested)
+	ss, err := s.newSession(version)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, msg.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, "Cannot open a session: %v", err))
+		return
+	}
+	s.log.Info("session opened", telemetry.KeySession, ss.id, "protocol_version", version, "requested_version", requested)
+	w.Header().Set(headerSessionID, ss.id)
+	s.writeReply(w, r, msg.ID, &router.Reply{Result: s.d.InitializeResult(version)}, false)
+}
+
+// postLegacy handles a message on an existing legacy session.
+func (s *Server) postLegacy(w http.ResponseWriter, r *http.Request, id string, msg *jsonrpc.Message) {
+	ss := s.session(id)
+	if ss == nil {
+		writeError(w, http.StatusNotFound, msg.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Session not found: it expired or was deleted; initialize a new one"))
+		return
+	}
+	if msg.Method == "initialize" {
+		writeError(w, http.StatusBadRequest, msg.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Session already initialized: send initialize without %s", headerSessionID))
+		return
+	}
+	// 2025-11-25 basic/transports "Protocol Version Header": a missing
+	// header means 2025-03-26; a present one must be the negotiated one.
+	if v := r.Header.Get(headerProtocolVersion); v != "" && v != ss.version {
+		writeError(w, http.StatusBadRequest, msg.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
+			"Bad Request: %s %q does not match the session's negotiated version %q", headerProtocolVersion, v, ss.version))
+		return
+	}
+	if !msg.IsRequest() {
+		// Notifications (initialized, cancelled, roots/list_changed) and
+		// responses to server requests are accepted.
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	reply := s.d.Dispatch(r.Context(), &router.Caller{ProtocolVersion: ss.version, Session: ss.id}, msg)
+	s.writeReply(w, r, msg.ID, reply, false)
+}
+
+// isModernRequest reports whether a request without a session speaks the
+// modern era: it declares a version in params._meta, or a modern version
+// in the header (postModern then checks that the two agree).
+func isModernRequest(r *http.Request, msg *jsonrpc.Message) bool {
+	if r.Header.Get(headerProtocolVersion) >= router.ModernVersion {
+		return true
+	}
+	meta, _ := jsonrpc.Field(msg.Params, "_meta")
+	_, ok := jsonrpc.StringField(meta, metaProtocolVersion)
+	return ok
+}
+
+// postModern serves a stateless request (2026-07-28
+// basic/transports/streamable-http "Server Validation").
+func (s *Server) postModern(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message) {
+	if msg.IsResponse() {
+		writeError(w, http.StatusBadRequest, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Bad Request: clients must not send responses in protocol version %s", router.ModernVersion))
+		return
+	}
+	if msg.IsNotification() {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	if e := validateModern(r, msg); e != nil {
+		writeError(w, http.StatusBadRequest, msg.ID, e)
+		return
+	}
+	meta, _ := jsonrpc.Field(msg.Params, "_meta")
+	declared, _ := jsonrpc.StringField(meta, metaProtocolVersion)
+	if !isModernSupported(declared) {
+		data, _ := json.Marshal(map[string]any{"supported": router.SupportedVersions(), "requested": declared})
+		writeError(w, http.StatusBadRequest, msg.ID, &jsonrpc.Error{Code: jsonrpc.CodeUnsupportedProtocolVersion, Message: "Unsupported protocol version", Data: data})
+		return
+	}
+	reply := s.d.Dispatch(r.Context(), &router.Caller{ProtocolVersion: declared}, msg)
+	s.writeReply(w, r, msg.ID, reply, true)
+}
+
+func isModernSupported(v string) bool {
+	for _, m := range router.ModernVersions {
+		if v == m {
+			return true
+		}
+	}
+	return false
+}
+
+// validateModern checks the per-request fields and the headers that
+// mirror them. Each failure names what is wrong.
+func validateModern(r *http.Request, msg *jsonrpc.Message) *jsonrpc.Error {
+	meta, hasMeta := jsonrpc.Field(msg.Params, "_meta")
+	declared, ok := jsonrpc.StringField(meta, metaProtocolVersion)
+	if !hasMeta || !ok {
+		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: params._meta[%q] is required", metaProtocolVersion)
+	}
+	if _, ok := jsonrpc.Field(meta, metaClientCapabilities); !ok {
+		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: params._meta[%q] is required", metaClientCapabilities)
+	}
+	if h := r.Header.Get(headerProtocolVersion); h != declared {
+		if h == "" {
+			return jsonrpc.NewError(jsonrpc.CodeHeaderMismatch, "Header mismatch: %s header is required", headerProtocolVersion)
+		}
+		return jsonrpc.NewError(jsonrpc.CodeHeaderMismatch, "Header mismatch: %s header value %q does not match body value %q", headerProtocolVersion, h, declared)
+	}
+	if h := r.Header.Get(headerMethod); h != msg.Method {
+		if h == "" {
+			return jsonrpc.NewError(jsonrpc.CodeHeaderMismatch, "Header mismatch: %s header is required", headerMethod)
+		}
+		return jsonrpc.NewError(jsonrpc.CodeHeaderMismatch, "Header mismatch: %s header value %q does not match body value %q", headerMethod, h, msg.Method)
+	}
+	var field string
+	switch msg.Method {
+	case "tools/call", "prompts/get":
+		field = "name"
+	case "resources/read":
+		field = "uri"
+	default:
+		return nil
+	}
+	want, _ := jsonrpc.StringField(msg.Params, field)
+	raw := r.Header.Get(headerName)
+	if raw == "" {
+		return jsonrpc.NewError(jsonrpc.CodeHeaderMismatch, "Header mismatch: %s header is required for %s", headerName, msg.Method)
+	}
+	got, err := decodeHeaderValue(raw)
+	if err != nil {
+		return jsonrpc.NewError(jsonrpc.CodeHeaderMismatch, "Header mismatch: %s header: %v", headerName, err)
+	}
+	if got != want {
+		return jsonrpc.NewError(jsonrpc.CodeHeaderMismatch, "Header mismatch: %s header value %q does not match body value %q", headerName, got, want)
+	}
+	return nil
+}
+
+// decodeHeaderValue undoes the Base64 sentinel encoding of Mcp-Name and
+// Mcp-Param-* values (2026-07-28 "Value Encoding").
+func decodeHeaderValue(v string) (string, error) {
+	if !strings.HasPrefix(v, "=?base64?") || !strings.HasSuffix(v, "?=") || len(v) < len("=?base64??=") {
+		return v, nil
+	}
+	b, err := base64.StdEncoding.DecodeString(v[len("=?base64?") : len(v)-len("?=")])
+	if err != nil {
+		return "", fmt.Errorf("bad base64 value: %v", err)
+	}
+	if !utf8.Valid(b) {
+		return "", errors.New("base64 value is not UTF-8")
+	}
+	return string(b), nil
+}
+
+// get opens the stream on which a legacy session receives server
+// messages. Modern hosts have no GET stream (2026-07-28 removed it).
+func (s *Server) get(w http.ResponseWriter, r *http.Request) {
+	id := r.Header.Get(headerSessionID)
+	if id == "" {
+		w.Header().Set("Allow", "POST")
+		writeError(w, http.StatusMethodNotAllowed, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
+			"Method Not Allowed: GET needs an %s (protocol version %s has no GET stream)", headerSessionID, router.ModernVersion))
+		return
+	}
+	if !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		writeError(w, http.StatusNotAcceptable, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Not Acceptable: Accept must list text/event-stream"))
+		return
+	}
+	ss := s.session(id)
+	if ss == nil {
+		writeError(w, http.StatusNotFound, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Session not found"))
+		return
+	}
+	ss.mu.Lock()
+	busy := ss.streaming
+	ss.streaming = true
+	ss.mu.Unlock()
+	if busy {
+		writeError(w, http.StatusConflict, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Conflict: the session already has a GET stream"))
+		return
+	}
+	defer func() {
+		ss.mu.Lock()
+		ss.streaming = false
+		ss.mu.Unlock()
+	}()
+	startSSE(w)
+	flusher, _ := w.(http.Flusher)
+	tick := time.NewTicker(s.opts.KeepAlive)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-ss.done:
+			return
+		case <-tick.C:
+			if _, err := io.WriteString(w, ":\n\n"); err != nil {
+				return
+			}
+			if flusher != nil {
+				flusher.Flush()
+			}
+		}
+	}
+}
+
+// delete ends a legacy session.
+func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
+	id := r.Header.Get(headerSessionID)
+	if id == "" {
+		w.Header().Set("Allow", "POST")
+		writeError(w, http.StatusMethodNotAllowed, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
+			"Method Not Allowed: DELETE needs an %s", headerSessionID))
+		return
+	}
+	if !s.endSession(id) {
+		writeError(w, http.StatusNotFound, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Session not found"))
+		return
+	}
+	s.log.Info("session closed", telemetry.KeySession, id)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// writeReply writes the answer to a request: JSON, or a one-event SSE
+// stream when the client accepts only that. A modern caller's result
+// gets "resultType" if its upstream did not set one.
+func (s *Server) writeReply(w http.ResponseWriter, r *http.Request, id json.RawMessage, reply *router.Reply, modern bool) {
+	if reply.Error != nil {
+		status := http.StatusOK
+		if modern && reply.Error.Code == jsonrpc.CodeMethodNotFound {
+			// 2026-07-28: an unknown method is 404 with -32601.
+			status = http.StatusNotFound
+		}
+		writeMessage(w, r, status, func(wr io.Writer) error {
+			_, err := wr.Write(jsonrpc.AppendError(nil, id, reply.Error))
+			return err
+		})
+		return
+	}
+	result := reply.Result
+	var prefix string
+	if modern && reply.LacksResultType {
+		if _, has := jsonrpc.Field(result, "resultType"); !has {
+			prefix, result = resultTypePrefix(result)
+		}
+	}
+	writeMessage(w, r, http.StatusOK, func(wr io.Writer) error {
+		if prefix == "" {
+			return jsonrpc.WriteResult(wr, id, result)
+		}
+		// The result's first byte, "{", is replaced by the prefix: the
+		// upstream's bytes are written as they are, never copied.
+		if _, err := io.WriteString(wr, `{"jsonrpc":"2.0","id":`+string(id)+`,"result":`+prefix); err != nil {
+			return err
+		}
+		if _, err := wr.Write(result); err != nil {
+			return err
+		}
+		_, err := io.WriteString(wr, "}")
+		return err
+	})
+}
+
+// resultTypePrefix splits an object result into a prefix that opens it
+// with "resultType" and the rest of its bytes. A result that is not an
+// object is returned as it is.
+func resultTypePrefix(result json.RawMessage) (string, json.RawMessage) {
+	if len(result) == 0 || result[0] != '{' {
+		return "", result
+	}
+	j := 1
+	for j < len(result) && strings.IndexByte(" \t\r\n", result[j]) >= 0 {
+		j++
+	}
+	if j < len(result) && result[j] == '}' {
+		return `{"resultType":"complete"`, result[j:]
+	}
+	return `{"resultType":"complete",`, result[1:]
+}
+
+// writeMessage writes one JSON-RPC message as JSON, or as an SSE event
+// when the client accepts only text/event-stream.
+func writeMessage(w http.ResponseWriter, r *http.Request, status int, write func(io.Writer) error) {
+	accept := r.Header.Get("Accept")
+	if wantsSSEOnly(accept) {
+		startSSE(w)
+		_, _ = io.WriteString(w, "event: message\ndata: ")
+		_ = write(w)
+		_, _ = io.WriteString(w, "\n\n")
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = write(w)
+}
+
+func startSSE(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// writeError writes a JSON-RPC error response with an HTTP status.
+func writeError(w http.ResponseWriter, status int, id json.RawMessage, e *jsonrpc.Error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(jsonrpc.AppendError(nil, id, e))
+}
+
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == "application/json"
+}
+
+// acceptsResponse reports whether the client can take a JSON or an SSE
+// answer. The spec asks clients to list both; a missing header or */*
+// is taken as accepting either.
+func acceptsResponse(accept string) bool {
+	if accept == "" {
+		return true
+	}
+	for _, part := range strings.Split(accept, ",") {
+		mt, _, _ := mime.ParseMediaType(strings.TrimSpace(part))
+		switch mt {
+		case "application/json", "text/event-stream", "*/*", "application/*", "text/*":
+			return true
+		}
+	}
+	return false
+}
+
+func wantsSSEOnly(accept string) bool {
+	return strings.Contains(accept, "text/event-stream") &&
+		!strings.Contains(accept, "application/json") && !strings.Contains(accept, "*/*")
+}

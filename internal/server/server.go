@@ -1,0 +1,259 @@
+// Package server is the gateway's Streamable HTTP endpoint, for hosts of
+// both protocol eras on one URL, plus the health endpoints and a stdio
+// front for hosts that only launch local servers.
+//
+// A request is legacy (2025-03-26 .. 2025-11-25) when it is an initialize
+// or carries an Mcp-Session-Id, and modern (2026-07-28) when it declares a
+// modern version in MCP-Protocol-Version or in params._meta. Legacy
+// sessions live in this process; modern requests carry everything they
+// need and may reach any replica.
+//
+// The server validates what HTTP carries (origin, host, size, headers,
+// sessions) and hands each JSON-RPC request to the router. It translates
+// errors to HTTP statuses here and nowhere else.
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+	"github.com/mcp-gateway/mcp-gateway/internal/router"
+	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
+)
+
+// Dispatcher is what the server needs of the router (*router.Router).
+type Dispatcher interface {
+	Dispatch(ctx context.Context, c *router.Caller, req *jsonrpc.Message) *router.Reply
+	InitializeResult(version string) json.RawMessage
+	Status() []router.UpstreamStatus
+	Ready() bool
+}
+
+// Options configure a Server.
+type Options struct {
+	// Endpoint is the MCP endpoint's path; "" means "/mcp".
+	Endpoint string
+	// AllowedOrigins lists Origin values (scheme://host[:port]) accepted
+	// besides loopback origins and the server's own origin. A request
+	// with any other Origin gets 403, against DNS rebinding.
+	AllowedOrigins []string
+	// LoopbackOnly makes the server also reject requests whose Host is
+	// not a loopback name. Set it when listening on a loopback address.
+	LoopbackOnly bool
+	// MaxBodyBytes limits a request body; 0 means 4 MiB. A larger body
+	// gets 413.
+	MaxBodyBytes int64
+	// MaxSessions limits the number of live legacy sessions; 0 means
+	// 10000. An initialize beyond it gets 503.
+	MaxSessions int
+	// KeepAlive is the interval of SSE comment lines on idle GET
+	// streams; 0 means 25s.
+	KeepAlive time.Duration
+	// Metrics, if set, is served at /metrics.
+	Metrics http.Handler
+	// Logger receives the server's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Server serves MCP over Streamable HTTP.
+type Server struct {
+	d       Dispatcher
+	opts    Options
+	log     *slog.Logger
+	origins map[string]bool
+
+	mu sync.Mutex // guards sessions and closed
+	// sessions holds the live legacy sessions by id.
+	sessions map[string]*session
+	closed   bool
+}
+
+// New returns a server that dispatches to d.
+func New(d Dispatcher, opts *Options) *Server {
+	s := &Server{d: d, log: telemetry.Discard(opts.Logger), sessions: map[string]*session{}, origins: map[string]bool{}}
+	s.opts = *opts
+	if s.opts.Endpoint == "" {
+		s.opts.Endpoint = "/mcp"
+	}
+	if s.opts.MaxBodyBytes <= 0 {
+		s.opts.MaxBodyBytes = 4 << 20
+	}
+	if s.opts.MaxSessions <= 0 {
+		s.opts.MaxSessions = 10000
+	}
+	if s.opts.KeepAlive <= 0 {
+		s.opts.KeepAlive = 25 * time.Second
+	}
+	for _, o := range opts.AllowedOrigins {
+		s.origins[strings.TrimSuffix(strings.ToLower(o), "/")] = true
+	}
+	return s
+}
+
+// Handler returns the HTTP handler with every endpoint.
+func (s *Server) Handler() http.Handler {
+	m := mux.NewRouter()
+	m.HandleFunc("/healthz", s.healthz).Methods(http.MethodGet, http.MethodHead)
+	m.HandleFunc("/readyz", s.readyz).Methods(http.MethodGet, http.MethodHead)
+	if s.opts.Metrics != nil {
+		m.Handle("/metrics", s.opts.Metrics).Methods(http.MethodGet)
+	}
+	m.HandleFunc(s.opts.Endpoint, s.post).Methods(http.MethodPost)
+	m.HandleFunc(s.opts.Endpoint, s.get).Methods(http.MethodGet)
+	m.HandleFunc(s.opts.Endpoint, s.delete).Methods(http.MethodDelete)
+	m.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		writeError(w, http.StatusMethodNotAllowed, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Method not allowed: %s", r.Method))
+	})
+	return s.guard(m)
+}
+
+// Close ends every legacy session, which ends their GET streams.
+func (s *Server) Close() {
+	s.mu.Lock()
+	s.closed = true
+	sessions := s.sessions
+	s.sessions = map[string]*session{}
+	s.mu.Unlock()
+	for _, ss := range sessions {
+		ss.close()
+	}
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = io.WriteString(w, "ok\n")
+}
+
+// readyz reports 200 once every required upstream is serving, and each
+// upstream's state either way.
+func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+	body := struct {
+		Ready     bool                    `json:"ready"`
+		Upstreams []router.UpstreamStatus `json:"upstreams"`
+	}{s.d.Ready(), s.d.Status()}
+	w.Header().Set("Content-Type", "application/json")
+	if !body.Ready {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+// guard applies the checks every endpoint shares: the Origin header and,
+// on a loopback listener, the Host header (2025-11-25 basic/transports
+// "Security Warning": both defend against DNS rebinding).
+func (s *Server) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.opts.LoopbackOnly && !isLoopbackHost(hostOnly(r.Host)) {
+			s.log.Warn("request with a foreign Host rejected", "host", r.Host)
+			writeError(w, http.StatusForbidden, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Forbidden: Host %q is not allowed", r.Host))
+			return
+		}
+		if origin := r.Header.Get("Origin"); origin != "" && !s.originAllowed(origin, r.Host) {
+			s.log.Warn("request with a foreign Origin rejected", "origin", origin)
+			writeError(w, http.StatusForbidden, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Forbidden: Origin %q is not allowed", origin))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) originAllowed(origin, host string) bool {
+	o := strings.TrimSuffix(strings.ToLower(origin), "/")
+	if s.origins[o] {
+		return true
+	}
+	u, err := url.Parse(o)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return false // includes the opaque origin "null"
+	}
+	return isLoopbackHost(u.Hostname()) || strings.EqualFold(u.Host, host)
+}
+
+func hostOnly(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return strings.Trim(hostport, "[]")
+}
+
+func isLoopbackHost(h string) bool {
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// newSessionID returns 128 random bits, hex encoded: visible ASCII, as
+// the spec requires, and unguessable.
+func newSessionID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b[:])
+}
+
+// session is one legacy host session.
+type session struct {
+	id      string
+	version string
+	// done is closed when the session ends (DELETE or server close).
+	done      chan struct{}
+	closeOnce sync.Once
+
+	mu sync.Mutex // guards the fields below
+	// streaming is set while a GET stream is open; one at a time.
+	streaming bool
+}
+
+func (ss *session) close() { ss.closeOnce.Do(func() { close(ss.done) }) }
+
+func (s *Server) newSession(version string) (*session, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errShuttingDown
+	}
+	if len(s.sessions) >= s.opts.MaxSessions {
+		return nil, errTooManySessions
+	}
+	ss := &session{id: newSessionID(), version: version, done: make(chan struct{})}
+	s.sessions[ss.id] = ss
+	return ss, nil
+}
+
+func (s *Server) session(id string) *session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sessions[id]
+}
+
+func (s *Server) endSession(id string) bool {
+	s.mu.Lock()
+	ss := s.sessions[id]
+	delete(s.sessions, id)
+	s.mu.Unlock()
+	if ss != nil {
+		ss.close()
+	}
+	return ss != nil
+}
+
+var (
+	errShuttingDown    = errors.New("the gateway is shutting down")
+	errTooManySessions = errors.New("too many sessions")
+)

@@ -1,0 +1,56 @@
+// Package telemetry builds the gateway's logger and holds the attribute
+// keys that every package logs with, so that one field has one name
+// across the gateway's logs.
+//
+// Logs are JSON lines on stderr (log/slog) with a constant message and
+// the data in attributes. OpenTelemetry traces and metrics will be built
+// here too, and passed in to the packages that record them: nothing in the
+// gateway reads a global logger, tracer or meter.
+package telemetry
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+)
+
+// Attribute keys shared by every package.
+const (
+	KeyUpstream = "upstream"
+	KeySession  = "session"
+	KeyMethod   = "method"
+	KeyTool     = "tool"
+	KeyErr      = "err"
+	KeyEra      = "era"
+	KeyTeam     = "team"
+)
+
+// ParseLevel maps a config log level (debug, info, warn, error) to slog's.
+func ParseLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(s) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "", "info":
+		return slog.LevelInfo, nil
+	case "warn", "warning":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, fmt.Errorf("unknown log level %q (want debug, info, warn or error)", s)
+}
+
+// NewLogger returns a JSON logger writing to w at the given level.
+func NewLogger(w io.Writer, level slog.Leveler) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// Discard returns l, or a logger that drops everything when l is nil, so
+// that a nil *slog.Logger in an Options struct means "no logs".
+func Discard(l *slog.Logger) *slog.Logger {
+	if l != nil {
+		return l
+	}
+	return slog.New(slog.DiscardHandler)
+}
