@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# The whole test suite: static checks and the Go tests with the race detector.
+set -euo pipefail
+cd "$(dirname "$0")"
+go vet ./...
+go test -race -count=1 ./...
