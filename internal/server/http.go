@@ -331,28 +331,35 @@ func (s *Server) writeReply(w http.ResponseWriter, r *http.Request, id json.RawM
 		})
 		return
 	}
-	result := reply.Result
-	var prefix string
-	if modern && reply.LacksResultType {
-		if _, has := jsonrpc.Field(result, "resultType"); !has {
-			prefix, result = resultTypePrefix(result)
-		}
-	}
+	head, body := resultParts(id, reply, modern)
 	writeMessage(w, r, http.StatusOK, func(wr io.Writer) error {
-		if prefix == "" {
-			return jsonrpc.WriteResult(wr, id, result)
-		}
-		// The result's first byte, "{", is replaced by the prefix: the
-		// upstream's bytes are written as they are, never copied.
-		if _, err := io.WriteString(wr, `{"jsonrpc":"2.0","id":`+string(id)+`,"result":`+prefix); err != nil {
+		// The result goes out as its own write: a large result is never
+		// copied into a second buffer.
+		if _, err := io.WriteString(wr, head); err != nil {
 			return err
 		}
-		if _, err := wr.Write(result); err != nil {
+		if _, err := wr.Write(body); err != nil {
 			return err
 		}
 		_, err := io.WriteString(wr, "}")
 		return err
 	})
+}
+
+// resultParts splits a successful response into its envelope's head and
+// the result bytes that follow it (the caller closes the envelope with
+// "}"). A modern caller's result gets "resultType" when its upstream did
+// not set one: the head then opens the result object itself, and the body
+// is the upstream's bytes after their "{".
+func resultParts(id json.RawMessage, reply *router.Reply, modern bool) (string, json.RawMessage) {
+	head := `{"jsonrpc":"2.0","id":` + string(id) + `,"result":`
+	if modern && reply.LacksResultType {
+		if _, has := jsonrpc.Field(reply.Result, "resultType"); !has {
+			prefix, rest := resultTypePrefix(reply.Result)
+			return head + prefix, rest
+		}
+	}
+	return head, reply.Result
 }
 
 // resultTypePrefix splits an object result into a prefix that opens it
