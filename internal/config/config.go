@@ -1,0 +1,382 @@
+// Package config loads the gateway's configuration file into one typed
+// [Config] and validates it.
+//
+// The file is gateway.yaml (YAML) or a Claude Desktop style
+// claude_desktop_config.json (JSON); both may carry an mcpServers map, so an
+// existing desktop config works as a gateway config as it is. [Load] reads a
+// file in four steps:
+//
+//  1. parse the file into YAML nodes (JSON goes through encoding/json), which
+//     keeps the case and the order of every key;
+//  2. apply MCP_GATEWAY_* environment overrides to scalar settings;
+//  3. decode into [Config], expanding ${VAR} in string values and rejecting
+//     unknown keys;
+//  4. [Config.Validate].
+//
+// Every problem found along the way is reported, each with the key path it
+// belongs to, in one [*ValidationError]. Non-fatal findings, such as a
+// deprecated transport, are reported by [Config.Warnings].
+//
+// # Keys
+//
+// Unknown keys are errors, with a suggestion when one is close. Two
+// exceptions: top-level keys starting with "x-" are ignored, so they can
+// hold YAML anchors for reuse with merge keys (<<: *anchor); and a JSON file
+// with an mcpServers map may carry a desktop app's own top-level settings
+// (globalShortcut, preferences...), which are ignored unless they look like a
+// misspelt gateway key.
+//
+// # Environment
+//
+// ${VAR} in any string value (list items and map values included, map keys
+// excluded) is replaced by the value of the environment variable VAR. A
+// variable that is not set is a validation problem, never an empty string.
+// Write $${ for a literal ${. Only the ${VAR} form is recognised: $VAR and
+// defaults such as ${VAR:-x} are not.
+//
+// MCP_GATEWAY_<KEY> overrides a scalar setting outside the lists, where <KEY>
+// is the key path in upper case with "." replaced by "_": MCP_GATEWAY_LISTEN,
+// MCP_GATEWAY_ENDPOINT, MCP_GATEWAY_SEPARATOR, MCP_GATEWAY_PREFIX,
+// MCP_GATEWAY_MAX_BODY_BYTES, MCP_GATEWAY_POLICY_MAX_TOOLS,
+// MCP_GATEWAY_POLICY_DESCRIPTION_MAX_CHARS, MCP_GATEWAY_AUTH_MODE,
+// MCP_GATEWAY_TELEMETRY_LOG_LEVEL, MCP_GATEWAY_TELEMETRY_METRICS and
+// MCP_GATEWAY_TELEMETRY_OTLP_ENDPOINT. An override wins over the file, is
+// taken literally (no ${VAR} expansion), and is ignored when empty. Lists
+// (upstreams, mcpServers, teams, allowed_origins) cannot be set from the
+// environment: use ${VAR} inside the file for the parts that vary.
+//
+// # Secrets
+//
+// Values may come from the environment and hold secrets (API keys, tokens),
+// so no problem message ever quotes a configured value: messages name the key
+// path, the variable and what is expected, never what was found.
+package config
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Defaults, as applied by [Default] and by [Load] to every upstream.
+const (
+	DefaultListen          = "127.0.0.1:8080"
+	DefaultEndpoint        = "/mcp"
+	DefaultSeparator       = "__"
+	DefaultMaxBodyBytes    = 4 << 20 // 4 MiB
+	DefaultTimeout         = 60 * time.Second
+	DefaultBreakerFailures = 5
+	DefaultBreakerCooldown = 30 * time.Second
+	DefaultLogLevel        = "info"
+)
+
+// Config is the whole gateway configuration, the decoded form of gateway.yaml.
+//
+// A Config from [Load] has every default applied. A Config built in code
+// should start from [Default] and must pass [Config.Validate].
+type Config struct {
+	// Listen is the TCP address the HTTP server binds, as host:port.
+	// Key: listen. Default "127.0.0.1:8080" (loopback only). An empty host
+	// (":8080") listens on every interface.
+	Listen string
+
+	// Endpoint is the URL path of the MCP endpoint (POST, GET and DELETE).
+	// Key: endpoint. Default "/mcp". It must start with "/" and may not be
+	// /healthz, /readyz or /metrics, which the gateway serves itself.
+	Endpoint string
+
+	// Separator joins an upstream's name and a tool's original name into the
+	// exposed name: <upstream><separator><original>. Key: separator.
+	// Default "__". One to four characters from [A-Za-z0-9_-], the only
+	// characters an exposed name may contain.
+	Separator string
+
+	// Prefix says when exposed names carry the upstream prefix.
+	// Key: prefix. Default "always".
+	Prefix PrefixMode
+
+	// AllowedOrigins lists the browser Origin values accepted besides
+	// loopback origins (http://localhost, http://127.0.0.1, http://[::1], any
+	// port), for example "https://app.example.com". Each is scheme://host
+	// with an optional :port and nothing else. Key: allowed_origins. Default
+	// empty. Requests without an Origin header are not affected.
+	AllowedOrigins []string
+
+	// MaxBodyBytes is the largest request body the endpoint reads, in bytes.
+	// Key: max_body_bytes. Default 4194304 (4 MiB). Must be > 0.
+	MaxBodyBytes int64
+
+	// Upstreams are the MCP servers behind the gateway. Their order is the
+	// priority when a tool-count limit cuts tools: earlier upstreams keep
+	// their tools first. Entries of the upstreams list come first, then the
+	// mcpServers entries in file order. Key: upstreams (and mcpServers).
+	Upstreams []Upstream
+
+	// Policy applies to every session. Key: policy.
+	Policy Policy
+
+	// Teams give groups of callers their own view of the catalog. Without
+	// teams every caller sees the policy view. Key: teams.
+	Teams []Team
+
+	// Auth says how callers authenticate. Key: auth.
+	Auth Auth
+
+	// Telemetry configures logs, metrics and traces. Key: telemetry.
+	Telemetry Telemetry
+}
+
+// PrefixMode says when exposed names carry the upstream prefix.
+type PrefixMode string
+
+const (
+	// PrefixAlways prefixes every exposed name: <upstream><separator><tool>.
+	PrefixAlways PrefixMode = "always"
+	// PrefixOnConflict exposes tools under their original names and prefixes
+	// only names that more than one upstream offers.
+	PrefixOnConflict PrefixMode = "on_conflict"
+)
+
+// Transport is the way the gateway talks to an upstream.
+type Transport string
+
+const (
+	// TransportStdio runs Command as a subprocess and speaks over its stdin
+	// and stdout.
+	TransportStdio Transport = "stdio"
+	// TransportStreamableHTTP is MCP Streamable HTTP at URL.
+	TransportStreamableHTTP Transport = "streamable-http"
+	// TransportSSE is the legacy HTTP+SSE transport of MCP 2024-11-05, which
+	// Streamable HTTP replaced; supported for servers that offer nothing
+	// newer, and reported by [Config.Warnings].
+	TransportSSE Transport = "sse"
+)
+
+// SessionMode says how many upstream sessions the gateway opens to one
+// upstream.
+type SessionMode string
+
+const (
+	// SessionShared uses one upstream session (one subprocess for stdio) for
+	// every host session.
+	SessionShared SessionMode = "shared"
+	// SessionPerClient opens one upstream session (one subprocess for stdio)
+	// per host session, for servers that keep per-user state.
+	SessionPerClient SessionMode = "per-client"
+)
+
+// Upstream is one MCP server behind the gateway: an entry of the upstreams
+// list or of the mcpServers map.
+//
+// Exactly one of Command (a local server over stdio) and URL (a remote
+// server over HTTP) is set.
+type Upstream struct {
+	// Name identifies the upstream and is the prefix of its exposed names.
+	// Key: name (in mcpServers, the entry's key). One to 32 characters from
+	// [A-Za-z0-9_-], case kept; names must differ in more than letter case.
+	Name string
+
+	// Command is the program to run for a stdio upstream, looked up in PATH
+	// when it has no slash. Key: command.
+	Command string
+
+	// Args are the program's arguments. Key: args.
+	Args []string
+
+	// Env adds variables to the subprocess's environment, which otherwise
+	// inherits the gateway's. Key: env. Keys keep their case.
+	Env map[string]string
+
+	// Cwd is the subprocess's working directory. Key: cwd. A relative path
+	// is resolved against the directory of the config file. Default: the
+	// gateway's working directory.
+	Cwd string
+
+	// URL is the endpoint of an HTTP upstream, http:// or https://.
+	// Key: url.
+	URL string
+
+	// Transport is "stdio", "streamable-http" or "sse". Key: transport (in
+	// mcpServers: type, which also accepts "http" for streamable-http).
+	// When omitted it is inferred: stdio with a command, streamable-http
+	// with a url; see TransportInferred.
+	Transport Transport
+
+	// TransportInferred reports that Transport was not written in the file
+	// but inferred from command or url. An upstream client may then fall
+	// back from streamable-http to sse when the server only speaks the
+	// legacy transport; an explicit transport is used as written.
+	TransportInferred bool
+
+	// Headers are sent with every HTTP request to the upstream, for example
+	// Authorization: "Bearer ${TOKEN}". Key: headers. Names keep their case.
+	// Only for url upstreams.
+	Headers map[string]string
+
+	// Timeout bounds each request to this upstream. Key: timeout, a Go
+	// duration such as "60s" or "2m". Default 60s. Must be > 0.
+	Timeout time.Duration
+
+	// Session is "shared" (one upstream session for all hosts) or
+	// "per-client" (one per host session). Key: session. Default "shared".
+	Session SessionMode
+
+	// Required makes /readyz wait for this upstream. Key: required.
+	// Default false: an optional upstream that is down only loses its tools.
+	Required bool
+
+	// MaxTools caps how many of this upstream's tools are exposed, in the
+	// order the upstream lists them. Key: max_tools. 0 means no limit;
+	// negative is an error.
+	MaxTools int
+
+	// Tools filters and renames this upstream's tools. Key: tools.
+	Tools ToolFilter
+
+	// Breaker stops sending requests to an upstream that keeps failing.
+	// Key: breaker.
+	Breaker Breaker
+
+	// Source is the key path that defined this upstream, "upstreams[2]" or
+	// "mcpServers.GitHub". Set by Load; problem paths use it. Empty means
+	// upstreams[i], i being the index in Config.Upstreams.
+	Source string
+}
+
+// ToolFilter selects and renames an upstream's tools by their original names
+// (the names the upstream itself uses).
+//
+// A tool is exposed when it matches an Allow pattern (or Allow is empty) and
+// matches no Deny pattern. Patterns use [path.Match] syntax: * matches any
+// run of characters, ? one character, [a-z] a class.
+type ToolFilter struct {
+	// Allow lists glob patterns of tools to keep. Key: allow. Empty keeps
+	// all.
+	Allow []string
+	// Deny lists glob patterns of tools to drop; deny wins over allow.
+	// Key: deny.
+	Deny []string
+	// Rename gives tools other names before the prefix is added.
+	// Key: rename, a list of {from, to}.
+	Rename []Rename
+}
+
+// Rename gives one tool another name.
+type Rename struct {
+	// From is the tool's original name, exactly (not a pattern). Key: from.
+	From string
+	// To is the new name, one to 64 characters from [A-Za-z0-9_-].
+	// Key: to.
+	To string
+}
+
+// Breaker configures an upstream's circuit breaker.
+type Breaker struct {
+	// Failures is how many consecutive transport failures open the breaker.
+	// Key: failures. Default 5. Must be > 0.
+	Failures int
+	// Cooldown is how long an open breaker rejects requests before it lets
+	// one through to probe. Key: cooldown, a Go duration. Default 30s. Must
+	// be > 0.
+	Cooldown time.Duration
+}
+
+// Policy limits what every session sees.
+type Policy struct {
+	// MaxTools caps the number of tools in a catalog; upstreams earlier in
+	// the list keep theirs first. Key: max_tools. 0 means no limit.
+	MaxTools int
+	// DescriptionMaxChars trims longer tool descriptions to this many
+	// characters. Key: description_max_chars. 0 means no limit.
+	DescriptionMaxChars int
+}
+
+// Team is a group of callers with its own view of the catalog.
+type Team struct {
+	// Name identifies the team in logs, metrics and `mcp-gateway tools
+	// --team`. Key: name. One to 64 characters from [A-Za-z0-9_-], unique.
+	Name string
+	// APIKeys are the keys that select this team under auth mode api_key.
+	// Key: api_keys. Each is the key itself, usually "${SOME_ENV}", or
+	// "sha256:" followed by the 64 hex digits of the SHA-256 of the key, so
+	// the file need not hold the secret. A key may belong to one team only.
+	APIKeys []string
+	// Allow lists glob patterns of EXPOSED names the team may see (after
+	// prefixing and renaming). Key: allow. Empty allows all.
+	Allow []string
+	// Deny lists glob patterns of exposed names the team may not see; deny
+	// wins over allow. Key: deny.
+	Deny []string
+	// MaxTools caps the team's catalog. Key: max_tools. 0 means the policy
+	// limit only.
+	MaxTools int
+}
+
+// AuthMode says how callers authenticate.
+type AuthMode string
+
+const (
+	// AuthNone accepts every caller; keep the listen address on loopback.
+	AuthNone AuthMode = "none"
+	// AuthAPIKey requires a bearer API key that belongs to one of the teams.
+	AuthAPIKey AuthMode = "api_key"
+	// AuthJWT requires a bearer JWT.
+	AuthJWT AuthMode = "jwt"
+)
+
+// Auth configures caller authentication.
+type Auth struct {
+	// Mode is "none", "api_key" or "jwt". Key: mode. Default "none".
+	// api_key needs at least one team with api_keys.
+	Mode AuthMode
+}
+
+// Telemetry configures logs, metrics and traces.
+type Telemetry struct {
+	// LogLevel is the least severe level logged: "debug", "info", "warn" or
+	// "error". Key: log_level. Default "info". Logs go to stderr as JSON.
+	LogLevel string
+	// Metrics serves Prometheus text at /metrics. Key: metrics.
+	// Default true.
+	Metrics bool
+	// OTLPEndpoint sends traces and metrics over OTLP to this endpoint when
+	// set. Key: otlp_endpoint. Default empty: the standard
+	// OTEL_EXPORTER_OTLP_ENDPOINT variable still applies.
+	OTLPEndpoint string
+}
+
+// SlogLevel returns LogLevel as a [slog.Level]; an unknown level is Info.
+func (t Telemetry) SlogLevel() slog.Level {
+	switch t.LogLevel {
+	case "debug":
+		return slog.LevelDebug
+	case "warn":
+		return slog.LevelWarn
+	case "error":
+		return slog.LevelError
+	}
+	return slog.LevelInfo
+}
+
+// Default returns a Config with every default and no upstreams.
+func Default() *Config {
+	return &Config{
+		Listen:       DefaultListen,
+		Endpoint:     DefaultEndpoint,
+		Separator:    DefaultSeparator,
+		Prefix:       PrefixAlways,
+		MaxBodyBytes: DefaultMaxBodyBytes,
+		Auth:         Auth{Mode: AuthNone},
+		Telemetry:    Telemetry{LogLevel: DefaultLogLevel, Metrics: true},
+	}
+}
+
+// DefaultUpstream returns an Upstream with the defaults Load applies to every
+// entry (timeout, session, breaker). The caller sets the name, command or url,
+// and transport.
+func DefaultUpstream() Upstream {
+	return Upstream{
+		Timeout: DefaultTimeout,
+		Session: SessionShared,
+		Breaker: Breaker{Failures: DefaultBreakerFailures, Cooldown: DefaultBreakerCooldown},
+	}
+}

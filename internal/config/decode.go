@@ -1,0 +1,685 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// maxNodes bounds the nodes one decode may visit. YAML aliases can make a
+// small file expand to a huge tree ("billion laughs"); a config with a
+// thousand upstreams stays well below this.
+const maxNodes = 1 << 17
+
+// decoder turns a YAML node tree into a Config, collecting problems.
+//
+// It walks the tree by hand, instead of letting a library unmarshal it,
+// because map keys must keep their case and order, every problem needs its
+// key path, and unknown keys must be rejected one by one.
+type decoder struct {
+	lookup  func(string) (string, bool)
+	baseDir string // for relative cwd; empty leaves cwd as written
+
+	// literal holds nodes set from MCP_GATEWAY_* variables, which are taken
+	// as they are, without ${VAR} expansion.
+	literal map[*yaml.Node]bool
+
+	// hostApp is set for a Claude Desktop style JSON file, whose other
+	// top-level keys belong to the desktop app.
+	hostApp bool
+
+	problems problems
+	lines    map[string]int // key path -> line of its value
+	visited  int            // nodes seen, against maxNodes
+	tooLarge bool           // the maxNodes problem has been reported
+}
+
+// field decodes the value v found at key path p.
+type field func(p string, v *yaml.Node)
+
+// schema describes the keys a mapping may hold.
+type schema struct {
+	fields map[string]field
+	// hints add advice to the "unknown key" message of particular keys.
+	hints map[string]string
+	// ignore reports keys to skip without a problem.
+	ignore func(key string) bool
+}
+
+func (d *decoder) problem(p string, n *yaml.Node, format string, args ...any) {
+	line := 0
+	if n != nil {
+		line = n.Line
+	}
+	d.problems = append(d.problems, Problem{Path: p, Line: line, Message: fmt.Sprintf(format, args...)})
+}
+
+// visit counts n against maxNodes and records its line for path p. It
+// returns false once the budget is spent.
+func (d *decoder) visit(p string, n *yaml.Node) bool {
+	if !d.spend(n) {
+		return false
+	}
+	if n.Line > 0 {
+		if _, ok := d.lines[p]; !ok {
+			d.lines[p] = n.Line
+		}
+	}
+	return true
+}
+
+// lineOf returns the line of the value at key path p, or of its nearest
+// ancestor when p was not in the file (a missing required key); 0 when
+// unknown.
+func (d *decoder) lineOf(p string) int {
+	if line, ok := d.lines[p]; ok {
+		return line
+	}
+	for i := len(p) - 1; i > 0; i-- {
+		if p[i] == '.' || p[i] == '[' {
+			if line, ok := d.lines[p[:i]]; ok {
+				return line
+			}
+		}
+	}
+	return 0
+}
+
+// spend counts n against maxNodes, reporting the problem once when the
+// budget runs out. It returns false from then on.
+func (d *decoder) spend(n *yaml.Node) bool {
+	d.visited++
+	if d.exhausted() {
+		if !d.tooLarge {
+			d.tooLarge = true
+			d.problem("", n, "the document is too large once YAML aliases are expanded")
+		}
+		return false
+	}
+	return true
+}
+
+// exhausted reports whether the decode has visited maxNodes nodes.
+func (d *decoder) exhausted() bool { return d.visited >= maxNodes }
+
+// resolve follows aliases to the node they name.
+func resolve(n *yaml.Node) *yaml.Node {
+	for i := 0; n != nil && n.Kind == yaml.AliasNode && i < 100; i++ {
+		n = n.Alias
+	}
+	return n
+}
+
+func isNull(n *yaml.Node) bool {
+	return n == nil || n.Kind == 0 || n.Kind == yaml.ScalarNode && n.Tag == "!!null"
+}
+
+// pair is one key and value of a mapping.
+type pair struct {
+	key     string
+	keyNode *yaml.Node
+	value   *yaml.Node
+}
+
+// pairs returns the entries of mapping n in file order, with aliases
+// resolved and YAML merge keys (<<: *anchor) expanded in place. A key
+// written in the mapping wins over a merged one, and an earlier merge over a
+// later one. Duplicate and non-scalar keys are problems.
+func (d *decoder) pairs(p string, n *yaml.Node, depth int) []pair {
+	explicit := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i]
+		if k.Kind == yaml.ScalarNode && k.Tag != "!!merge" {
+			explicit[k.Value] = true
+		}
+	}
+	var out []pair
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], resolve(n.Content[i+1])
+		// Merges multiply entries as aliases multiply nodes: count each.
+		if !d.spend(k) {
+			break
+		}
+		if k.Kind == yaml.ScalarNode && k.Tag == "!!merge" {
+			if depth > 10 {
+				d.problem(p, k, "merge keys (<<) nested too deeply")
+				continue
+			}
+			srcs := []*yaml.Node{v}
+			if v != nil && v.Kind == yaml.SequenceNode {
+				srcs = v.Content
+			}
+			for _, src := range srcs {
+				src = resolve(src)
+				if src == nil || src.Kind != yaml.MappingNode {
+					d.problem(p, k, "a merge key (<<) must name a mapping or a list of mappings")
+					continue
+				}
+				for _, mp := range d.pairs(p, src, depth+1) {
+					if !explicit[mp.key] && !seen[mp.key] {
+						seen[mp.key] = true
+						out = append(out, mp)
+					}
+				}
+			}
+			continue
+		}
+		if k.Kind != yaml.ScalarNode {
+			d.problem(p, k, "keys must be plain strings")
+			continue
+		}
+		if seen[k.Value] {
+			d.problem(join(p, k.Value), k, "duplicate key")
+			continue
+		}
+		seen[k.Value] = true
+		out = append(out, pair{key: k.Value, keyNode: k, value: v})
+	}
+	return out
+}
+
+// object decodes mapping n at path p with schema s. Null values count as
+// absent: the field keeps its default.
+func (d *decoder) object(p string, n *yaml.Node, s schema) {
+	if isNull(n) || !d.visit(p, n) {
+		return
+	}
+	if n.Kind != yaml.MappingNode {
+		if p == "" {
+			d.problem(p, n, "the file must hold a mapping of keys to values at the top level")
+		} else {
+			d.problem(p, n, "must be a mapping of keys to values")
+		}
+		return
+	}
+	for _, kv := range d.pairs(p, n, 0) {
+		if d.exhausted() {
+			break
+		}
+		kp := join(p, kv.key)
+		f, known := s.fields[kv.key]
+		if !known {
+			if s.ignore != nil && s.ignore(kv.key) {
+				continue
+			}
+			d.problem(kp, kv.keyNode, "%s", unknownKey(kv.key, s))
+			continue
+		}
+		if isNull(kv.value) {
+			d.visit(kp, kv.keyNode)
+			continue
+		}
+		f(kp, kv.value)
+	}
+}
+
+// unknownKey is the message for a key s does not know, with a hint or a
+// suggestion when there is one.
+func unknownKey(key string, s schema) string {
+	if h, ok := s.hints[key]; ok {
+		return "unknown key (" + h + ")"
+	}
+	if sug := suggest(key, s.fields); sug != "" {
+		return fmt.Sprintf("unknown key (did you mean %q?)", sug)
+	}
+	return "unknown key"
+}
+
+// suggest returns the known key closest to key: the same but for case, or
+// at most two edits away. Empty when nothing is close.
+func suggest(key string, fields map[string]field) string {
+	known := make([]string, 0, len(fields))
+	for k := range fields {
+		known = append(known, k)
+	}
+	slices.Sort(known)
+	for _, k := range known {
+		if strings.EqualFold(k, key) {
+			return k
+		}
+	}
+	best, bestDist := "", 3
+	for _, k := range known {
+		if dist := editDistance(key, k); dist < bestDist && dist < len(k) {
+			best, bestDist = k, dist
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes.
+func editDistance(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		return math.MaxInt // not a typo of any key we know
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// text returns the text of scalar n with ${VAR} expanded. ok is false when n
+// is not a scalar or expansion failed; the problem has been reported. A null
+// scalar is "".
+func (d *decoder) text(p string, n *yaml.Node, what string) (string, bool) {
+	if !d.visit(p, n) {
+		return "", false
+	}
+	if n.Kind != yaml.ScalarNode {
+		d.problem(p, n, "must be %s", what)
+		return "", false
+	}
+	if isNull(n) {
+		return "", true
+	}
+	if d.literal[n] {
+		return n.Value, true
+	}
+	s, msgs := expand(n.Value, d.lookup)
+	for _, m := range msgs {
+		d.problem(p, n, "%s", m)
+	}
+	return s, len(msgs) == 0
+}
+
+// str decodes a string. On failure it returns the text as written (or ""),
+// so that later checks do not report the same value again.
+func (d *decoder) str(p string, n *yaml.Node) string {
+	s, _ := d.text(p, n, "a string")
+	return s
+}
+
+func (d *decoder) boolean(p string, n *yaml.Node, dst *bool) {
+	s, ok := d.text(p, n, "true or false")
+	if !ok {
+		return
+	}
+	switch strings.ToLower(s) {
+	case "true":
+		*dst = true
+	case "false":
+		*dst = false
+	default:
+		d.problem(p, n, "must be true or false")
+	}
+}
+
+func (d *decoder) integer(p string, n *yaml.Node, dst *int) {
+	var v int64
+	if d.int64(p, n, &v, strconv.IntSize) {
+		*dst = int(v)
+	}
+}
+
+func (d *decoder) int64(p string, n *yaml.Node, dst *int64, bits int) bool {
+	s, ok := d.text(p, n, "an integer")
+	if !ok {
+		return false
+	}
+	v, err := strconv.ParseInt(s, 10, bits)
+	if err != nil {
+		d.problem(p, n, "must be a whole number written in decimal digits")
+		return false
+	}
+	*dst = v
+	return true
+}
+
+// duration decodes a Go duration string. A bare number is refused: "60"
+// could mean seconds or nanoseconds, and time.ParseDuration would read it as
+// neither.
+func (d *decoder) duration(p string, n *yaml.Node, dst *time.Duration) {
+	s, ok := d.text(p, n, `a duration such as "30s"`)
+	if !ok {
+		return
+	}
+	if _, err := strconv.ParseFloat(s, 64); err == nil {
+		d.problem(p, n, `must be a duration with a unit, such as "30s", "1m30s" or "500ms": a bare number has no unit`)
+		return
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		d.problem(p, n, `must be a duration such as "30s", "1m30s" or "500ms" (units ns, us, ms, s, m, h)`)
+		return
+	}
+	*dst = v
+}
+
+// strings decodes a list of strings. A null item is "".
+func (d *decoder) strings(p string, n *yaml.Node) []string {
+	if !d.visit(p, n) {
+		return nil
+	}
+	if n.Kind != yaml.SequenceNode {
+		d.problem(p, n, "must be a list of strings")
+		return nil
+	}
+	out := make([]string, 0, len(n.Content))
+	for i, item := range n.Content {
+		if d.exhausted() {
+			break
+		}
+		out = append(out, d.str(fmt.Sprintf("%s[%d]", p, i), resolve(item)))
+	}
+	return out
+}
+
+// stringMap decodes a mapping of strings to strings. Keys keep their case and
+// are not expanded; values are. A null value is "".
+func (d *decoder) stringMap(p string, n *yaml.Node) map[string]string {
+	if !d.visit(p, n) {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		d.problem(p, n, "must be a mapping of names to strings")
+		return nil
+	}
+	out := map[string]string{}
+	for _, kv := range d.pairs(p, n, 0) {
+		if d.exhausted() {
+			break
+		}
+		out[kv.key] = d.str(join(p, kv.key), kv.value)
+	}
+	return out
+}
+
+// list calls item for each element of sequence n.
+func (d *decoder) list(p string, n *yaml.Node, item func(p string, v *yaml.Node)) {
+	if !d.visit(p, n) {
+		return
+	}
+	if n.Kind != yaml.SequenceNode {
+		d.problem(p, n, "must be a list")
+		return
+	}
+	for i, v := range n.Content {
+		if d.exhausted() {
+			break
+		}
+		item(fmt.Sprintf("%s[%d]", p, i), resolve(v))
+	}
+}
+
+// config decodes the top-level mapping into c, which holds the defaults.
+func (d *decoder) config(root *yaml.Node, c *Config) {
+	var upstreams, servers *yaml.Node
+	s := schema{
+		fields: map[string]field{
+			"listen":          func(p string, v *yaml.Node) { c.Listen = d.str(p, v) },
+			"endpoint":        func(p string, v *yaml.Node) { c.Endpoint = d.str(p, v) },
+			"separator":       func(p string, v *yaml.Node) { c.Separator = d.str(p, v) },
+			"prefix":          func(p string, v *yaml.Node) { c.Prefix = PrefixMode(d.str(p, v)) },
+			"allowed_origins": func(p string, v *yaml.Node) { c.AllowedOrigins = d.strings(p, v) },
+			"max_body_bytes":  func(p string, v *yaml.Node) { d.int64(p, v, &c.MaxBodyBytes, 64) },
+			// Decoded after the walk, so that upstreams come before
+			// mcpServers whatever their order in the file.
+			"upstreams":  func(_ string, v *yaml.Node) { upstreams = v },
+			"mcpServers": func(_ string, v *yaml.Node) { servers = v },
+			"policy": func(p string, v *yaml.Node) {
+				d.object(p, v, schema{fields: map[string]field{
+					"max_tools":             func(p string, v *yaml.Node) { d.integer(p, v, &c.Policy.MaxTools) },
+					"description_max_chars": func(p string, v *yaml.Node) { d.integer(p, v, &c.Policy.DescriptionMaxChars) },
+				}})
+			},
+			"teams": func(p string, v *yaml.Node) {
+				d.list(p, v, func(p string, v *yaml.Node) {
+					if t, ok := d.team(p, v); ok {
+						c.Teams = append(c.Teams, t)
+					}
+				})
+			},
+			"auth": func(p string, v *yaml.Node) {
+				d.object(p, v, schema{fields: map[string]field{
+					"mode": func(p string, v *yaml.Node) { c.Auth.Mode = AuthMode(d.str(p, v)) },
+				}})
+			},
+			"telemetry": func(p string, v *yaml.Node) {
+				d.object(p, v, schema{fields: map[string]field{
+					"log_level":     func(p string, v *yaml.Node) { c.Telemetry.LogLevel = d.str(p, v) },
+					"metrics":       func(p string, v *yaml.Node) { d.boolean(p, v, &c.Telemetry.Metrics) },
+					"otlp_endpoint": func(p string, v *yaml.Node) { c.Telemetry.OTLPEndpoint = d.str(p, v) },
+				}})
+			},
+		},
+	}
+	s.ignore = func(key string) bool {
+		// x- keys hold YAML anchors to reuse (x-defaults: &defaults ...).
+		if strings.HasPrefix(key, "x-") {
+			return true
+		}
+		// A desktop app's own settings (globalShortcut, preferences...) are
+		// none of ours, but a near miss of one of our keys is still a typo.
+		return d.hostApp && suggest(key, s.fields) == ""
+	}
+	d.object("", root, s)
+
+	if upstreams != nil && upstreams.Kind == yaml.MappingNode {
+		d.visit("upstreams", upstreams)
+		d.problem("upstreams", upstreams, "must be a list of upstreams, each with a name (use mcpServers for a map of name: server)")
+	} else if upstreams != nil {
+		d.list("upstreams", upstreams, func(p string, v *yaml.Node) {
+			if u, ok := d.upstream(p, v); ok {
+				c.Upstreams = append(c.Upstreams, u)
+			}
+		})
+	}
+	if servers != nil {
+		d.mcpServers(servers, c)
+	}
+}
+
+// upstreamHints explain keys people bring from other config formats.
+var upstreamHints = map[string]string{
+	"type":        `did you mean "transport"? type is the mcpServers spelling`,
+	"environment": `did you mean "env"?`,
+	"arguments":   `did you mean "args"?`,
+}
+
+func (d *decoder) upstream(p string, n *yaml.Node) (Upstream, bool) {
+	if n.Kind != yaml.MappingNode {
+		d.visit(p, n)
+		d.problem(p, n, "must be a mapping with name and command or url")
+		return Upstream{}, false
+	}
+	u := DefaultUpstream()
+	u.Source = p
+	d.object(p, n, schema{
+		fields: map[string]field{
+			"name":      func(p string, v *yaml.Node) { u.Name = d.str(p, v) },
+			"command":   func(p string, v *yaml.Node) { u.Command = d.command(p, v) },
+			"args":      func(p string, v *yaml.Node) { u.Args = d.strings(p, v) },
+			"env":       func(p string, v *yaml.Node) { u.Env = d.stringMap(p, v) },
+			"cwd":       func(p string, v *yaml.Node) { u.Cwd = d.str(p, v) },
+			"url":       func(p string, v *yaml.Node) { u.URL = d.str(p, v) },
+			"transport": func(p string, v *yaml.Node) { u.Transport = Transport(d.str(p, v)) },
+			"headers":   func(p string, v *yaml.Node) { u.Headers = d.stringMap(p, v) },
+			"timeout":   func(p string, v *yaml.Node) { d.duration(p, v, &u.Timeout) },
+			"session":   func(p string, v *yaml.Node) { u.Session = SessionMode(d.str(p, v)) },
+			"required":  func(p string, v *yaml.Node) { d.boolean(p, v, &u.Required) },
+			"max_tools": func(p string, v *yaml.Node) { d.integer(p, v, &u.MaxTools) },
+			"tools":     func(p string, v *yaml.Node) { d.tools(p, v, &u.Tools) },
+			"breaker": func(p string, v *yaml.Node) {
+				d.object(p, v, schema{fields: map[string]field{
+					"failures": func(p string, v *yaml.Node) { d.integer(p, v, &u.Breaker.Failures) },
+					"cooldown": func(p string, v *yaml.Node) { d.duration(p, v, &u.Breaker.Cooldown) },
+				}})
+			},
+		},
+		hints: upstreamHints,
+	})
+	d.finish(&u)
+	return u, true
+}
+
+// mcpServerOnlyHint is the advice for gateway settings in an mcpServers entry.
+const mcpServerOnlyHint = "mcpServers entries take command, args, env, cwd, url, type and headers; declare the server under upstreams to use gateway settings"
+
+// mcpServers decodes a Claude Desktop style map of servers, appending them
+// to c.Upstreams in file order. The key is the upstream's name.
+func (d *decoder) mcpServers(n *yaml.Node, c *Config) {
+	const p = "mcpServers"
+	if !d.visit(p, n) {
+		return
+	}
+	if n.Kind != yaml.MappingNode {
+		d.problem(p, n, "must be a mapping of server names to servers")
+		return
+	}
+	hints := map[string]string{"transport": `did you mean "type"? transport is the upstreams spelling`}
+	for _, k := range []string{"name", "timeout", "session", "required", "max_tools", "tools", "breaker"} {
+		hints[k] = mcpServerOnlyHint
+	}
+	for _, kv := range d.pairs(p, n, 0) {
+		if d.exhausted() {
+			break
+		}
+		sp := join(p, kv.key)
+		d.visit(sp, kv.keyNode)
+		if kv.value == nil || kv.value.Kind != yaml.MappingNode {
+			d.problem(sp, kv.keyNode, "must be a mapping with command or url")
+			continue
+		}
+		u := DefaultUpstream()
+		u.Name = kv.key
+		u.Source = sp
+		d.object(sp, kv.value, schema{
+			fields: map[string]field{
+				"command": func(p string, v *yaml.Node) { u.Command = d.command(p, v) },
+				"args":    func(p string, v *yaml.Node) { u.Args = d.strings(p, v) },
+				"env":     func(p string, v *yaml.Node) { u.Env = d.stringMap(p, v) },
+				"cwd":     func(p string, v *yaml.Node) { u.Cwd = d.str(p, v) },
+				"url":     func(p string, v *yaml.Node) { u.URL = d.str(p, v) },
+				"headers": func(p string, v *yaml.Node) { u.Headers = d.stringMap(p, v) },
+				"type": func(p string, v *yaml.Node) {
+					// "http" is how Claude Code and others spell Streamable HTTP.
+					if t := d.str(p, v); t == "http" {
+						u.Transport = TransportStreamableHTTP
+					} else {
+						u.Transport = Transport(t)
+					}
+				},
+			},
+			hints: hints,
+		})
+		d.finish(&u)
+		c.Upstreams = append(c.Upstreams, u)
+	}
+}
+
+// command decodes a command, which must be one string: a list is a common
+// slip from other formats.
+func (d *decoder) command(p string, n *yaml.Node) string {
+	if n.Kind == yaml.SequenceNode {
+		d.visit(p, n)
+		d.problem(p, n, "must be one string, the program: put its arguments in args")
+		return ""
+	}
+	return d.str(p, n)
+}
+
+// finish infers the transport when none was written and resolves a relative
+// cwd against the config file's directory.
+func (d *decoder) finish(u *Upstream) {
+	if u.Transport == "" {
+		switch {
+		case u.Command != "" && u.URL == "":
+			u.Transport, u.TransportInferred = TransportStdio, true
+		case u.URL != "" && u.Command == "":
+			u.Transport, u.TransportInferred = TransportStreamableHTTP, true
+		}
+	}
+	if u.Cwd != "" && d.baseDir != "" && !filepath.IsAbs(u.Cwd) {
+		u.Cwd = filepath.Join(d.baseDir, u.Cwd)
+	}
+}
+
+func (d *decoder) tools(p string, n *yaml.Node, t *ToolFilter) {
+	d.object(p, n, schema{fields: map[string]field{
+		"allow": func(p string, v *yaml.Node) { t.Allow = d.strings(p, v) },
+		"deny":  func(p string, v *yaml.Node) { t.Deny = d.strings(p, v) },
+		"rename": func(p string, v *yaml.Node) {
+			d.list(p, v, func(p string, v *yaml.Node) {
+				var r Rename
+				if v.Kind != yaml.MappingNode {
+					d.visit(p, v)
+					d.problem(p, v, "must be a mapping {from: <original name>, to: <new name>}")
+					return
+				}
+				d.object(p, v, schema{fields: map[string]field{
+					"from": func(p string, v *yaml.Node) { r.From = d.str(p, v) },
+					"to":   func(p string, v *yaml.Node) { r.To = d.str(p, v) },
+				}})
+				t.Rename = append(t.Rename, r)
+			})
+		},
+	}})
+}
+
+func (d *decoder) team(p string, n *yaml.Node) (Team, bool) {
+	if n.Kind != yaml.MappingNode {
+		d.visit(p, n)
+		d.problem(p, n, "must be a mapping with a name")
+		return Team{}, false
+	}
+	var t Team
+	d.object(p, n, schema{fields: map[string]field{
+		"name":      func(p string, v *yaml.Node) { t.Name = d.str(p, v) },
+		"api_keys":  func(p string, v *yaml.Node) { t.APIKeys = d.strings(p, v) },
+		"allow":     func(p string, v *yaml.Node) { t.Allow = d.strings(p, v) },
+		"deny":      func(p string, v *yaml.Node) { t.Deny = d.strings(p, v) },
+		"max_tools": func(p string, v *yaml.Node) { d.integer(p, v, &t.MaxTools) },
+	}})
+	return t, true
+}
+
+// join appends a map key to a key path: ".key" for keys made of
+// [A-Za-z0-9_-], else `["key"]`, so that any key is unambiguous.
+func join(p, key string) string {
+	if key != "" && strings.IndexFunc(key, func(r rune) bool {
+		return !(r == '_' || r == '-' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9')
+	}) < 0 {
+		if p == "" {
+			return key
+		}
+		return p + "." + key
+	}
+	return p + "[" + strconv.Quote(key) + "]"
+}
+
+// keyPath is the path suffix of a map key, as join writes it.
+func keyPath(key string) string {
+	if s := join("", key); !strings.HasPrefix(s, "[") {
+		return "." + s
+	}
+	return join("", key)
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

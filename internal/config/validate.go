@@ -1,0 +1,473 @@
+package config
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// ErrInvalid matches every [*ValidationError] under [errors.Is].
+var ErrInvalid = errors.New("invalid configuration")
+
+// Problem is one thing wrong with a configuration, or one warning.
+type Problem struct {
+	// Path is the key path of the offending value, such as
+	// "upstreams[2].timeout", "mcpServers.GitHub.command" or
+	// `upstreams[0].headers["X Bad"]`. Empty for a problem with the file as
+	// a whole, such as a syntax error.
+	Path string
+	// Line is the 1-based line in the file where the value is, when known;
+	// 0 otherwise (values set from the environment, Configs built in code).
+	Line int
+	// Message says what is wrong and what is expected. It never contains a
+	// configured value.
+	Message string
+}
+
+// String returns "<path>: <message>", or the message alone when Path is empty.
+func (p Problem) String() string {
+	if p.Path == "" {
+		return p.Message
+	}
+	return p.Path + ": " + p.Message
+}
+
+// ValidationError lists every problem found in a configuration.
+type ValidationError struct {
+	Problems []Problem
+}
+
+// Error returns one problem per line, "<path>: <message>".
+func (e *ValidationError) Error() string {
+	lines := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		lines[i] = p.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Is reports whether target is [ErrInvalid].
+func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
+
+// problems collects Problems in the order they are found.
+type problems []Problem
+
+func (ps *problems) add(path, format string, args ...any) {
+	*ps = append(*ps, Problem{Path: path, Message: fmt.Sprintf(format, args...)})
+}
+
+// err returns nil for no problems, else a *ValidationError.
+func (ps problems) err() error {
+	if len(ps) == 0 {
+		return nil
+	}
+	return &ValidationError{Problems: ps}
+}
+
+var (
+	nameRE      = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+	teamNameRE  = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	toolNameRE  = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	separatorRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,4}$`)
+)
+
+// reservedPaths are served by the gateway itself, beside the MCP endpoint.
+var reservedPaths = []string{"/healthz", "/readyz", "/metrics"}
+
+// Validate checks c and returns a *ValidationError listing every problem, or
+// nil. It does not touch the network or the file system. [Load] calls it.
+func (c *Config) Validate() error {
+	var ps problems
+	if !validListen(c.Listen) {
+		ps.add("listen", "must be host:port with a numeric port, such as 127.0.0.1:8080 or :8080")
+	}
+	switch {
+	case !strings.HasPrefix(c.Endpoint, "/"):
+		ps.add("endpoint", `must be a URL path starting with "/", such as /mcp`)
+	case strings.ContainsAny(c.Endpoint, "?# \t\r\n"):
+		ps.add("endpoint", "must be a plain URL path, without query, fragment or spaces")
+	default:
+		for _, r := range reservedPaths {
+			if c.Endpoint == r {
+				ps.add("endpoint", "may not be %s, which the gateway serves itself", r)
+			}
+		}
+	}
+	if !separatorRE.MatchString(c.Separator) {
+		ps.add("separator", "must be 1 to 4 characters from A-Z, a-z, 0-9, _ and -")
+	}
+	if c.Prefix != PrefixAlways && c.Prefix != PrefixOnConflict {
+		ps.add("prefix", "must be always or on_conflict")
+	}
+	for i, o := range c.AllowedOrigins {
+		if !validOrigin(o) {
+			ps.add(fmt.Sprintf("allowed_origins[%d]", i), "must be an origin, scheme://host or scheme://host:port, such as https://app.example.com")
+		}
+	}
+	if c.MaxBodyBytes <= 0 {
+		ps.add("max_body_bytes", "must be greater than 0")
+	}
+
+	seen := map[string]string{} // lower-cased name -> path of its first use
+	for i := range c.Upstreams {
+		u := &c.Upstreams[i]
+		u.validate(i, &ps)
+		if u.Name == "" {
+			continue
+		}
+		key := strings.ToLower(u.Name)
+		if first, dup := seen[key]; dup {
+			ps.add(u.path(i, "name"), "name already used by %s (names must differ in more than letter case)", first)
+		} else {
+			seen[key] = u.root(i)
+		}
+	}
+
+	if c.Policy.MaxTools < 0 {
+		ps.add("policy.max_tools", "must be 0 (no limit) or more")
+	}
+	if c.Policy.DescriptionMaxChars < 0 {
+		ps.add("policy.description_max_chars", "must be 0 (no limit) or more")
+	}
+
+	c.validateTeams(&ps)
+
+	switch c.Auth.Mode {
+	case AuthNone, AuthJWT:
+	case AuthAPIKey:
+		if !c.anyTeamKeys() {
+			ps.add("auth.mode", "api_key needs at least one team with api_keys")
+		}
+	default:
+		ps.add("auth.mode", "must be none, api_key or jwt")
+	}
+
+	switch c.Telemetry.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		ps.add("telemetry.log_level", "must be debug, info, warn or error")
+	}
+	return ps.err()
+}
+
+func (c *Config) anyTeamKeys() bool {
+	for _, t := range c.Teams {
+		if len(t.APIKeys) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Config) validateTeams(ps *problems) {
+	names := map[string]int{}
+	keys := map[[sha256.Size]byte]string{} // digest of a key -> path of its first use
+	for i, t := range c.Teams {
+		p := fmt.Sprintf("teams[%d]", i)
+		switch first, dup := names[t.Name]; {
+		case t.Name == "":
+			ps.add(p+".name", "is required: 1 to 64 characters from A-Z, a-z, 0-9, _ and -")
+		case !teamNameRE.MatchString(t.Name):
+			ps.add(p+".name", "must be 1 to 64 characters from A-Z, a-z, 0-9, _ and -")
+		case dup:
+			ps.add(p+".name", "name already used by teams[%d]", first)
+		default:
+			names[t.Name] = i
+		}
+		for j, k := range t.APIKeys {
+			kp := fmt.Sprintf("%s.api_keys[%d]", p, j)
+			digest, ok := keyDigest(k)
+			if !ok {
+				if k == "" {
+					ps.add(kp, "is empty")
+				} else {
+					ps.add(kp, `a "sha256:" key must be followed by exactly 64 hex digits`)
+				}
+				continue
+			}
+			if first, dup := keys[digest]; dup {
+				ps.add(kp, "same API key as %s (a key selects one team)", first)
+				continue
+			}
+			keys[digest] = kp
+		}
+		validateGlobs(ps, p+".allow", t.Allow)
+		validateGlobs(ps, p+".deny", t.Deny)
+		if t.MaxTools < 0 {
+			ps.add(p+".max_tools", "must be 0 (no limit) or more")
+		}
+	}
+}
+
+// keyDigest returns the SHA-256 of an API key as written in api_keys: the
+// digest itself for "sha256:<hex>", else the hash of the literal key.
+func keyDigest(k string) (d [sha256.Size]byte, ok bool) {
+	if h, isDigest := strings.CutPrefix(k, "sha256:"); isDigest {
+		b, err := hex.DecodeString(h)
+		if err != nil || len(b) != sha256.Size {
+			return d, false
+		}
+		return [sha256.Size]byte(b), true
+	}
+	if k == "" {
+		return d, false
+	}
+	return sha256.Sum256([]byte(k)), true
+}
+
+// root returns the key path that defines u.
+func (u *Upstream) root(i int) string {
+	if u.Source != "" {
+		return u.Source
+	}
+	return fmt.Sprintf("upstreams[%d]", i)
+}
+
+// fromMCPServers reports whether u is an mcpServers entry.
+func (u *Upstream) fromMCPServers() bool { return strings.HasPrefix(u.Source, "mcpServers") }
+
+// path returns the key path of one of u's fields, spelt as in the file: an
+// mcpServers entry has no name key (its key is the name) and calls the
+// transport "type".
+func (u *Upstream) path(i int, field string) string {
+	if u.fromMCPServers() {
+		switch field {
+		case "name":
+			return u.Source
+		case "transport":
+			field = "type"
+		}
+	}
+	return u.root(i) + "." + field
+}
+
+func (u *Upstream) validate(i int, ps *problems) {
+	if !nameRE.MatchString(u.Name) {
+		msg := "must be 1 to 32 characters from A-Z, a-z, 0-9, _ and -"
+		if u.fromMCPServers() {
+			msg = "the name (this key) " + msg
+		} else if u.Name == "" {
+			msg = "is required: 1 to 32 characters from A-Z, a-z, 0-9, _ and -"
+		}
+		ps.add(u.path(i, "name"), "%s", msg)
+	}
+
+	hasCmd, hasURL := u.Command != "", u.URL != ""
+	switch {
+	case hasCmd && hasURL:
+		ps.add(u.root(i), "has both command and url: set exactly one")
+	case !hasCmd && !hasURL:
+		ps.add(u.root(i), "needs a command (stdio) or a url (HTTP)")
+	}
+	if hasURL && !validHTTPURL(u.URL) {
+		ps.add(u.path(i, "url"), "must be an absolute http:// or https:// URL")
+	}
+
+	switch u.Transport {
+	case TransportStdio:
+		if hasURL && !hasCmd {
+			ps.add(u.path(i, "transport"), "stdio needs a command, not a url")
+		}
+	case TransportStreamableHTTP, TransportSSE:
+		if hasCmd && !hasURL {
+			ps.add(u.path(i, "transport"), "%s needs a url, not a command", u.Transport)
+		}
+	case "":
+		// Inferred by Load when exactly one of command and url is set;
+		// otherwise the problem above says what is missing.
+		if hasCmd != hasURL {
+			ps.add(u.path(i, "transport"), "is required: stdio, streamable-http or sse")
+		}
+	default:
+		if u.fromMCPServers() {
+			ps.add(u.path(i, "type"), "must be stdio, http, streamable-http or sse")
+		} else {
+			ps.add(u.path(i, "transport"), "must be stdio, streamable-http or sse")
+		}
+	}
+
+	// Settings of the other kind of upstream are mistakes, not no-ops.
+	if hasURL && !hasCmd {
+		if len(u.Args) > 0 {
+			ps.add(u.path(i, "args"), "only applies to command (stdio) upstreams")
+		}
+		if len(u.Env) > 0 {
+			ps.add(u.path(i, "env"), "only applies to command (stdio) upstreams")
+		}
+		if u.Cwd != "" {
+			ps.add(u.path(i, "cwd"), "only applies to command (stdio) upstreams")
+		}
+	}
+	if hasCmd && !hasURL && len(u.Headers) > 0 {
+		ps.add(u.path(i, "headers"), "only applies to url (HTTP) upstreams")
+	}
+
+	for _, k := range sortedKeys(u.Env) {
+		switch {
+		case k == "" || strings.ContainsAny(k, "=\x00"):
+			ps.add(u.path(i, "env")+keyPath(k), "variable names may not be empty or contain = or NUL")
+		case strings.ContainsRune(u.Env[k], 0):
+			ps.add(u.path(i, "env")+keyPath(k), "value may not contain NUL")
+		}
+	}
+	for _, k := range sortedKeys(u.Headers) {
+		switch {
+		case !isToken(k):
+			ps.add(u.path(i, "headers")+keyPath(k), "is not a valid HTTP header name")
+		case strings.ContainsAny(u.Headers[k], "\r\n\x00"):
+			ps.add(u.path(i, "headers")+keyPath(k), "value may not contain CR, LF or NUL")
+		}
+	}
+
+	if u.Timeout <= 0 {
+		ps.add(u.path(i, "timeout"), "must be greater than 0")
+	}
+	if u.Session != SessionShared && u.Session != SessionPerClient {
+		ps.add(u.path(i, "session"), "must be shared or per-client")
+	}
+	if u.MaxTools < 0 {
+		ps.add(u.path(i, "max_tools"), "must be 0 (no limit) or more")
+	}
+
+	tp := u.path(i, "tools")
+	validateGlobs(ps, tp+".allow", u.Tools.Allow)
+	validateGlobs(ps, tp+".deny", u.Tools.Deny)
+	from, to := map[string]int{}, map[string]int{}
+	for j, r := range u.Tools.Rename {
+		rp := fmt.Sprintf("%s.rename[%d]", tp, j)
+		if r.From == "" {
+			ps.add(rp+".from", "is required: the tool's original name")
+		} else if first, dup := from[r.From]; dup {
+			ps.add(rp+".from", "tool already renamed by rename[%d]", first)
+		} else {
+			from[r.From] = j
+		}
+		if !toolNameRE.MatchString(r.To) {
+			ps.add(rp+".to", "must be 1 to 64 characters from A-Z, a-z, 0-9, _ and -")
+		} else if first, dup := to[r.To]; dup {
+			ps.add(rp+".to", "name already given by rename[%d]", first)
+		} else {
+			to[r.To] = j
+		}
+	}
+
+	if u.Breaker.Failures <= 0 {
+		ps.add(u.path(i, "breaker.failures"), "must be greater than 0")
+	}
+	if u.Breaker.Cooldown <= 0 {
+		ps.add(u.path(i, "breaker.cooldown"), "must be greater than 0")
+	}
+}
+
+func validateGlobs(ps *problems, p string, globs []string) {
+	for i, g := range globs {
+		if g == "" {
+			ps.add(fmt.Sprintf("%s[%d]", p, i), "is empty")
+		} else if _, err := path.Match(g, ""); err != nil {
+			ps.add(fmt.Sprintf("%s[%d]", p, i), "is not a valid glob: use * and ? as wildcards and [a-z] for classes, with every [ closed")
+		}
+	}
+}
+
+// validListen reports whether s is host:port with a numeric port.
+func validListen(s string) bool {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil || strings.ContainsAny(host, " \t\r\n") {
+		return false
+	}
+	_, err = strconv.ParseUint(port, 10, 16)
+	return err == nil
+}
+
+// validOrigin reports whether s is a serialized origin (RFC 6454): scheme,
+// host and optional port, nothing else.
+func validOrigin(s string) bool {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+		return false
+	}
+	if u.Path != "" || strings.HasSuffix(s, "/") || strings.HasSuffix(s, "?") || strings.HasSuffix(s, "#") {
+		return false
+	}
+	return u.Scheme == "http" || u.Scheme == "https"
+}
+
+func validHTTPURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+// isToken reports whether s is an HTTP token (RFC 9110, section 5.6.2), the
+// syntax of a header name.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' {
+			continue
+		}
+		if !strings.ContainsRune("!#$%&'*+-.^_`|~", rune(c)) {
+			return false
+		}
+	}
+	return true
+}
+
+// Warnings returns non-fatal findings about c: deprecated settings and
+// settings that are probably not what was meant. Load does not fail on them;
+// the caller logs them (mcp-gateway validate prints them).
+func (c *Config) Warnings() []Problem {
+	var ps problems
+	if c.Auth.Mode == AuthNone && !isLoopbackListen(c.Listen) {
+		ps.add("listen", "not a loopback address and auth.mode is none: anyone who can reach this address can use every upstream")
+	}
+	if len(c.Upstreams) == 0 {
+		ps.add("upstreams", "no upstreams configured: the catalog is empty")
+	}
+	for i := range c.Upstreams {
+		u := &c.Upstreams[i]
+		if u.Transport == TransportSSE {
+			ps.add(u.path(i, "transport"), "the HTTP+SSE transport (MCP 2024-11-05) is deprecated: use streamable-http if the server supports it")
+		}
+		if c.Separator != "" && strings.Contains(u.Name, c.Separator) {
+			ps.add(u.path(i, "name"), "contains the separator, which makes exposed names ambiguous to read")
+		}
+	}
+	if len(c.Teams) > 0 && c.Auth.Mode == AuthNone {
+		ps.add("teams", "teams have no effect while auth.mode is none: every caller gets the policy view")
+	}
+	for i, t := range c.Teams {
+		if c.Auth.Mode == AuthAPIKey && len(t.APIKeys) == 0 {
+			ps.add(fmt.Sprintf("teams[%d].api_keys", i), "none: no caller can select this team under auth.mode api_key")
+		}
+		for j, k := range t.APIKeys {
+			if !strings.HasPrefix(k, "sha256:") && k != "" && len(k) < 16 {
+				ps.add(fmt.Sprintf("teams[%d].api_keys[%d]", i, j), "shorter than 16 characters: easy to guess")
+			}
+		}
+	}
+	return ps
+}
+
+// isLoopbackListen reports whether the listen address binds loopback only.
+func isLoopbackListen(s string) bool {
+	host, _, err := net.SplitHostPort(s)
+	if err != nil {
+		return true // invalid; Validate reports it
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}

@@ -1,0 +1,241 @@
+package config
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// validConfig returns a small Config that passes Validate.
+func validConfig() *Config {
+	c := Default()
+	stdio := DefaultUpstream()
+	stdio.Name, stdio.Command, stdio.Transport = "local", "srv", TransportStdio
+	remote := DefaultUpstream()
+	remote.Name, remote.URL, remote.Transport = "remote", "https://example.com/mcp", TransportStreamableHTTP
+	c.Upstreams = []Upstream{stdio, remote}
+	return c
+}
+
+func TestDefaultIsValid(t *testing.T) {
+	t.Parallel()
+	if err := Default().Validate(); err != nil {
+		t.Errorf("Default().Validate() = %v", err)
+	}
+	if err := validConfig().Validate(); err != nil {
+		t.Errorf("validConfig().Validate() = %v", err)
+	}
+	want := &Config{
+		Listen: "127.0.0.1:8080", Endpoint: "/mcp", Separator: "__", Prefix: PrefixAlways,
+		MaxBodyBytes: 4 << 20, Auth: Auth{Mode: AuthNone}, Telemetry: Telemetry{LogLevel: "info", Metrics: true},
+	}
+	if diff := cmp.Diff(want, Default()); diff != "" {
+		t.Errorf("Default() mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	t.Parallel()
+	digest := func(s string) string {
+		sum := sha256.Sum256([]byte(s))
+		return "sha256:" + hex.EncodeToString(sum[:])
+	}
+	tests := []struct {
+		name   string
+		modify func(c *Config)
+		want   []Problem
+	}{
+		{"valid", func(c *Config) {}, nil},
+		{"listen without port", func(c *Config) { c.Listen = "localhost" },
+			[]Problem{{Path: "listen", Message: "must be host:port with a numeric port, such as 127.0.0.1:8080 or :8080"}}},
+		{"listen named port", func(c *Config) { c.Listen = "localhost:http" },
+			[]Problem{{Path: "listen", Message: "must be host:port with a numeric port, such as 127.0.0.1:8080 or :8080"}}},
+		{"listen all interfaces", func(c *Config) { c.Listen = ":8080" }, nil},
+		{"listen ipv6", func(c *Config) { c.Listen = "[::1]:8080" }, nil},
+		{"endpoint reserved", func(c *Config) { c.Endpoint = "/metrics" },
+			[]Problem{{Path: "endpoint", Message: "may not be /metrics, which the gateway serves itself"}}},
+		{"endpoint with query", func(c *Config) { c.Endpoint = "/mcp?x=1" },
+			[]Problem{{Path: "endpoint", Message: "must be a plain URL path, without query, fragment or spaces"}}},
+		{"separator too long", func(c *Config) { c.Separator = "_____" },
+			[]Problem{{Path: "separator", Message: "must be 1 to 4 characters from A-Z, a-z, 0-9, _ and -"}}},
+		{"separator empty", func(c *Config) { c.Separator = "" },
+			[]Problem{{Path: "separator", Message: "must be 1 to 4 characters from A-Z, a-z, 0-9, _ and -"}}},
+		{"prefix empty", func(c *Config) { c.Prefix = "" },
+			[]Problem{{Path: "prefix", Message: "must be always or on_conflict"}}},
+		{"origins", func(c *Config) {
+			c.AllowedOrigins = []string{"https://a.example", "http://b.example:8080", "https://c.example/", "c.example", "https://u@d.example", "file://x", "https://e.example?q"}
+		}, []Problem{
+			{Path: "allowed_origins[2]", Message: "must be an origin, scheme://host or scheme://host:port, such as https://app.example.com"},
+			{Path: "allowed_origins[3]", Message: "must be an origin, scheme://host or scheme://host:port, such as https://app.example.com"},
+			{Path: "allowed_origins[4]", Message: "must be an origin, scheme://host or scheme://host:port, such as https://app.example.com"},
+			{Path: "allowed_origins[5]", Message: "must be an origin, scheme://host or scheme://host:port, such as https://app.example.com"},
+			{Path: "allowed_origins[6]", Message: "must be an origin, scheme://host or scheme://host:port, such as https://app.example.com"},
+		}},
+		{"max body negative", func(c *Config) { c.MaxBodyBytes = -1 },
+			[]Problem{{Path: "max_body_bytes", Message: "must be greater than 0"}}},
+		{"upstream zero value", func(c *Config) { c.Upstreams = []Upstream{{}} }, []Problem{
+			{Path: "upstreams[0].name", Message: "is required: 1 to 32 characters from A-Z, a-z, 0-9, _ and -"},
+			{Path: "upstreams[0]", Message: "needs a command (stdio) or a url (HTTP)"},
+			{Path: "upstreams[0].timeout", Message: "must be greater than 0"},
+			{Path: "upstreams[0].session", Message: "must be shared or per-client"},
+			{Path: "upstreams[0].breaker.failures", Message: "must be greater than 0"},
+			{Path: "upstreams[0].breaker.cooldown", Message: "must be greater than 0"},
+		}},
+		{"transport missing in code", func(c *Config) { c.Upstreams[0].Transport = "" },
+			[]Problem{{Path: "upstreams[0].transport", Message: "is required: stdio, streamable-http or sse"}}},
+		{"duplicate names differ in case", func(c *Config) { c.Upstreams[1].Name = "LOCAL" },
+			[]Problem{{Path: "upstreams[1].name", Message: "name already used by upstreams[0] (names must differ in more than letter case)"}}},
+		{"mcpServers paths", func(c *Config) {
+			c.Upstreams[1].Source = "mcpServers.remote"
+			c.Upstreams[1].Transport = TransportStdio
+			c.Upstreams[1].Name = "local"
+		}, []Problem{
+			{Path: "mcpServers.remote.type", Message: "stdio needs a command, not a url"},
+			{Path: "mcpServers.remote", Message: "name already used by upstreams[0] (names must differ in more than letter case)"},
+		}},
+		{"env and headers", func(c *Config) {
+			c.Upstreams[0].Env = map[string]string{"OK": "1", "A=B": "x", "NUL": "a\x00b"}
+			c.Upstreams[1].Headers = map[string]string{"X-Ok": "v", "X-Bad:": "v", "X-Split": "a\nb"}
+		}, []Problem{
+			{Path: `upstreams[0].env["A=B"]`, Message: "variable names may not be empty or contain = or NUL"},
+			{Path: "upstreams[0].env.NUL", Message: "value may not contain NUL"},
+			{Path: `upstreams[1].headers["X-Bad:"]`, Message: "is not a valid HTTP header name"},
+			{Path: "upstreams[1].headers.X-Split", Message: "value may not contain CR, LF or NUL"},
+		}},
+		{"args and cwd on a url upstream", func(c *Config) {
+			c.Upstreams[1].Args = []string{"x"}
+			c.Upstreams[1].Cwd = "/tmp"
+		}, []Problem{
+			{Path: "upstreams[1].args", Message: "only applies to command (stdio) upstreams"},
+			{Path: "upstreams[1].cwd", Message: "only applies to command (stdio) upstreams"},
+		}},
+		{"team keys", func(c *Config) {
+			c.Auth.Mode = AuthAPIKey
+			c.Teams = []Team{
+				{Name: "a", APIKeys: []string{"literal-key-000000001", digest("other-key-0000000002")}},
+				{Name: "b", APIKeys: []string{digest("literal-key-000000001"), "other-key-0000000002", "sha256:zz"}},
+			}
+		}, []Problem{
+			{Path: "teams[1].api_keys[0]", Message: "same API key as teams[0].api_keys[0] (a key selects one team)"},
+			{Path: "teams[1].api_keys[1]", Message: "same API key as teams[0].api_keys[1] (a key selects one team)"},
+			{Path: "teams[1].api_keys[2]", Message: `a "sha256:" key must be followed by exactly 64 hex digits`},
+		}},
+		{"team names", func(c *Config) {
+			c.Teams = []Team{{Name: "a"}, {Name: "a"}, {Name: "b c"}, {}}
+		}, []Problem{
+			{Path: "teams[1].name", Message: "name already used by teams[0]"},
+			{Path: "teams[2].name", Message: "must be 1 to 64 characters from A-Z, a-z, 0-9, _ and -"},
+			{Path: "teams[3].name", Message: "is required: 1 to 64 characters from A-Z, a-z, 0-9, _ and -"},
+		}},
+		{"api_key auth without keys", func(c *Config) {
+			c.Auth.Mode = AuthAPIKey
+			c.Teams = []Team{{Name: "a"}}
+		}, []Problem{{Path: "auth.mode", Message: "api_key needs at least one team with api_keys"}}},
+		{"jwt needs no keys", func(c *Config) { c.Auth.Mode = AuthJWT }, nil},
+		{"log level", func(c *Config) { c.Telemetry.LogLevel = "INFO" },
+			[]Problem{{Path: "telemetry.log_level", Message: "must be debug, info, warn or error"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := validConfig()
+			tt.modify(c)
+			err := c.Validate()
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if diff := cmp.Diff(tt.want, problemsOf(t, err)); diff != "" {
+				t.Errorf("problems mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestWarnings(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		modify func(c *Config)
+		want   []Problem
+	}{
+		{"none", func(c *Config) {}, nil},
+		{"no upstreams", func(c *Config) { c.Upstreams = nil },
+			[]Problem{{Path: "upstreams", Message: "no upstreams configured: the catalog is empty"}}},
+		{"sse", func(c *Config) {
+			c.Upstreams[1].Transport = TransportSSE
+			c.Upstreams[1].Source = "mcpServers.remote"
+		}, []Problem{{Path: "mcpServers.remote.type", Message: "the HTTP+SSE transport (MCP 2024-11-05) is deprecated: use streamable-http if the server supports it"}}},
+		{"open listen without auth", func(c *Config) { c.Listen = "0.0.0.0:8080" },
+			[]Problem{{Path: "listen", Message: "not a loopback address and auth.mode is none: anyone who can reach this address can use every upstream"}}},
+		{"empty host listens everywhere", func(c *Config) { c.Listen = ":8080" },
+			[]Problem{{Path: "listen", Message: "not a loopback address and auth.mode is none: anyone who can reach this address can use every upstream"}}},
+		{"open listen with auth", func(c *Config) { c.Listen = "0.0.0.0:8080"; c.Auth.Mode = AuthJWT }, nil},
+		{"localhost and ipv6 loopback", func(c *Config) { c.Listen = "localhost:1" }, nil},
+		{"name holds the separator", func(c *Config) { c.Upstreams[0].Name = "my__srv" },
+			[]Problem{{Path: "upstreams[0].name", Message: "contains the separator, which makes exposed names ambiguous to read"}}},
+		{"teams without auth", func(c *Config) { c.Teams = []Team{{Name: "a"}} },
+			[]Problem{{Path: "teams", Message: "teams have no effect while auth.mode is none: every caller gets the policy view"}}},
+		{"team without keys, short key", func(c *Config) {
+			c.Auth.Mode = AuthAPIKey
+			c.Teams = []Team{{Name: "a"}, {Name: "b", APIKeys: []string{"short", "a-long-enough-key-123"}}}
+		}, []Problem{
+			{Path: "teams[0].api_keys", Message: "none: no caller can select this team under auth.mode api_key"},
+			{Path: "teams[1].api_keys[0]", Message: "shorter than 16 characters: easy to guess"},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := validConfig()
+			tt.modify(c)
+			if diff := cmp.Diff(tt.want, c.Warnings()); diff != "" {
+				t.Errorf("Warnings() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestValidationError(t *testing.T) {
+	t.Parallel()
+	err := error(&ValidationError{Problems: []Problem{
+		{Message: "invalid YAML: line 1: oops"},
+		{Path: "upstreams[0].timeout", Line: 3, Message: "must be greater than 0"},
+	}})
+	want := "invalid YAML: line 1: oops\nupstreams[0].timeout: must be greater than 0"
+	if got := err.Error(); got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+	if !errors.Is(err, ErrInvalid) {
+		t.Errorf("errors.Is(err, ErrInvalid) = false")
+	}
+	if errors.Is(errors.New("other"), ErrInvalid) {
+		t.Errorf("an unrelated error matches ErrInvalid")
+	}
+}
+
+func TestSlogLevel(t *testing.T) {
+	t.Parallel()
+	for level, want := range map[string]slog.Level{
+		"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError, "": slog.LevelInfo,
+	} {
+		if got := (Telemetry{LogLevel: level}).SlogLevel(); got != want {
+			t.Errorf("SlogLevel(%q) = %v, want %v", level, got, want)
+		}
+	}
+}
+
+func TestDefaultUpstream(t *testing.T) {
+	t.Parallel()
+	want := Upstream{Timeout: 60 * time.Second, Session: SessionShared, Breaker: Breaker{Failures: 5, Cooldown: 30 * time.Second}}
+	if diff := cmp.Diff(want, DefaultUpstream()); diff != "" {
+		t.Errorf("DefaultUpstream() mismatch (-want +got):\n%s", diff)
+	}
+}
