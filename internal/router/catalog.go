@@ -3,6 +3,7 @@ package router
 import (
 	"encoding/json"
 	"log/slog"
+	"unicode/utf8"
 
 	"github.com/yosida95/uritemplate/v3"
 
@@ -41,6 +42,8 @@ type entry struct {
 	exposed  string
 	original string
 	up       *upstreamState
+	// def is the definition as hosts see it.
+	def json.RawMessage
 }
 
 type templateEntry struct {
@@ -161,7 +164,7 @@ func (r *Router) name(cands []candidate, limit int) (named, []json.RawMessage) {
 			r.log.Warn("upstream entry skipped", telemetry.KeyUpstream, c.up.Name, "name", c.name, telemetry.KeyErr, err)
 			continue
 		}
-		e := &entry{exposed: exposed, original: c.name, up: c.up}
+		e := &entry{exposed: exposed, original: c.name, up: c.up, def: raw}
 		n.entries = append(n.entries, e)
 		n.byName[exposed] = e
 		items = append(items, raw)
@@ -242,4 +245,30 @@ func (c *catalog) resourceUpstream(uri string, all []*upstreamState, log *slog.L
 		only = u
 	}
 	return only
+}
+
+// ToolInfo describes one tool of the catalog, for `mcp-gateway tools`.
+type ToolInfo struct {
+	Name     string `json:"name"`
+	Upstream string `json:"upstream"`
+	Original string `json:"original_name"`
+	// DescriptionChars is the length of the description hosts see, in
+	// characters.
+	DescriptionChars int `json:"description_chars"`
+	// DefinitionBytes is the size of the whole definition hosts see.
+	DefinitionBytes int `json:"definition_bytes"`
+}
+
+// Tools returns the catalog's tools in catalog order.
+func (r *Router) Tools() []ToolInfo {
+	cat := r.catalog()
+	out := make([]ToolInfo, 0, len(cat.tools.entries))
+	for _, e := range cat.tools.entries {
+		d, _ := jsonrpc.StringField(e.def, "description")
+		out = append(out, ToolInfo{
+			Name: e.exposed, Upstream: e.up.Name, Original: e.original,
+			DescriptionChars: utf8.RuneCountInString(d), DefinitionBytes: len(e.def),
+		})
+	}
+	return out
 }

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
@@ -51,8 +53,18 @@ func SupportedVersions() []string {
 	return append(append([]string(nil), ModernVersions...), LegacyVersions...)
 }
 
+// removedInModern lists the methods 2026-07-28 removed (changelog, major
+// changes 2, 4 and 5): a modern caller gets "method not found" for them.
+var removedInModern = map[string]bool{
+	"initialize": true, "ping": true, "logging/setLevel": true,
+	"resources/subscribe": true, "resources/unsubscribe": true,
+}
+
 // Dispatch answers one host request. It never returns nil.
 func (r *Router) Dispatch(ctx context.Context, c *Caller, req *jsonrpc.Message) *Reply {
+	if c.Modern() && removedInModern[req.Method] {
+		return errorReply(jsonrpc.CodeMethodNotFound, "Method not found: %s is not part of protocol version %s", req.Method, c.ProtocolVersion)
+	}
 	switch req.Method {
 	case "ping":
 		return &Reply{Result: json.RawMessage(`{}`), LacksResultType: true}
@@ -74,6 +86,8 @@ func (r *Router) Dispatch(ctx context.Context, c *Caller, req *jsonrpc.Message) 
 		return r.readResource(ctx, c, req)
 	case "completion/complete":
 		return r.complete(ctx, c, req)
+	case "logging/setLevel":
+		return r.setLogLevel(ctx, c, req)
 	}
 	return errorReply(jsonrpc.CodeMethodNotFound, "Method not found: %s", req.Method)
 }
@@ -256,10 +270,47 @@ func (r *Router) complete(ctx context.Context, c *Caller, req *jsonrpc.Message) 
 	return errorReply(jsonrpc.CodeInvalidParams, "completion/complete: unknown ref type %q", typ)
 }
 
+// logLevels are the syslog severities MCP logging uses (2025-11-25
+// server/utilities/logging).
+var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// setLogLevel accepts a legacy host's logging/setLevel and passes it on to
+// every serving legacy upstream that offers logging. Upstream sessions
+// are shared, so the level applies to each upstream as a whole; messages
+// are not yet relayed to hosts (that needs per-host routing).
+func (r *Router) setLogLevel(ctx context.Context, c *Caller, req *jsonrpc.Message) *Reply {
+	level, _ := jsonrpc.StringField(req.Params, "level")
+	if !slices.Contains(logLevels, level) {
+		return errorReply(jsonrpc.CodeInvalidParams, "Invalid params: level must be one of %s", strings.Join(logLevels, ", "))
+	}
+	var wg sync.WaitGroup
+	for _, u := range r.upstreams {
+		u.mu.Lock()
+		eligible := u.serving() && !u.modern && parseCapabilities(u.Client.Capabilities()).logging
+		u.mu.Unlock()
+		if !eligible {
+			continue
+		}
+		wg.Go(func() {
+			callCtx, cancel := context.WithTimeout(ctx, u.Timeout)
+			defer cancel()
+			resp, err := u.Client.Call(callCtx, req.Method, req.Params)
+			if err == nil && resp.Error != nil {
+				err = resp.Error
+			}
+			if err != nil {
+				r.log.Warn("upstream rejected logging/setLevel", telemetry.KeyUpstream, u.Name, telemetry.KeySession, c.Session, telemetry.KeyErr, err)
+			}
+		})
+	}
+	wg.Wait()
+	return &Reply{Result: json.RawMessage(`{}`), LacksResultType: true}
+}
+
 // capabilitiesJSON is what the gateway offers hosts. It is fixed, so that
 // a host sees the same capabilities whichever upstreams are up: a feature
 // no upstream offers simply lists nothing.
-const capabilitiesJSON = `{"tools":{},"prompts":{},"resources":{},"completions":{}}`
+const capabilitiesJSON = `{"tools":{},"prompts":{},"resources":{},"completions":{},"logging":{}}`
 
 // InitializeResult answers a legacy initialize for the negotiated version.
 func (r *Router) InitializeResult(version string) json.RawMessage {

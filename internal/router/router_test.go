@@ -402,3 +402,31 @@ func TestInitializeAndDiscoverResults(t *testing.T) {
 		t.Errorf("NegotiateLegacy(unknown) = %s, want the newest legacy version", got)
 	}
 }
+
+func TestRemovedMethodsAndLogLevel(t *testing.T) {
+	logs := &fakeUpstream{capabilities: `{"tools":{},"logging":{}}`}
+	quiet := &fakeUpstream{capabilities: `{"tools":{}}`}
+	r := startRouter(t, Options{}, map[string]*fakeUpstream{"logs": logs, "quiet": quiet}, "logs", "quiet")
+	for _, method := range []string{"ping", "logging/setLevel", "resources/subscribe", "initialize"} {
+		reply := r.Dispatch(context.Background(), modernCaller, request(method, `{}`))
+		if reply.Error == nil || reply.Error.Code != jsonrpc.CodeMethodNotFound {
+			t.Errorf("modern %s: %+v, want -32601 (removed in 2026-07-28)", method, reply.Error)
+		}
+	}
+	if reply := r.Dispatch(context.Background(), legacyCaller, request("ping", `{}`)); reply.Error != nil || string(reply.Result) != `{}` {
+		t.Errorf("legacy ping: %+v", reply)
+	}
+	if reply := r.Dispatch(context.Background(), legacyCaller, request("logging/setLevel", `{"level":"loud"}`)); reply.Error == nil || reply.Error.Code != jsonrpc.CodeInvalidParams {
+		t.Errorf("bad level: %+v, want -32602", reply.Error)
+	}
+	if reply := r.Dispatch(context.Background(), legacyCaller, request("logging/setLevel", `{"level":"debug"}`)); reply.Error != nil {
+		t.Fatalf("setLevel: %v", reply.Error)
+	}
+	want := []recordedCall{{"logging/setLevel", `{"level":"debug"}`}}
+	if diff := cmp.Diff(want, logs.recorded()); diff != "" {
+		t.Errorf("upstream with logging (-want +got):\n%s", diff)
+	}
+	if got := quiet.recorded(); len(got) != 0 {
+		t.Errorf("upstream without logging got %v", got)
+	}
+}

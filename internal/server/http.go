@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -67,12 +68,14 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		s.postLegacy(w, r, id, msg)
 		return
 	}
-	if msg.Method == "initialize" {
-		s.initialize(w, r, msg)
-		return
-	}
+	// A modern request is recognised first: "initialize" with modern
+	// _meta is a modern request for a method that era removed.
 	if isModernRequest(r, msg) {
 		s.postModern(w, r, msg)
+		return
+	}
+	if msg.Method == "initialize" {
+		s.initialize(w, r, msg)
 		return
 	}
 	if msg.IsResponse() || msg.IsNotification() {
@@ -119,10 +122,10 @@ func (s *Server) postLegacy(w http.ResponseWriter, r *http.Request, id string, m
 		return
 	}
 	// 2025-11-25 basic/transports "Protocol Version Header": a missing
-	// header means 2025-03-26; a present one must be the negotiated one.
-	if v := r.Header.Get(headerProtocolVersion); v != "" && v != ss.version {
+	// header means 2025-03-26; an invalid or unsupported one is a 400.
+	if v := r.Header.Get(headerProtocolVersion); v != "" && !slices.Contains(router.LegacyVersions, v) {
 		writeError(w, http.StatusBadRequest, msg.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
-			"Bad Request: %s %q does not match the session's negotiated version %q", headerProtocolVersion, v, ss.version))
+			"Bad Request: unsupported %s %q (this session negotiated %q)", headerProtocolVersion, v, ss.version))
 		return
 	}
 	if !msg.IsRequest() {
@@ -321,9 +324,8 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
 func (s *Server) writeReply(w http.ResponseWriter, r *http.Request, id json.RawMessage, reply *router.Reply, modern bool) {
 	if reply.Error != nil {
 		status := http.StatusOK
-		if modern && reply.Error.Code == jsonrpc.CodeMethodNotFound {
-			// 2026-07-28: an unknown method is 404 with -32601.
-			status = http.StatusNotFound
+		if modern {
+			status = modernErrorStatus(reply.Error.Code)
 		}
 		writeMessage(w, r, status, func(wr io.Writer) error {
 			_, err := wr.Write(jsonrpc.AppendError(nil, id, reply.Error))
@@ -344,6 +346,21 @@ func (s *Server) writeReply(w http.ResponseWriter, r *http.Request, id json.RawM
 		_, err := io.WriteString(wr, "}")
 		return err
 	})
+}
+
+// modernErrorStatus is the HTTP status of a JSON-RPC error answered to a
+// modern request (2026-07-28 basic/transports/streamable-http and
+// basic/index): an unknown method is 404; a header mismatch, a missing
+// client capability and an unsupported version are 400, whether the
+// gateway or an upstream found them.
+func modernErrorStatus(code int64) int {
+	switch code {
+	case jsonrpc.CodeMethodNotFound:
+		return http.StatusNotFound
+	case jsonrpc.CodeHeaderMismatch, jsonrpc.CodeMissingRequiredClientCapability, jsonrpc.CodeUnsupportedProtocolVersion:
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
 }
 
 // resultParts splits a successful response into its envelope's head and

@@ -58,6 +58,7 @@ func newTestServer(t *testing.T, opts *Options) (*httptest.Server, *fakeDispatch
 		"tools/call":      {Result: json.RawMessage(`{"content":[{"type":"text","text":"hi"}]}`), LacksResultType: true},
 		"prompts/get":     {Result: json.RawMessage(`{ }`), LacksResultType: true},
 		"server/discover": {Result: json.RawMessage(`{"resultType":"complete","supportedVersions":["2026-07-28"]}`)},
+		"needs/caps":      {Error: jsonrpc.NewError(jsonrpc.CodeMissingRequiredClientCapability, "Missing required client capability: sampling")},
 	}}
 	if opts == nil {
 		opts = &Options{}
@@ -146,8 +147,13 @@ func TestLegacySession(t *testing.T) {
 		t.Errorf("caller = %+v", c)
 	}
 
-	wantError(t, do(t, ts, "POST", map[string]string{"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`),
-		400, jsonrpc.CodeInvalidRequest, "does not match")
+	// Another supported legacy version is accepted, as the SDKs do; an
+	// unsupported one is a 400.
+	if r := do(t, ts, "POST", map[string]string{"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-03-26"}, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); r.status != 200 {
+		t.Errorf("supported legacy version header: status %d", r.status)
+	}
+	wantError(t, do(t, ts, "POST", map[string]string{"Mcp-Session-Id": sid, "MCP-Protocol-Version": "2024-01-01"}, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`),
+		400, jsonrpc.CodeInvalidRequest, "unsupported MCP-Protocol-Version")
 	wantError(t, do(t, ts, "POST", h, initBody), 400, jsonrpc.CodeInvalidRequest, "already initialized")
 	wantError(t, do(t, ts, "POST", map[string]string{"Mcp-Session-Id": "0123"}, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`),
 		404, jsonrpc.CodeInvalidRequest, "Session not found")
@@ -240,6 +246,8 @@ func TestModernRequests(t *testing.T) {
 			`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}`,
 			400, jsonrpc.CodeUnsupportedProtocolVersion, "Unsupported protocol version"},
 		{"unknown method is 404", modernHeaders("nope/nope", ""), `{"jsonrpc":"2.0","id":1,"method":"nope/nope","params":{` + modernMeta + `}}`, 404, jsonrpc.CodeMethodNotFound, "nope/nope"},
+		{"modern initialize is 404", modernHeaders("initialize", ""), `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2026-07-28",` + modernMeta + `}}`, 404, jsonrpc.CodeMethodNotFound, "initialize"},
+		{"upstream's missing capability is 400", modernHeaders("needs/caps", ""), `{"jsonrpc":"2.0","id":1,"method":"needs/caps","params":{` + modernMeta + `}}`, 400, jsonrpc.CodeMissingRequiredClientCapability, "sampling"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
