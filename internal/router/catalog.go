@@ -8,6 +8,7 @@ import (
 	"github.com/yosida95/uritemplate/v3"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+	"github.com/mcp-gateway/mcp-gateway/internal/mcpheader"
 	"github.com/mcp-gateway/mcp-gateway/internal/namespace"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
@@ -44,6 +45,8 @@ type entry struct {
 	up       *upstreamState
 	// def is the definition as hosts see it.
 	def json.RawMessage
+	// bindings are a tool's x-mcp-header annotations.
+	bindings []mcpheader.Binding
 }
 
 type templateEntry struct {
@@ -164,7 +167,10 @@ func (r *Router) name(cands []candidate, limit int) (named, []json.RawMessage) {
 			r.log.Warn("upstream entry skipped", telemetry.KeyUpstream, c.up.Name, "name", c.name, telemetry.KeyErr, err)
 			continue
 		}
-		e := &entry{exposed: exposed, original: c.name, up: c.up, def: raw}
+		// The upstream client already left out tools whose annotations
+		// are invalid; an error here only means no bindings.
+		bindings, _ := mcpheader.Bindings(raw)
+		e := &entry{exposed: exposed, original: c.name, up: c.up, def: raw, bindings: bindings}
 		n.entries = append(n.entries, e)
 		n.byName[exposed] = e
 		items = append(items, raw)
@@ -271,4 +277,13 @@ func (r *Router) Tools() []ToolInfo {
 		})
 	}
 	return out
+}
+
+// ParamBindings returns the x-mcp-header bindings of the exposed tool
+// name; nil for a tool without any, or a name the catalog does not hold.
+func (r *Router) ParamBindings(name string) []mcpheader.Binding {
+	if e := r.catalog().tools.byName[name]; e != nil {
+		return e.bindings
+	}
+	return nil
 }

@@ -1,19 +1,17 @@
 package server
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+	"github.com/mcp-gateway/mcp-gateway/internal/mcpheader"
 	"github.com/mcp-gateway/mcp-gateway/internal/router"
 	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
 )
@@ -161,7 +159,7 @@ func (s *Server) postModern(w http.ResponseWriter, r *http.Request, msg *jsonrpc
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	if e := validateModern(r, msg); e != nil {
+	if e := s.validateModern(r, msg); e != nil {
 		writeError(w, http.StatusBadRequest, msg.ID, e)
 		return
 	}
@@ -186,8 +184,9 @@ func isModernSupported(v string) bool {
 }
 
 // validateModern checks the per-request fields and the headers that
-// mirror them. Each failure names what is wrong.
-func validateModern(r *http.Request, msg *jsonrpc.Message) *jsonrpc.Error {
+// mirror them, including the Mcp-Param-* headers of tools whose schemas
+// bind arguments to headers. Each failure names what is wrong.
+func (s *Server) validateModern(r *http.Request, msg *jsonrpc.Message) *jsonrpc.Error {
 	meta, hasMeta := jsonrpc.Field(msg.Params, "_meta")
 	declared, ok := jsonrpc.StringField(meta, metaProtocolVersion)
 	if !hasMeta || !ok {
@@ -222,30 +221,20 @@ func validateModern(r *http.Request, msg *jsonrpc.Message) *jsonrpc.Error {
 	if raw == "" {
 		return jsonrpc.NewError(jsonrpc.CodeHeaderMismatch, "Header mismatch: %s header is required for %s", headerName, msg.Method)
 	}
-	got, err := decodeHeaderValue(raw)
+	got, err := mcpheader.Decode(raw)
 	if err != nil {
 		return jsonrpc.NewError(jsonrpc.CodeHeaderMismatch, "Header mismatch: %s header: %v", headerName, err)
 	}
 	if got != want {
 		return jsonrpc.NewError(jsonrpc.CodeHeaderMismatch, "Header mismatch: %s header value %q does not match body value %q", headerName, got, want)
 	}
+	if msg.Method == "tools/call" {
+		args, _ := jsonrpc.Field(msg.Params, "arguments")
+		if err := mcpheader.Check(s.d.ParamBindings(want), args, r.Header.Get); err != nil {
+			return jsonrpc.NewError(jsonrpc.CodeHeaderMismatch, "Header mismatch: %v", err)
+		}
+	}
 	return nil
-}
-
-// decodeHeaderValue undoes the Base64 sentinel encoding of Mcp-Name and
-// Mcp-Param-* values (2026-07-28 "Value Encoding").
-func decodeHeaderValue(v string) (string, error) {
-	if !strings.HasPrefix(v, "=?base64?") || !strings.HasSuffix(v, "?=") || len(v) < len("=?base64??=") {
-		return v, nil
-	}
-	b, err := base64.StdEncoding.DecodeString(v[len("=?base64?") : len(v)-len("?=")])
-	if err != nil {
-		return "", fmt.Errorf("bad base64 value: %v", err)
-	}
-	if !utf8.Valid(b) {
-		return "", errors.New("base64 value is not UTF-8")
-	}
-	return string(b), nil
 }
 
 // get opens the stream on which a legacy session receives server

@@ -31,6 +31,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+	"github.com/mcp-gateway/mcp-gateway/internal/mcpheader"
 	"github.com/mcp-gateway/mcp-gateway/internal/router"
 	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
 )
@@ -39,6 +40,9 @@ import (
 type Dispatcher interface {
 	Dispatch(ctx context.Context, c *router.Caller, req *jsonrpc.Message) *router.Reply
 	InitializeResult(version string) json.RawMessage
+	// ParamBindings returns the x-mcp-header bindings of an exposed tool,
+	// against which a modern request's Mcp-Param-* headers are checked.
+	ParamBindings(tool string) []mcpheader.Binding
 	Status() []router.UpstreamStatus
 	Ready() bool
 }

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+	"github.com/mcp-gateway/mcp-gateway/internal/mcpheader"
 	"github.com/mcp-gateway/mcp-gateway/internal/router"
 )
 
@@ -41,6 +42,12 @@ func (d *fakeDispatcher) Dispatch(_ context.Context, c *router.Caller, req *json
 
 func (d *fakeDispatcher) InitializeResult(v string) json.RawMessage {
 	return json.RawMessage(`{"protocolVersion":"` + v + `","capabilities":{},"serverInfo":{"name":"gw","version":"0"}}`)
+}
+func (d *fakeDispatcher) ParamBindings(tool string) []mcpheader.Binding {
+	if tool == "sql" {
+		return []mcpheader.Binding{{Header: "Region", Path: []string{"region"}}, {Header: "Limit", Path: []string{"opts", "limit"}}}
+	}
+	return nil
 }
 func (d *fakeDispatcher) Status() []router.UpstreamStatus { return nil }
 func (d *fakeDispatcher) Ready() bool                     { return true }
@@ -330,5 +337,51 @@ func TestHealthAndReady(t *testing.T) {
 		if resp.StatusCode != 200 {
 			t.Errorf("%s: %d", path, resp.StatusCode)
 		}
+	}
+}
+
+func TestModernParamHeaders(t *testing.T) {
+	ts, _ := newTestServer(t, nil)
+	body := func(args string) string {
+		return `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"sql","arguments":` + args + `,` + modernMeta + `}}`
+	}
+	with := func(extra map[string]string) map[string]string {
+		h := modernHeaders("tools/call", "sql")
+		for k, v := range extra {
+			h[k] = v
+		}
+		return h
+	}
+	ok := []struct {
+		name    string
+		headers map[string]string
+		args    string
+	}{
+		{"both headers", map[string]string{"Mcp-Param-Region": "us-west1", "Mcp-Param-Limit": "42"}, `{"region":"us-west1","opts":{"limit":42}}`},
+		{"number compared numerically", map[string]string{"Mcp-Param-Region": "eu", "Mcp-Param-Limit": "42"}, `{"region":"eu","opts":{"limit":42.0}}`},
+		{"null value needs no header", map[string]string{"Mcp-Param-Region": "eu"}, `{"region":"eu","opts":{"limit":null}}`},
+		{"base64 value", map[string]string{"Mcp-Param-Region": mcpheader.Encode("Zürich")}, `{"region":"Zürich"}`},
+	}
+	for _, tt := range ok {
+		t.Run(tt.name, func(t *testing.T) {
+			if r := do(t, ts, "POST", with(tt.headers), body(tt.args)); r.status != 200 {
+				t.Errorf("status %d: %s", r.status, r.body)
+			}
+		})
+	}
+	bad := []struct {
+		name    string
+		headers map[string]string
+		args    string
+		msg     string
+	}{
+		{"missing header", map[string]string{"Mcp-Param-Limit": "1"}, `{"region":"eu","opts":{"limit":1}}`, "Mcp-Param-Region header is required"},
+		{"mismatch", map[string]string{"Mcp-Param-Region": "us", "Mcp-Param-Limit": "1"}, `{"region":"eu","opts":{"limit":1}}`, `value "us" does not match body value "eu"`},
+		{"bad base64", map[string]string{"Mcp-Param-Region": "=?base64?!!!?="}, `{"region":"eu"}`, "bad base64"},
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			wantError(t, do(t, ts, "POST", with(tt.headers), body(tt.args)), 400, jsonrpc.CodeHeaderMismatch, tt.msg)
+		})
 	}
 }

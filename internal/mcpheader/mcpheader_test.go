@@ -1,0 +1,111 @@
+package mcpheader
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestEncodeDecode(t *testing.T) {
+	// The examples of the spec's "Value Encoding" table.
+	tests := []struct{ in, want string }{
+		{"us-west1", "us-west1"},
+		{"Hello, 世界", "=?base64?SGVsbG8sIOS4lueVjA==?="},
+		{" padded ", "=?base64?IHBhZGRlZCA=?="},
+		{"line1\nline2", "=?base64?bGluZTEKbGluZTI=?="},
+		{"=?base64?literal?=", "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		if got := Encode(tt.in); got != tt.want {
+			t.Errorf("Encode(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		if back, err := Decode(tt.want); err != nil || back != tt.in {
+			t.Errorf("Decode(%q) = %q, %v; want %q", tt.want, back, err, tt.in)
+		}
+	}
+	for _, bad := range []string{"a\x00b", "caf\xc3\xa9", "=?base64?***?=", "=?base64?/w==?="} {
+		if _, err := Decode(bad); !errors.Is(err, ErrInvalidValue) {
+			t.Errorf("Decode(%q) error = %v, want ErrInvalidValue", bad, err)
+		}
+	}
+}
+
+func tool(schema string) json.RawMessage {
+	return json.RawMessage(`{"name":"t","inputSchema":` + schema + `}`)
+}
+
+func TestBindings(t *testing.T) {
+	got, err := Bindings(tool(`{"type":"object","properties":{
+		"region":{"type":"string","x-mcp-header":"Region"},
+		"opts":{"type":"object","properties":{"dry":{"type":"boolean","x-mcp-header":"Dry"}}},
+		"count":{"type":"integer","x-mcp-header":"Count"},
+		"plain":{"type":"string"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Binding{{"Count", []string{"count"}}, {"Dry", []string{"opts", "dry"}}, {"Region", []string{"region"}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Bindings (-want +got):\n%s", diff)
+	}
+	if b, err := Bindings(tool(`{"type":"object"}`)); b != nil || err != nil {
+		t.Errorf("no annotations: %v, %v", b, err)
+	}
+
+	invalid := map[string]string{
+		"under items":     `{"type":"object","properties":{"l":{"type":"array","items":{"type":"string","x-mcp-header":"L"}}}}`,
+		"under anyOf":     `{"type":"object","anyOf":[{"properties":{"a":{"type":"string","x-mcp-header":"A"}}}]}`,
+		"not a token":     `{"type":"object","properties":{"a":{"type":"string","x-mcp-header":"has space"}}}`,
+		"empty":           `{"type":"object","properties":{"a":{"type":"string","x-mcp-header":""}}}`,
+		"object type":     `{"type":"object","properties":{"a":{"type":"object","x-mcp-header":"A"}}}`,
+		"duplicate":       `{"type":"object","properties":{"a":{"type":"string","x-mcp-header":"X"},"b":{"type":"string","x-mcp-header":"x"}}}`,
+		"on the root":     `{"type":"object","x-mcp-header":"Root"}`,
+		"number not int":  `{"type":"object","properties":{"a":{"type":"number","x-mcp-header":"A"}}}`,
+		"header not text": `{"type":"object","properties":{"a":{"type":"string","x-mcp-header":7}}}`,
+	}
+	for name, schema := range invalid {
+		if _, err := Bindings(tool(schema)); err == nil {
+			t.Errorf("%s: Bindings accepted an invalid annotation", name)
+		}
+	}
+}
+
+func TestCheck(t *testing.T) {
+	bindings := []Binding{{"Region", []string{"region"}}, {"Count", []string{"count"}}, {"Dry", []string{"opts", "dry"}}}
+	headers := func(h map[string]string) func(string) string { return func(k string) string { return h[k] } }
+	ok := []struct {
+		name string
+		args string
+		h    map[string]string
+	}{
+		{"all present", `{"region":"eu","count":3,"opts":{"dry":true}}`, map[string]string{"Mcp-Param-Region": "eu", "Mcp-Param-Count": "3", "Mcp-Param-Dry": "true"}},
+		{"absent values need no header", `{}`, nil},
+		{"null value", `{"region":null}`, nil},
+		{"integer as float", `{"count":42.0}`, map[string]string{"Mcp-Param-Count": "42"}},
+		{"extra header for an absent value", `{}`, map[string]string{"Mcp-Param-Region": "eu"}},
+	}
+	for _, tt := range ok {
+		if err := Check(bindings, json.RawMessage(tt.args), headers(tt.h)); err != nil {
+			t.Errorf("%s: %v", tt.name, err)
+		}
+	}
+	bad := []struct {
+		name, args string
+		h          map[string]string
+		want       string
+	}{
+		{"missing", `{"region":"eu"}`, nil, "Mcp-Param-Region header is required"},
+		{"mismatch", `{"count":3}`, map[string]string{"Mcp-Param-Count": "4"}, `"4" does not match body value "3"`},
+		{"invalid characters", `{"region":"eu"}`, map[string]string{"Mcp-Param-Region": "e\x01u"}, "invalid header value"},
+		{"invalid extra", `{}`, map[string]string{"Mcp-Param-Region": "=?base64?%%?="}, "bad base64"},
+	}
+	for _, tt := range bad {
+		err := Check(bindings, json.RawMessage(tt.args), headers(tt.h))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: err = %v, want one containing %q", tt.name, err, tt.want)
+		}
+	}
+}
