@@ -66,6 +66,11 @@ func (r *Router) Dispatch(ctx context.Context, c *Caller, req *jsonrpc.Message) 
 		return errorReply(jsonrpc.CodeMethodNotFound, "Method not found: %s is not part of protocol version %s", req.Method, c.ProtocolVersion)
 	}
 	switch req.Method {
+	case "tools/list", "prompts/list", "resources/list", "resources/templates/list",
+		"tools/call", "prompts/get", "resources/read", "completion/complete":
+		r.awaitFirstStart(ctx)
+	}
+	switch req.Method {
 	case "ping":
 		return &Reply{Result: json.RawMessage(`{}`), LacksResultType: true}
 	case "server/discover":
@@ -92,16 +97,30 @@ func (r *Router) Dispatch(ctx context.Context, c *Caller, req *jsonrpc.Message) 
 	return errorReply(jsonrpc.CodeMethodNotFound, "Method not found: %s", req.Method)
 }
 
+// awaitFirstStart holds a request that needs the catalog until every
+// upstream has finished its first start, for at most ListWait: a host
+// that connects (or calls a tool it remembers) just after the gateway
+// starts then sees the whole catalog. Afterwards it costs one select on
+// a closed channel.
+func (r *Router) awaitFirstStart(ctx context.Context) {
+	if r.opts.ListWait <= 0 {
+		return
+	}
+	select {
+	case <-r.started:
+		return
+	default:
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, r.opts.ListWait)
+	defer cancel()
+	_ = r.WaitStarted(waitCtx) // after the wait, serve what is ready
+}
+
 // list answers a list method from the catalog. The gateway returns the
 // whole list in one page: a cursor it never issued is invalid.
 func (r *Router) list(ctx context.Context, c *Caller, req *jsonrpc.Message, key string, items func(*catalog) []byte) *Reply {
 	if cursor, ok := jsonrpc.Field(req.Params, "cursor"); ok && string(cursor) != "null" {
 		return errorReply(jsonrpc.CodeInvalidParams, "Invalid cursor: the gateway returns every %s in one page", key)
-	}
-	if r.opts.ListWait > 0 {
-		waitCtx, cancel := context.WithTimeout(ctx, r.opts.ListWait)
-		_ = r.WaitStarted(waitCtx) // after the wait, list what is ready
-		cancel()
 	}
 	body := items(r.catalog())
 	out := make([]byte, 0, len(body)+len(key)+96)

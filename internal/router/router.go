@@ -75,10 +75,11 @@ type Options struct {
 	Rules policy.Rules
 	// ServerInfo is the gateway's name and version, as hosts see it.
 	ServerInfo Implementation
-	// ListWait bounds how long a list request waits for upstreams that
-	// are still in their first start, so that a host connecting just
-	// after the gateway starts sees a complete catalog; 0 means 10s, and
-	// a negative value means no wait.
+	// ListWait bounds how long a request that needs the catalog (a list,
+	// or a call by name) waits for upstreams that are still in their
+	// first start, so that a host connecting just after the gateway
+	// starts sees a complete catalog; 0 means 10s, and a negative value
+	// means no wait.
 	ListWait time.Duration
 	// ListTTL is the ttlMs hint on list results for modern hosts; 0 means
 	// 60s.

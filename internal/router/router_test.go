@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -429,4 +430,29 @@ func TestRemovedMethodsAndLogLevel(t *testing.T) {
 	if got := quiet.recorded(); len(got) != 0 {
 		t.Errorf("upstream without logging got %v", got)
 	}
+}
+
+// TestCallWaitsForFirstStart: a host that calls a tool it remembers while
+// the gateway is still starting gets an answer, not "unknown tool".
+func TestCallWaitsForFirstStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gate := make(chan struct{})
+		up := &fakeUpstream{startGate: gate, lists: map[string][]string{"tools/list": tools("late")}}
+		r := New(&Options{Upstreams: []UpstreamConfig{{Name: "up", Client: up}}, ListWait: time.Minute})
+		r.Start(context.Background())
+		defer r.Close()
+
+		done := make(chan *Reply, 1)
+		go func() { done <- r.Dispatch(context.Background(), legacyCaller, request("tools/call", `{"name":"up__late"}`)) }()
+		synctest.Wait()
+		select {
+		case reply := <-done:
+			t.Fatalf("the call returned before the upstream started: %+v", reply.Error)
+		default:
+		}
+		close(gate)
+		if reply := <-done; reply.Error != nil {
+			t.Errorf("call after the first start: %v", reply.Error)
+		}
+	})
 }
