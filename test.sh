@@ -1,6 +1,34 @@
 #!/usr/bin/env bash
-# The whole test suite: static checks and the Go tests with the race detector.
+# The whole test suite. On a fresh machine it first installs the pinned npm
+# test peers (reference servers, TypeScript SDK, conformance suites, Node 22)
+# into interop/node_modules and builds the Go SDK's conformance server.
+#
+#   1. go vet
+#   2. go test -race ./... (unit, end-to-end and interop tests)
+#   3. the interop harness's own tests
+#   4. the conformance suites against the Go SDK conformance server directly
+#      and through the gateway, once with a legacy upstream session and once
+#      with a modern (stateless) upstream: any scenario that passes directly
+#      but not through the gateway fails the run, except the live-traffic
+#      scenarios listed in interop/live-traffic.txt.
 set -euo pipefail
 cd "$(dirname "$0")"
+
+echo "== setup: npm test peers and the Go SDK conformance server"
+interop/setup.sh
+
+echo "== go vet"
 go vet ./...
+
+echo "== go test -race"
 go test -race -count=1 ./...
+
+echo "== interop harness tests"
+interop/node_modules/node/bin/node --test interop/*.test.mjs
+
+echo "== conformance: direct vs through the gateway"
+mkdir -p bin
+go build -o bin/mcp-gateway ./cmd/mcp-gateway
+interop/conformance.sh ci --gateway-cmd bin/mcp-gateway --upstream stateful --work interop/.results/legacy-upstream
+interop/conformance.sh ci --gateway-cmd bin/mcp-gateway --upstream stateless --work interop/.results/modern-upstream
+echo "== all tests passed"

@@ -182,8 +182,10 @@ type Upstream struct {
 	// Args are the program's arguments. Key: args.
 	Args []string
 
-	// Env adds variables to the subprocess's environment, which otherwise
-	// inherits the gateway's. Key: env. Keys keep their case.
+	// Env adds variables to the subprocess's environment. Key: env. Keys
+	// keep their case. The subprocess does not inherit the gateway's whole
+	// environment, which may hold the gateway's own secrets: only HOME,
+	// LOGNAME, PATH, SHELL, TERM, USER, TMPDIR and LANG, then Env.
 	Env map[string]string
 
 	// Cwd is the subprocess's working directory. Key: cwd. A relative path

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 func TestEncodeDecode(t *testing.T) {
@@ -107,5 +108,99 @@ func TestCheck(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: err = %v, want one containing %q", tt.name, err, tt.want)
 		}
+	}
+}
+
+func TestEncodeEdgeCases(t *testing.T) {
+	// The examples of spec 2026-07-28, streamable-http "Value Encoding".
+	tests := []struct{ in, want string }{
+		{"us-west1", "us-west1"},
+		{"Hello, 世界", "=?base64?SGVsbG8sIOS4lueVjA==?="},
+		{" padded ", "=?base64?IHBhZGRlZCA=?="},
+		{"line1\nline2", "=?base64?bGluZTEKbGluZTI=?="},
+		{"=?base64?literal?=", "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="},
+		{"tab\tinside", "tab\tinside"},
+		{"\ttab first", "=?base64?CXRhYiBmaXJzdA==?="},
+		{"", ""},
+		{"=?base64?no end", "=?base64?no end"},
+		{"del\x7f", "=?base64?ZGVsfw==?="},
+	}
+	for _, tt := range tests {
+		if got := Encode(tt.in); got != tt.want {
+			t.Errorf("Encode(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestHeaderString(t *testing.T) {
+	tests := []struct {
+		in     string
+		want   string
+		wantOK bool
+	}{
+		{`"s"`, "s", true},
+		{`"esc\u00e9"`, "escé", true},
+		{`42`, "42", true},
+		{`-7`, "-7", true},
+		{`42.0`, "42", true},
+		{`4.2e1`, "42", true},
+		{`4.5`, "", false},
+		{`9007199254740993.0`, "", false},
+		{`true`, "true", true},
+		{`false`, "false", true},
+		{`null`, "", false},
+		{`{}`, "", false},
+		{`[1]`, "", false},
+	}
+	for _, tt := range tests {
+		got, ok := headerString(json.RawMessage(tt.in))
+		if got != tt.want || ok != tt.wantOK {
+			t.Errorf("headerString(%s) = %q, %v; want %q, %v", tt.in, got, ok, tt.want, tt.wantOK)
+		}
+	}
+}
+
+func TestBindingsTable(t *testing.T) {
+	tests := []struct {
+		name    string
+		schema  string
+		want    []string // path=header
+		wantErr string
+	}{
+		{"none", `{"type":"object","properties":{"a":{"type":"string"}}}`, nil, ""},
+		{"top and nested", `{"type":"object","properties":{"a":{"type":"string","x-mcp-header":"A"},"o":{"type":"object","properties":{"b":{"type":"integer","x-mcp-header":"B-2"}}}}}`, []string{"a=A", "o.b=B-2"}, ""},
+		{"property named like the keyword", `{"type":"object","properties":{"x-mcp-header":{"type":"string"}}}`, nil, ""},
+		{"in items", `{"type":"object","properties":{"l":{"type":"array","items":{"type":"string","x-mcp-header":"I"}}}}`, nil, "not reachable"},
+		{"in anyOf", `{"type":"object","anyOf":[{"properties":{"a":{"type":"string","x-mcp-header":"A"}}}]}`, nil, "not reachable"},
+		{"in $defs", `{"type":"object","$defs":{"d":{"type":"string","x-mcp-header":"D"}}}`, nil, "not reachable"},
+		{"on the root", `{"type":"object","x-mcp-header":"R"}`, nil, "not reachable"},
+		{"number type", `{"type":"object","properties":{"a":{"type":"number","x-mcp-header":"A"}}}`, nil, "type string, integer or boolean"},
+		{"object type", `{"type":"object","properties":{"a":{"type":"object","x-mcp-header":"A"}}}`, nil, "type string, integer or boolean"},
+		{"empty", `{"type":"object","properties":{"a":{"type":"string","x-mcp-header":""}}}`, nil, "non-empty HTTP token"},
+		{"not a token", `{"type":"object","properties":{"a":{"type":"string","x-mcp-header":"a:b"}}}`, nil, "non-empty HTTP token"},
+		{"control character", `{"type":"object","properties":{"a":{"type":"string","x-mcp-header":"a\r\nb"}}}`, nil, "non-empty HTTP token"},
+		{"not a string", `{"type":"object","properties":{"a":{"type":"string","x-mcp-header":1}}}`, nil, "non-empty HTTP token"},
+		{"duplicate", `{"type":"object","properties":{"a":{"type":"string","x-mcp-header":"Dup"},"b":{"type":"string","x-mcp-header":"dup"}}}`, nil, "not unique"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := Bindings(json.RawMessage(`{"name":"t","inputSchema":` + tt.schema + `}`))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, x := range b {
+				got = append(got, strings.Join(x.Path, ".")+"="+x.Header)
+			}
+			if diff := cmp.Diff(tt.want, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+				t.Errorf("bindings (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

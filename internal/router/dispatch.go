@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
+	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 )
 
 // Caller describes who sends a request: its protocol era and version.
@@ -201,11 +202,10 @@ func (r *Router) unavailable(ctx context.Context, u *upstreamState, method, subj
 	return &Reply{Result: out, LacksResultType: true}
 }
 
-// isTimeout recognises a timeout however the upstream client reports it:
-// a context deadline, or an error with a Timeout method (as net.Error).
+// isTimeout recognises a timeout: the upstream's own request timeout, or
+// a deadline of the caller's context.
 func isTimeout(err error) bool {
-	var t interface{ Timeout() bool }
-	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &t) && t.Timeout())
+	return errors.Is(err, upstream.ErrTimeout) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // readResource routes resources/read by URI.

@@ -17,6 +17,7 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/namespace"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
+	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -254,7 +255,7 @@ func TestTransportFailureBecomesToolError(t *testing.T) {
 	flaky := &fakeUpstream{
 		lists: map[string][]string{"tools/list": tools("fetch")},
 		answer: func(string, json.RawMessage) (*jsonrpc.Message, error) {
-			return nil, fmt.Errorf("upstream flaky: %w", context.DeadlineExceeded)
+			return nil, fmt.Errorf("upstream flaky: tools/call: %w", upstream.ErrTimeout)
 		},
 	}
 	r := startRouter(t, Options{}, map[string]*fakeUpstream{"flaky": flaky}, "flaky")
@@ -443,7 +444,9 @@ func TestCallWaitsForFirstStart(t *testing.T) {
 		defer r.Close()
 
 		done := make(chan *Reply, 1)
-		go func() { done <- r.Dispatch(context.Background(), legacyCaller, request("tools/call", `{"name":"up__late"}`)) }()
+		go func() {
+			done <- r.Dispatch(context.Background(), legacyCaller, request("tools/call", `{"name":"up__late"}`))
+		}()
 		synctest.Wait()
 		select {
 		case reply := <-done:

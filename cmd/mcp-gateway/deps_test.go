@@ -1,0 +1,78 @@
+package main
+
+import (
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// allowedImports is the package map of DESIGN.md section 5: which internal
+// packages each package may import (non-test files). Third-party
+// dependencies that belong to one package are listed too: only config
+// reads YAML, only server uses gorilla/mux, only upstream talks to the SDK
+// at run time.
+var allowedImports = map[string][]string{
+	"config":    {},
+	"jsonrpc":   {},
+	"mcpheader": {"jsonrpc"},
+	"namespace": {},
+	"policy":    {"namespace", "config"},
+	"telemetry": {},
+	"upstream":  {"jsonrpc", "config", "telemetry", "mcpheader"},
+	"router":    {"upstream", "namespace", "policy", "jsonrpc", "telemetry", "mcpheader"},
+	"server":    {"router", "jsonrpc", "policy", "telemetry", "mcpheader"},
+	"mcptest":   {"jsonrpc"},
+}
+
+// ownedImports names third-party imports that only one package may use.
+var ownedImports = map[string]string{
+	"github.com/gorilla/mux":    "server",
+	"go.yaml.in/yaml/v3":        "config",
+	"github.com/sony/gobreaker": "upstream",
+}
+
+func TestDeps(t *testing.T) {
+	const module = "github.com/mcp-gateway/mcp-gateway/internal/"
+	dirs, err := os.ReadDir("../../internal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		if !d.IsDir() {
+			continue
+		}
+		pkg := d.Name()
+		allowed, known := allowedImports[pkg]
+		if !known {
+			t.Errorf("internal/%s is not in the package map: add it to DESIGN.md, the README and allowedImports", pkg)
+			continue
+		}
+		files, _ := filepath.Glob(filepath.Join("../../internal", pkg, "*.go"))
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			ast, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range ast.Imports {
+				path := strings.Trim(imp.Path.Value, `"`)
+				if dep, ok := strings.CutPrefix(path, module); ok {
+					if !slices.Contains(allowed, dep) {
+						t.Errorf("%s imports internal/%s, which the package map does not allow", f, dep)
+					}
+				}
+				for prefix, owner := range ownedImports {
+					if strings.HasPrefix(path, prefix) && owner != pkg {
+						t.Errorf("%s imports %s, which only internal/%s may use", f, path, owner)
+					}
+				}
+			}
+		}
+	}
+}

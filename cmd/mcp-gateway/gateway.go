@@ -1,0 +1,301 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/config"
+	"github.com/mcp-gateway/mcp-gateway/internal/namespace"
+	"github.com/mcp-gateway/mcp-gateway/internal/policy"
+	"github.com/mcp-gateway/mcp-gateway/internal/router"
+	"github.com/mcp-gateway/mcp-gateway/internal/server"
+	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
+	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
+)
+
+// version is set at build time with -ldflags "-X main.version=v1.2.3".
+var version = "dev"
+
+func versionString() string {
+	commit, goVersion := "unknown", "unknown"
+	if info, ok := debug.ReadBuildInfo(); ok {
+		goVersion = info.GoVersion
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" {
+				commit = s.Value
+			}
+		}
+	}
+	return fmt.Sprintf("mcp-gateway %s (commit %s, %s)", version, commit, goVersion)
+}
+
+// loadConfig loads and validates the config, and rejects settings this
+// version does not enforce yet: accepting a security setting and then
+// ignoring it would be worse than refusing to start. Every problem goes
+// to w on its own line.
+func loadConfig(path string, w io.Writer) (*config.Config, error) {
+	cfg, err := config.Load(path, nil)
+	if err != nil {
+		var ve *config.ValidationError
+		if errors.As(err, &ve) {
+			for _, p := range ve.Problems {
+				fmt.Fprintf(w, "%s: %s\n", problemPath(path, p), p.Message)
+			}
+		} else {
+			fmt.Fprintln(w, err)
+		}
+		return nil, err
+	}
+	var problems []config.Problem
+	unsupported := func(p, what string) {
+		problems = append(problems, config.Problem{Path: p, Message: what + " is not supported by this version of mcp-gateway yet"})
+	}
+	if len(cfg.Teams) > 0 {
+		unsupported("teams", "teams")
+	}
+	if cfg.Auth.Mode != config.AuthNone {
+		unsupported("auth.mode", fmt.Sprintf("auth mode %q", cfg.Auth.Mode))
+	}
+	if cfg.Telemetry.OTLPEndpoint != "" {
+		unsupported("telemetry.otlp_endpoint", "OTLP export")
+	}
+	for i, u := range cfg.Upstreams {
+		src := u.Source
+		if src == "" {
+			src = fmt.Sprintf("upstreams[%d]", i)
+		}
+		if u.Session == config.SessionPerClient {
+			unsupported(src+".session", "session: per-client")
+		}
+		if len(u.Tools.Rename) > 0 {
+			unsupported(src+".tools.rename", "renaming tools")
+		}
+	}
+	for _, p := range problems {
+		fmt.Fprintf(w, "%s: %s\n", problemPath(path, p), p.Message)
+	}
+	if len(problems) > 0 {
+		return nil, &config.ValidationError{Problems: problems}
+	}
+	for _, p := range cfg.Warnings() {
+		fmt.Fprintf(w, "warning: %s: %s\n", problemPath(path, p), p.Message)
+	}
+	return cfg, nil
+}
+
+func problemPath(file string, p config.Problem) string {
+	if p.Path == "" {
+		return file
+	}
+	return file + ": " + p.Path
+}
+
+// newLogger returns the JSON logger on stderr at the configured level.
+func newLogger(cfg *config.Config, stderr io.Writer) *slog.Logger {
+	level, err := telemetry.ParseLevel(cfg.Telemetry.LogLevel)
+	if err != nil {
+		level = slog.LevelInfo // Validate already rejected unknown levels
+	}
+	return telemetry.NewLogger(stderr, level)
+}
+
+// newRouter translates the config into upstream clients and a router.
+func newRouter(cfg *config.Config, log *slog.Logger) (*router.Router, error) {
+	rules := policy.Rules{
+		MaxTools:            cfg.Policy.MaxTools,
+		DescriptionMaxChars: cfg.Policy.DescriptionMaxChars,
+		Upstreams:           map[string]policy.UpstreamRules{},
+	}
+	info := upstream.Implementation{Name: "mcp-gateway", Version: version}
+	var ups []router.UpstreamConfig
+	for _, u := range cfg.Upstreams {
+		transport := string(u.Transport)
+		if u.TransportInferred {
+			transport = ""
+		}
+		client, err := upstream.New(&upstream.Options{
+			Name:       u.Name,
+			Command:    u.Command,
+			Args:       u.Args,
+			Env:        u.Env,
+			Dir:        u.Cwd,
+			URL:        u.URL,
+			Transport:  transport,
+			Headers:    u.Headers,
+			Timeout:    u.Timeout,
+			ClientInfo: info,
+			Logger:     log,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("upstream %s: %w", u.Name, err)
+		}
+		ups = append(ups, router.UpstreamConfig{Name: u.Name, Client: client, Required: u.Required, Timeout: u.Timeout})
+		rules.Upstreams[u.Name] = policy.UpstreamRules{Allow: u.Tools.Allow, Deny: u.Tools.Deny, MaxTools: u.MaxTools}
+	}
+	return router.New(&router.Options{
+		Upstreams:  ups,
+		Namespace:  namespace.Options{Separator: cfg.Separator, Mode: namespace.Mode(cfg.Prefix)},
+		Rules:      rules,
+		ServerInfo: router.Implementation{Name: "mcp-gateway", Version: version},
+		Logger:     log,
+	}), nil
+}
+
+// shutdownTimeout bounds the graceful part of a shutdown.
+const shutdownTimeout = 10 * time.Second
+
+// gateway is the router and the HTTP server built from one config.
+type gateway struct {
+	router *router.Router
+	server *server.Server
+}
+
+func newGateway(cfg *config.Config, log *slog.Logger) (*gateway, error) {
+	rt, err := newRouter(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	srv := server.New(rt, &server.Options{
+		Endpoint:       cfg.Endpoint,
+		AllowedOrigins: cfg.AllowedOrigins,
+		LoopbackOnly:   isLoopbackAddr(cfg.Listen),
+		MaxBodyBytes:   cfg.MaxBodyBytes,
+		Logger:         log,
+	})
+	return &gateway{router: rt, server: srv}, nil
+}
+
+// serve runs the HTTP gateway until ctx is done (SIGINT or SIGTERM), then
+// shuts down in order: stop accepting and drain requests, end sessions,
+// stop the upstreams.
+func serve(ctx context.Context, cfg *config.Config, stderr io.Writer) int {
+	log := newLogger(cfg, stderr)
+	g, err := newGateway(cfg, log)
+	if err != nil {
+		log.Error("invalid upstream", telemetry.KeyErr, err)
+		return exitError
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		log.Error("cannot listen", "listen", cfg.Listen, telemetry.KeyErr, err)
+		return exitError
+	}
+	httpSrv := &http.Server{
+		Handler:           g.server.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	// Session GET streams never go idle on their own: end them when
+	// Shutdown starts, so that it can drain.
+	httpSrv.RegisterOnShutdown(g.server.Close)
+
+	g.router.Start(ctx)
+	log.Info("gateway listening", "address", "http://"+ln.Addr().String()+cfg.Endpoint, "upstreams", len(cfg.Upstreams))
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- httpSrv.Serve(ln) }()
+
+	code := exitOK
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case err := <-serveErr:
+		log.Error("server failed", telemetry.KeyErr, err)
+		code = exitError
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	if err := httpSrv.Shutdown(shutdownCtx); err != nil {
+		log.Warn("graceful shutdown incomplete", telemetry.KeyErr, err)
+	}
+	if err := g.router.Close(); err != nil {
+		log.Warn("stopping upstreams", telemetry.KeyErr, err)
+	}
+	log.Info("stopped")
+	return code
+}
+
+func isLoopbackAddr(listen string) bool {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil || host == "" {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// serveStdio serves the catalog to one host over stdin and stdout. Logs go
+// to stderr, as the stdio transport allows.
+func serveStdio(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout, stderr io.Writer) int {
+	log := newLogger(cfg, stderr)
+	rt, err := newRouter(cfg, log)
+	if err != nil {
+		log.Error("invalid upstream", telemetry.KeyErr, err)
+		return exitError
+	}
+	rt.Start(ctx)
+	err = server.ServeStdio(ctx, rt, stdin, stdout, log)
+	if cerr := rt.Close(); cerr != nil {
+		log.Warn("stopping upstreams", telemetry.KeyErr, cerr)
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		log.Error("stdio host failed", telemetry.KeyErr, err)
+		return exitError
+	}
+	return exitOK
+}
+
+// listTools starts the upstreams, waits for their first start, and prints
+// the catalog a session would see.
+func listTools(ctx context.Context, cfg *config.Config, asJSON bool, stdout, stderr io.Writer) int {
+	log := newLogger(cfg, stderr)
+	rt, err := newRouter(cfg, log)
+	if err != nil {
+		log.Error("invalid upstream", telemetry.KeyErr, err)
+		return exitError
+	}
+	defer rt.Close()
+	rt.Start(ctx)
+	if err := rt.WaitStarted(ctx); err != nil {
+		return exitError
+	}
+	tools := rt.Tools()
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(struct {
+			Tools     []router.ToolInfo       `json:"tools"`
+			Upstreams []router.UpstreamStatus `json:"upstreams"`
+		}{tools, rt.Status()})
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOOL\tUPSTREAM\tDESCRIPTION CHARS\tDEFINITION BYTES")
+	totalDesc, totalBytes := 0, 0
+	for _, t := range tools {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", t.Name, t.Upstream, t.DescriptionChars, t.DefinitionBytes)
+		totalDesc += t.DescriptionChars
+		totalBytes += t.DefinitionBytes
+	}
+	fmt.Fprintf(tw, "total: %d tools\t\t%d\t%d\n", len(tools), totalDesc, totalBytes)
+	_ = tw.Flush()
+	for _, s := range rt.Status() {
+		if s.State != router.PhaseReady {
+			fmt.Fprintf(stderr, "upstream %s: %s: %s\n", s.Name, s.State, s.Error)
+		}
+	}
+	return exitOK
+}

@@ -1,0 +1,106 @@
+// Command mcp-gateway serves many MCP servers behind one Streamable HTTP
+// endpoint (or over stdio), for hosts of both protocol eras.
+//
+// Usage:
+//
+//	mcp-gateway [serve] [--config gateway.yaml] [--listen ADDR]
+//	mcp-gateway stdio [--config F]
+//	mcp-gateway validate [--config F]
+//	mcp-gateway tools [--config F] [--json]
+//	mcp-gateway version
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitError = 1 // a runtime failure, or an invalid config
+	exitUsage = 2 // bad command line
+)
+
+// run is main without the process: it returns the exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	cmd := "serve"
+	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
+		cmd, args = args[0], args[1:]
+	}
+	fs := flag.NewFlagSet("mcp-gateway "+cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "gateway.yaml", "path of the config file (gateway.yaml, or a claude_desktop_config.json)")
+	var listen *string
+	var asJSON *bool
+	switch cmd {
+	case "serve":
+		listen = fs.String("listen", "", "address to listen on, host:port (overrides the config's listen)")
+	case "tools":
+		asJSON = fs.Bool("json", false, "print JSON instead of a table")
+	case "stdio", "validate":
+	case "version":
+		fmt.Fprintln(stdout, versionString())
+		return exitOK
+	case "help":
+		usage(stdout)
+		return exitOK
+	default:
+		fmt.Fprintf(stderr, "mcp-gateway: unknown command %q\n", cmd)
+		usage(stderr)
+		return exitUsage
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "mcp-gateway %s: unexpected argument %q\n", cmd, fs.Arg(0))
+		return exitUsage
+	}
+
+	cfg, err := loadConfig(*configPath, stderr)
+	if err != nil {
+		return exitError
+	}
+	switch cmd {
+	case "validate":
+		fmt.Fprintf(stdout, "%s: ok (%d upstreams)\n", *configPath, len(cfg.Upstreams))
+		return exitOK
+	case "serve":
+		if *listen != "" {
+			cfg.Listen = *listen
+		}
+		return serve(ctx, cfg, stderr)
+	case "stdio":
+		return serveStdio(ctx, cfg, stdin, stdout, stderr)
+	case "tools":
+		return listTools(ctx, cfg, *asJSON, stdout, stderr)
+	}
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `Usage:
+  mcp-gateway [serve] [--config gateway.yaml] [--listen ADDR]   run the gateway (default)
+  mcp-gateway stdio [--config F]                                serve the catalog over stdin/stdout
+  mcp-gateway validate [--config F]                             check the config; every problem on its own line
+  mcp-gateway tools [--config F] [--json]                       start the upstreams and print the catalog
+  mcp-gateway version                                           print version information
+`)
+}

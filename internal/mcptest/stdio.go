@@ -1,0 +1,299 @@
+package mcptest
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+)
+
+// EnvFake is the environment variable that tells a re-executed test binary
+// which stdio fake to serve. StdioCommand sets it.
+const EnvFake = "MCPTEST_FAKE"
+
+// stdioFakes maps the names StdioCommand accepts to the functions that
+// serve them on stdin and stdout. Each returns the process exit status.
+func stdioFakes() map[string]func() int {
+	return map[string]func() int{
+		"echo":         func() int { return serveSDK(nil, nil) },
+		"echo-legacy":  func() int { return serveSDK(&ServerOptions{Name: "echo-legacy", Versions: LegacyVersions()}, nil) },
+		"echo-modern":  func() int { return serveSDK(&ServerOptions{Name: "echo-modern", Versions: ModernVersions()}, nil) },
+		"echo-paged":   func() int { return serveSDK(&ServerOptions{Name: "echo-paged", PageSize: 2}, nil) },
+		"echo-noprobe": func() int { return serveFiltered(dropDiscover) },
+		"late-probe":   func() int { return serveFiltered(delayDiscover()) },
+		"noisy":        func() int { return serveSDK(&ServerOptions{Name: "noisy"}, noisyWriter) },
+		"stubborn":     serveStubborn,
+		"silent":       serveSilent,
+		"garbage":      serveGarbage,
+		"crash":        func() int { return 3 },
+		"blob":         serveBlob,
+	}
+}
+
+// MaybeServeStdio serves a stdio fake and exits the process when the
+// environment names one (see EnvFake); otherwise it returns at once. Call
+// it first thing in TestMain of every package that uses StdioCommand.
+func MaybeServeStdio() {
+	name, ok := os.LookupEnv(EnvFake)
+	if !ok {
+		return
+	}
+	serve := stdioFakes()[name]
+	if serve == nil {
+		fmt.Fprintf(os.Stderr, "mcptest: unknown stdio fake %q\n", name)
+		os.Exit(2)
+	}
+	os.Exit(serve())
+}
+
+// StdioCommand returns how to launch the stdio fake called name: a command,
+// its arguments and the environment variables to add (the child must see
+// them; pass env to the upstream's environment, as gateway configs do).
+// The package that launches it must call MaybeServeStdio from TestMain.
+//
+// Fakes:
+//
+//   - "echo": the NewServer tools, prompts and resources, dual-era; it
+//     writes one line to stderr when it starts.
+//   - "echo-legacy": legacy versions only: server/discover is answered
+//     with an UnsupportedProtocolVersion error listing legacy versions.
+//   - "echo-modern": modern versions only.
+//   - "echo-paged": "echo" with a list page size of 2.
+//   - "echo-noprobe": a legacy server that never answers server/discover.
+//   - "late-probe": a legacy server that answers server/discover (with a
+//     DiscoverResult) only after initialize has arrived.
+//   - "noisy": "echo" that writes a non-JSON line before every message.
+//   - "stubborn": "echo" that ignores SIGTERM and keeps running after its
+//     stdin closes.
+//   - "silent": reads stdin until it closes and never answers.
+//   - "garbage": answers every line with a line that is not JSON.
+//   - "crash": exits at once with status 3.
+//   - "blob": a minimal raw server for benchmarks: it answers tools/call
+//     {size} with a text result of size bytes, server/discover as a
+//     modern server, initialize, and every other request with {}.
+//
+// The SDK-based fakes also have the tools getenv {name} (the variable's
+// value, or "<unset>") and exit {code} (ends the process).
+func StdioCommand(name string) (command string, args []string, env map[string]string) {
+	exe, err := os.Executable()
+	if err != nil {
+		exe = os.Args[0]
+	}
+	// -test.run=^$ keeps a binary that forgot MaybeServeStdio from running
+	// its tests recursively.
+	// A binary built with -race sleeps for a second at exit unless told
+	// not to.
+	return exe, []string{"-test.run=^$"}, map[string]string{EnvFake: name, "GORACE": "atexit_sleep_ms=0"}
+}
+
+// addProcessTools adds the tools that only make sense in a child process.
+func addProcessTools(s *mcp.Server) {
+	s.AddTool(&mcp.Tool{Name: "getenv", Description: "reads an environment variable", InputSchema: schema(`"name":{"type":"string"}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var a struct{ Name string }
+			if err := args(req, &a); err != nil {
+				return nil, err
+			}
+			v, ok := os.LookupEnv(a.Name)
+			if !ok {
+				v = "<unset>"
+			}
+			return text(v), nil
+		})
+	s.AddTool(&mcp.Tool{Name: "exit", Description: "ends the server process", InputSchema: schema(`"code":{"type":"integer"}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var a struct{ Code int }
+			if err := args(req, &a); err != nil {
+				return nil, err
+			}
+			os.Exit(a.Code)
+			return nil, nil
+		})
+}
+
+// serveSDK serves an SDK server on stdin and stdout. wrap, if set, wraps
+// stdout.
+func serveSDK(opts *ServerOptions, wrap func(io.Writer) io.Writer) int {
+	if opts == nil {
+		opts = &ServerOptions{Name: "echo"}
+	}
+	s := NewServer(opts)
+	addProcessTools(s)
+	fmt.Fprintf(os.Stderr, "mcptest fake %s: ready\n", opts.Name)
+	var out io.Writer = os.Stdout
+	if wrap != nil {
+		out = wrap(out)
+	}
+	t := &mcp.IOTransport{Reader: os.Stdin, Writer: nopWriteCloser{out}}
+	if err := s.Run(context.Background(), t); err != nil && err != io.EOF {
+		fmt.Fprintf(os.Stderr, "mcptest fake %s: %v\n", opts.Name, err)
+	}
+	return 0
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// noisyWriter writes a line that is not JSON before every write; the SDK
+// writes each message with a single Write.
+func noisyWriter(w io.Writer) io.Writer { return &noisy{w: w} }
+
+type noisy struct {
+	mu sync.Mutex
+	w  io.Writer
+	n  int
+}
+
+func (n *noisy) Write(p []byte) (int, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.n++
+	if _, err := fmt.Fprintf(n.w, "this is not JSON (%d)\n", n.n); err != nil {
+		return 0, err
+	}
+	return n.w.Write(p)
+}
+
+// serveStubborn is "echo" that must be killed.
+func serveStubborn() int {
+	signal.Ignore(syscall.SIGTERM)
+	serveSDK(&ServerOptions{Name: "stubborn"}, nil)
+	select {} // stdin is closed: wait for SIGKILL
+}
+
+func serveSilent() int {
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return 0
+}
+
+func serveGarbage() int {
+	sc := bufio.NewScanner(os.Stdin)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	for i := 0; sc.Scan(); i++ {
+		fmt.Printf("garbage line %d {not json\n", i)
+	}
+	return 0
+}
+
+// A stdinFilter sees every line sent to a filtered server. It returns
+// whether the server should get the line; it may write to out itself.
+type stdinFilter func(line []byte, msg *jsonrpc.Message, out *lockedWriter) bool
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// serveFiltered serves a legacy-only SDK server behind filter.
+func serveFiltered(filter stdinFilter) int {
+	s := NewServer(&ServerOptions{Name: "filtered", Versions: LegacyVersions()})
+	addProcessTools(s)
+	out := &lockedWriter{w: os.Stdout}
+	pr, pw := io.Pipe()
+	go func() {
+		sc := bufio.NewScanner(os.Stdin)
+		sc.Buffer(make([]byte, 64<<10), 64<<20)
+		for sc.Scan() {
+			line := sc.Bytes()
+			msg, err := jsonrpc.Decode(line)
+			if err == nil && !filter(line, msg, out) {
+				continue
+			}
+			if _, err := pw.Write(append(slices.Clip(line), '\n')); err != nil {
+				break
+			}
+		}
+		pw.Close()
+	}()
+	_ = s.Run(context.Background(), &mcp.IOTransport{Reader: pr, Writer: nopWriteCloser{out}})
+	return 0
+}
+
+func dropDiscover(_ []byte, msg *jsonrpc.Message, _ *lockedWriter) bool {
+	return msg.Method != "server/discover"
+}
+
+// delayDiscover holds back server/discover until initialize arrives, then
+// answers it, late, as a modern server would.
+func delayDiscover() stdinFilter {
+	var held json.RawMessage
+	return func(_ []byte, msg *jsonrpc.Message, out *lockedWriter) bool {
+		switch msg.Method {
+		case "server/discover":
+			held = msg.ID
+			return false
+		case "initialize":
+			if held != nil {
+				res := `{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}}}`
+				_, _ = out.Write(append(jsonrpc.AppendResult(nil, held, json.RawMessage(res)), '\n'))
+				held = nil
+			}
+		}
+		return true
+	}
+}
+
+// serveBlob is a raw server that spends as little as possible per message,
+// so that benchmarks measure the client.
+func serveBlob() int {
+	in := bufio.NewReaderSize(os.Stdin, 64<<10)
+	out := bufio.NewWriterSize(os.Stdout, 64<<10)
+	results := map[int]json.RawMessage{}
+	var m jsonrpc.Message
+	for {
+		line, err := in.ReadBytes('\n')
+		if err != nil {
+			return 0
+		}
+		if jsonrpc.DecodeInto(&m, line) != nil || !m.IsRequest() {
+			continue
+		}
+		out.Write(jsonrpc.AppendResult(nil, m.ID, BlobResult(m.Method, m.Params, results)))
+		out.WriteByte('\n')
+		if in.Buffered() == 0 {
+			out.Flush()
+		}
+	}
+}
+
+// BlobResult is the result the "blob" fake gives to a request; cache holds
+// tools/call results by size. HTTP benchmarks use it to answer the same
+// way.
+func BlobResult(method string, params json.RawMessage, cache map[int]json.RawMessage) json.RawMessage {
+	switch method {
+	case "server/discover":
+		return json.RawMessage(`{"resultType":"complete","supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"blob","version":"1.0.0"}}}`)
+	case "initialize":
+		return json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"blob","version":"1.0.0"}}`)
+	case "tools/call":
+		a, _ := jsonrpc.Field(params, "arguments")
+		raw, _ := jsonrpc.Field(a, "size")
+		size, _ := strconv.Atoi(string(raw))
+		res, ok := cache[size]
+		if !ok {
+			res = json.RawMessage(`{"content":[{"type":"text","text":"` + strings.Repeat("x", size) + `"}],"isError":false}`)
+			cache[size] = res
+		}
+		return res
+	}
+	return json.RawMessage(`{}`)
+}

@@ -1,0 +1,262 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+)
+
+// Call sends one request and returns the server's response: a message with
+// Result or Error set. A JSON-RPC error from the server is not a Go error.
+// Go errors are transport failures: ErrClosed, ErrNotReady, ErrTimeout
+// (Options.Timeout elapsed; on stdio and legacy transports the server is
+// sent notifications/cancelled), the context's error, ErrMalformed, or an
+// HTTP status the server answered with.
+//
+// On a modern server, params._meta gets the negotiated protocol version
+// (replacing the caller's), the caller's client capabilities or {}, and the
+// gateway's client info unless the caller gave one; on a legacy server
+// those three keys are removed. The rest of params is sent byte for byte.
+//
+// The response's ID is the Client's own id for the request, not the
+// caller's. Its raw fields alias a read buffer shared with neighbouring
+// messages: copy what is kept long.
+func (c *Client) Call(ctx context.Context, method string, params json.RawMessage) (*jsonrpc.Message, error) {
+	w, err := c.readyWire(method)
+	if err != nil {
+		return nil, err
+	}
+	params, header, err := c.prepare(method, params)
+	if err != nil {
+		return nil, c.errorf(method, err)
+	}
+	return c.roundTrip(ctx, w, method, params, callOpts{timeout: c.timeout, header: header})
+}
+
+// Notify sends a notification. params is sent as given.
+func (c *Client) Notify(ctx context.Context, method string, params json.RawMessage) error {
+	w, err := c.readyWire(method)
+	if err != nil {
+		return err
+	}
+	return c.notify(ctx, w, method, params, false)
+}
+
+func (c *Client) notify(ctx context.Context, w wire, method string, params json.RawMessage, handshake bool) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	out := &outgoing{method: method, params: params, data: jsonrpc.AppendNotification(nil, method, params), handshake: handshake}
+	if err := w.send(ctx, out); err != nil {
+		return c.sendErr(ctx, ctx, method, err)
+	}
+	return nil
+}
+
+type callOpts struct {
+	timeout time.Duration
+	header  http.Header
+	// noCancel: do not send notifications/cancelled when the call is
+	// abandoned (the server/discover probe, which a legacy server has not
+	// accepted as a request).
+	noCancel  bool
+	handshake bool
+}
+
+// roundTrip sends a request on w and waits for its response.
+func (c *Client) roundTrip(ctx context.Context, w wire, method string, params json.RawMessage, o callOpts) (*jsonrpc.Message, error) {
+	tctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	id := c.nextID.Add(1)
+	ch := make(chan callResult, 1)
+	c.mu.Lock()
+	if c.deadErr != nil {
+		c.mu.Unlock()
+		return nil, c.closedErr(method)
+	}
+	c.pending[id] = ch
+	dead := c.dead
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.pending, id)
+		c.mu.Unlock()
+	}()
+
+	idRaw := strconv.AppendInt(nil, id, 10)
+	data := jsonrpc.AppendRequest(make([]byte, 0, len(params)+len(method)+64), idRaw, method, params)
+	out := &outgoing{id: id, method: method, params: params, data: data, header: o.header, handshake: o.handshake}
+	if err := w.send(tctx, out); err != nil {
+		select {
+		case r := <-ch:
+			return c.result(method, r)
+		default:
+		}
+		// A stdio message that could not be handed to the writer never
+		// reached the server; anything else may have.
+		if _, stdio := w.(*stdioWire); tctx.Err() != nil && !o.noCancel && !stdio {
+			c.cancelRemote(w, id)
+		}
+		return nil, c.sendErr(ctx, tctx, method, err)
+	}
+	select {
+	case r := <-ch:
+		return c.result(method, r)
+	case <-tctx.Done():
+		if !o.noCancel {
+			c.cancelRemote(w, id)
+		}
+		return nil, c.ctxErr(ctx, method)
+	case <-dead:
+		select {
+		case r := <-ch:
+			return c.result(method, r)
+		default:
+		}
+		return nil, c.closedErr(method)
+	}
+}
+
+func (c *Client) result(method string, r callResult) (*jsonrpc.Message, error) {
+	if r.err != nil {
+		return nil, c.errorf(method, r.err)
+	}
+	return r.msg, nil
+}
+
+// sendErr maps an error from a wire's send.
+func (c *Client) sendErr(ctx, tctx context.Context, method string, err error) error {
+	c.mu.Lock()
+	dead := c.deadErr != nil
+	c.mu.Unlock()
+	switch {
+	case dead:
+		return c.closedErr(method)
+	case tctx.Err() != nil:
+		return c.ctxErr(ctx, method)
+	}
+	return c.errorf(method, err)
+}
+
+// ctxErr is the error for a call whose context (or timeout) is done.
+func (c *Client) ctxErr(ctx context.Context, method string) error {
+	if err := ctx.Err(); err != nil {
+		return c.errorf(method, err)
+	}
+	return fmt.Errorf("upstream %q: %s: %w after %v", c.opts.Name, method, ErrTimeout, c.timeout)
+}
+
+// cancelRemote tells the server to stop working on request id. Over modern
+// Streamable HTTP closing the response stream is the cancellation (spec
+// 2026-07-28, streamable-http "Cancellation"), so nothing is sent.
+func (c *Client) cancelRemote(w wire, id int64) {
+	if hw, ok := w.(*httpWire); ok && hw.isModern() {
+		return
+	}
+	params := json.RawMessage(`{"requestId":` + strconv.FormatInt(id, 10) + `,"reason":"request abandoned by the gateway"}`)
+	c.spawn(func() {
+		ctx, cancel := context.WithTimeout(c.life, notifyTimeout)
+		defer cancel()
+		out := &outgoing{method: "notifications/cancelled", params: params, data: jsonrpc.AppendNotification(nil, "notifications/cancelled", params)}
+		if err := w.send(ctx, out); err != nil {
+			c.log.Debug("upstream cancellation not sent", "err", err)
+		}
+	})
+}
+
+// deliver routes one message from the server: a response to its pending
+// call, a notification to OnNotification, a request to OnRequest.
+func (c *Client) deliver(m *jsonrpc.Message) {
+	switch {
+	case m.IsResponse():
+		id, ok := jsonrpc.Int64ID(m.ID)
+		c.mu.Lock()
+		ch := c.pending[id]
+		delete(c.pending, id)
+		c.mu.Unlock()
+		switch {
+		case m.Error != nil && string(m.ID) == "null":
+			// The server could not read a request of ours.
+			c.log.Warn("upstream error without a request id", "code", m.Error.Code, "message", m.Error.Message)
+			return
+		case !ok || ch == nil:
+			// A late answer, such as one to a probe that timed out.
+			c.log.Debug("upstream response to no pending request", "id", jsonrpc.IDString(m.ID))
+			return
+		}
+		ch <- callResult{msg: m}
+	case m.IsNotification():
+		if c.opts.OnNotification != nil {
+			c.safely("OnNotification", func() { c.opts.OnNotification(m) })
+		}
+	default:
+		c.serveRequest(m)
+	}
+}
+
+// fail ends the pending call id with err.
+func (c *Client) fail(id int64, err error) {
+	c.mu.Lock()
+	ch := c.pending[id]
+	delete(c.pending, id)
+	c.mu.Unlock()
+	if ch != nil {
+		ch <- callResult{err: err}
+	}
+}
+
+// safely calls a callback, logging a panic instead of crashing the
+// goroutine that reads the server.
+func (c *Client) safely(what string, f func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error("upstream callback panicked", "callback", what, "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
+	f()
+}
+
+// serveRequest answers a request from the server on its own goroutine.
+func (c *Client) serveRequest(req *jsonrpc.Message) {
+	c.mu.Lock()
+	w := c.w
+	c.mu.Unlock()
+	if w == nil {
+		return
+	}
+	c.spawn(func() {
+		var resp *jsonrpc.Message
+		c.safely("OnRequest", func() {
+			if c.opts.OnRequest != nil {
+				resp = c.opts.OnRequest(c.life, req)
+			} else {
+				resp = defaultAnswer(req)
+			}
+		})
+		if resp == nil {
+			resp = &jsonrpc.Message{Error: jsonrpc.NewError(jsonrpc.CodeInternalError, "the gateway could not answer %s", req.Method)}
+		}
+		out := *resp
+		out.ID, out.Method, out.Params = req.ID, "", nil
+		if out.Error == nil && out.Result == nil {
+			out.Result = json.RawMessage("{}")
+		}
+		ctx, cancel := context.WithTimeout(c.life, notifyTimeout)
+		defer cancel()
+		if err := w.send(ctx, &outgoing{data: out.Append(nil)}); err != nil {
+			c.log.Debug("upstream answer to a server request not sent", "method", req.Method, "err", err)
+		}
+	})
+}
+
+func defaultAnswer(req *jsonrpc.Message) *jsonrpc.Message {
+	if req.Method == "ping" {
+		return &jsonrpc.Message{Result: json.RawMessage("{}")}
+	}
+	return &jsonrpc.Message{Error: jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "method not found: the gateway does not handle %q from upstream servers", req.Method)}
+}

@@ -1,0 +1,584 @@
+// Package upstream connects the gateway to one upstream MCP server: it
+// launches or dials the server, learns which era of MCP it speaks, performs
+// that era's handshake, and then carries requests to it, many at a time.
+//
+// # Eras
+//
+// MCP has two eras (spec 2026-07-28, basic/versioning). Legacy servers
+// (2025-03-26 to 2025-11-25) expect an initialize handshake and then serve
+// a session, which Streamable HTTP names with Mcp-Session-Id. Modern
+// servers (2026-07-28) are stateless: there is no handshake, and every
+// request carries the protocol version, the client's capabilities and its
+// identity in params._meta (over HTTP also in the MCP-Protocol-Version,
+// Mcp-Method and Mcp-Name headers).
+//
+// Start learns the era once and the Client keeps it for its lifetime:
+//
+//   - stdio: server/discover is sent as a modern request. A DiscoverResult
+//     or a recognised modern error (-32020 to -32022) means modern; any
+//     other error, or no answer within ProbeTimeout, means legacy, and
+//     initialize follows.
+//   - Streamable HTTP: server/discover is POSTed. 200 with a
+//     DiscoverResult, or a 4xx whose body is a recognised modern error,
+//     means modern; anything else means legacy. When the transport was
+//     inferred and initialize then fails with 400, 404 or 405, the URL is
+//     taken to serve the deprecated HTTP+SSE transport.
+//   - HTTP+SSE: legacy only.
+//
+// A modern answer that lists only legacy versions (a dual-era server
+// configured for legacy clients) leads to initialize as well.
+//
+// Callers then use Call, Notify and List the same way in both eras: the
+// Client adds what a modern request needs and strips it from legacy ones.
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+	"github.com/mcp-gateway/mcp-gateway/internal/mcpheader"
+)
+
+// Sentinel errors. Errors returned by a Client wrap them together with the
+// upstream's name and the operation.
+var (
+	// ErrClosed: the connection is gone (the process exited, the stream
+	// broke, or Close was called).
+	ErrClosed = errors.New("upstream connection closed")
+	// ErrTimeout: Options.Timeout elapsed before the server answered.
+	ErrTimeout = errors.New("upstream request timed out")
+	// ErrNotReady: the Client has not (yet) completed Start.
+	ErrNotReady = errors.New("upstream not ready")
+	// ErrMalformed: the server sent something that is not a valid answer.
+	ErrMalformed = errors.New("malformed upstream response")
+)
+
+// Options configures a Client. Exactly one of Command and URL must be set.
+type Options struct {
+	// Name is the upstream's name, used in logs and errors.
+	Name string
+
+	// Command runs a stdio server; Args are its arguments.
+	Command string
+	Args    []string
+	// Env is added to the child's environment, which otherwise holds only
+	// HOME, LOGNAME, PATH, SHELL, TERM, USER, TMPDIR and LANG from the
+	// gateway's own: never the whole of it, which may hold the gateway's
+	// secrets. Keys keep their case.
+	Env map[string]string
+	// Dir is the child's working directory; "" means the gateway's.
+	Dir string
+
+	// URL is the MCP endpoint of an HTTP server.
+	URL string
+	// Transport is "stdio", "streamable-http" or "sse" (the deprecated
+	// HTTP+SSE transport); "" infers it: stdio when Command is set,
+	// otherwise Streamable HTTP falling back to HTTP+SSE as the spec's
+	// backward-compatibility rules describe.
+	Transport string
+	// Headers are sent on every HTTP request to this upstream (for example
+	// Authorization). They are never logged.
+	Headers map[string]string
+	// HTTPClient makes the HTTP requests; nil means a client with dial
+	// and TLS timeouts and connection reuse. Requests are bounded by their
+	// contexts, so it should have no overall Timeout (streams are long).
+	HTTPClient *http.Client
+
+	// Timeout bounds each request; 0 means 60s.
+	Timeout time.Duration
+	// ProbeTimeout is how long a stdio server has to answer the
+	// server/discover probe before it is taken for a legacy server; 0 means
+	// the smaller of Timeout and 10s.
+	ProbeTimeout time.Duration
+
+	// ClientInfo is the implementation the gateway presents; an empty Name
+	// means "mcp-gateway".
+	ClientInfo Implementation
+	// Logger receives the client's logs, and the stderr lines of a stdio
+	// child, one record per line, with the attribute upstream=<Name>. Nil
+	// means discard.
+	Logger *slog.Logger
+
+	// OnNotification receives every notification from the server
+	// (list_changed, progress, message, resources/updated, ...). It is
+	// called from the goroutine reading the server's messages (for HTTP,
+	// from the goroutine of the request whose stream carried it, so calls
+	// may be concurrent) and must not block long. The message aliases a
+	// read buffer: copy what is kept.
+	OnNotification func(n *jsonrpc.Message)
+	// OnRequest answers a request from the server (sampling, elicitation,
+	// roots/list, ping) with a response; the Client sets the response's id.
+	// It runs on its own goroutine; ctx is done when the Client closes.
+	// Nil answers ping with {} and everything else at once with error
+	// -32601, so that the server never waits.
+	OnRequest func(ctx context.Context, req *jsonrpc.Message) *jsonrpc.Message
+	// OnStateChange, if set, is called after every state change, in order.
+	// It must not call Start or Close.
+	OnStateChange func(State)
+}
+
+// Implementation names a piece of MCP software.
+type Implementation struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// Era is the generation of MCP a server speaks.
+type Era int
+
+const (
+	// EraUnknown: not yet detected.
+	EraUnknown Era = iota
+	// EraLegacy: 2025-03-26 to 2025-11-25, with initialize and sessions.
+	EraLegacy
+	// EraModern: 2026-07-28, stateless, with per-request metadata.
+	EraModern
+)
+
+func (e Era) String() string {
+	switch e {
+	case EraLegacy:
+		return "legacy"
+	case EraModern:
+		return "modern"
+	}
+	return "unknown"
+}
+
+// Phase is where a Client is in its life.
+type Phase int
+
+const (
+	// Idle: created, not started.
+	Idle Phase = iota
+	// Starting: Start is running.
+	Starting
+	// Ready: requests can be sent.
+	Ready
+	// Failed: Start failed or the connection was lost; State.Err says why.
+	// A failed Client stays failed: make a new one to try again.
+	Failed
+	// Stopped: Close was called.
+	Stopped
+)
+
+func (p Phase) String() string {
+	switch p {
+	case Idle:
+		return "idle"
+	case Starting:
+		return "starting"
+	case Ready:
+		return "ready"
+	case Failed:
+		return "failed"
+	case Stopped:
+		return "stopped"
+	}
+	return "phase(" + strconv.Itoa(int(p)) + ")"
+}
+
+// State is a snapshot of a Client's health.
+type State struct {
+	Phase Phase
+	// Err is why the Client failed; nil unless Phase is Failed.
+	Err error
+	// Era and ProtocolVersion are known once the handshake is done.
+	Era             Era
+	ProtocolVersion string
+	// Since is when Phase last changed.
+	Since time.Time
+}
+
+const (
+	versionModern = "2026-07-28"
+	// versionLegacy is what initialize asks for: the newest legacy version.
+	versionLegacy = "2025-11-25"
+
+	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
+
+	defaultTimeout  = 60 * time.Second
+	maxProbeTimeout = 10 * time.Second
+	// maxMessageSize bounds one message from a server.
+	maxMessageSize = 64 << 20
+	// stopGrace is how long a stdio child gets to exit after its stdin is
+	// closed, and again after SIGTERM.
+	stopGrace = 2 * time.Second
+	// notifyTimeout bounds best-effort messages sent on the side
+	// (notifications/cancelled, answers to server requests).
+	notifyTimeout = 5 * time.Second
+)
+
+func isModernVersion(v string) bool { return v == versionModern }
+
+func isLegacyVersion(v string) bool {
+	switch v {
+	case "2025-11-25", "2025-06-18", "2025-03-26":
+		return true
+	}
+	return false
+}
+
+type transportKind int
+
+const (
+	kindStdio transportKind = iota + 1
+	kindStreamable
+	kindSSE
+)
+
+// A wire carries encoded messages to the server. Messages from the server
+// reach the Client through Client.deliver.
+type wire interface {
+	// send transmits one message. On Streamable HTTP a request's send
+	// returns once the response has been delivered (or with an error); on
+	// the stream transports (stdio, HTTP+SSE) the response comes later.
+	send(ctx context.Context, m *outgoing) error
+	// close stops the wire and waits for its goroutines. It may be called
+	// more than once.
+	close() error
+}
+
+// outgoing is one message to the server.
+type outgoing struct {
+	id     int64  // request id; 0 for notifications and responses
+	method string // "" for responses
+	params json.RawMessage
+	data   []byte      // the encoded message
+	header http.Header // extra HTTP headers (Mcp-Param-*, probe headers)
+	// handshake messages never trigger a session renewal.
+	handshake bool
+}
+
+// callResult is what a pending call receives.
+type callResult struct {
+	msg *jsonrpc.Message
+	err error
+}
+
+// Client is a connection to one upstream server. Its methods are safe for
+// concurrent use.
+type Client struct {
+	opts         Options
+	kind         transportKind
+	inferred     bool // the transport was inferred: HTTP+SSE fallback allowed
+	log          *slog.Logger
+	timeout      time.Duration
+	probeTimeout time.Duration
+	stopGrace    time.Duration
+	clientInfo   json.RawMessage
+	hc           *http.Client
+	ownTransport *http.Transport // hc's transport when New built it
+
+	nextID atomic.Int64
+	life   context.Context // done once Close begins
+	stop   context.CancelFunc
+	wg     sync.WaitGroup // goroutines started through spawn
+
+	// stateMu serialises state changes with their OnStateChange calls, so
+	// that the callback sees them in order.
+	stateMu sync.Mutex
+
+	mu           sync.Mutex // guards the fields below
+	state        State
+	started      bool
+	closing      bool
+	w            wire
+	pending      map[int64]chan callResult
+	dead         chan struct{} // closed when the connection is lost or Close begins
+	deadErr      error
+	caps         json.RawMessage
+	serverInfo   json.RawMessage
+	instructions string
+	toolHeaders  map[string][]mcpheader.Binding // tool name -> x-mcp-header bindings
+
+	closeDone chan struct{}
+	closeErr  error
+}
+
+// New validates opts and returns a Client. It starts nothing.
+func New(opts *Options) (*Client, error) {
+	if opts == nil {
+		return nil, errors.New("upstream: nil options")
+	}
+	o := *opts
+	if o.Name == "" {
+		return nil, errors.New("upstream: a name is required")
+	}
+	c := &Client{
+		opts:      o,
+		log:       o.Logger,
+		timeout:   o.Timeout,
+		stopGrace: stopGrace,
+		pending:   map[int64]chan callResult{},
+		dead:      make(chan struct{}),
+		closeDone: make(chan struct{}),
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	c.log = c.log.With("upstream", o.Name)
+	switch {
+	case o.Command != "" && o.URL != "":
+		return nil, fmt.Errorf("upstream %q: set command or url, not both", o.Name)
+	case o.Command == "" && o.URL == "":
+		return nil, fmt.Errorf("upstream %q: set command or url", o.Name)
+	}
+	switch o.Transport {
+	case "":
+		c.kind, c.inferred = kindStdio, false
+		if o.URL != "" {
+			c.kind, c.inferred = kindStreamable, true
+		}
+	case "stdio":
+		c.kind = kindStdio
+	case "streamable-http":
+		c.kind = kindStreamable
+	case "sse":
+		c.kind = kindSSE
+	default:
+		return nil, fmt.Errorf("upstream %q: unknown transport %q (want stdio, streamable-http or sse)", o.Name, o.Transport)
+	}
+	if c.kind == kindStdio && o.Command == "" {
+		return nil, fmt.Errorf("upstream %q: transport stdio needs a command", o.Name)
+	}
+	if c.kind != kindStdio {
+		if o.URL == "" {
+			return nil, fmt.Errorf("upstream %q: transport %s needs a url", o.Name, o.Transport)
+		}
+		u, err := url.Parse(o.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("upstream %q: url must be an absolute http or https URL", o.Name)
+		}
+		c.hc = o.HTTPClient
+		if c.hc == nil {
+			c.ownTransport = defaultTransport()
+			c.hc = &http.Client{Transport: c.ownTransport}
+		}
+	}
+	switch {
+	case c.timeout < 0:
+		return nil, fmt.Errorf("upstream %q: negative timeout", o.Name)
+	case c.timeout == 0:
+		c.timeout = defaultTimeout
+	}
+	c.probeTimeout = o.ProbeTimeout
+	switch {
+	case c.probeTimeout < 0:
+		return nil, fmt.Errorf("upstream %q: negative probe timeout", o.Name)
+	case c.probeTimeout == 0:
+		c.probeTimeout = min(c.timeout, maxProbeTimeout)
+	}
+	if o.ClientInfo.Name == "" {
+		c.opts.ClientInfo = Implementation{Name: "mcp-gateway", Version: o.ClientInfo.Version}
+	}
+	info, err := json.Marshal(c.opts.ClientInfo)
+	if err != nil {
+		return nil, fmt.Errorf("upstream %q: client info: %w", o.Name, err)
+	}
+	c.clientInfo = info
+	c.life, c.stop = context.WithCancel(context.Background())
+	return c, nil
+}
+
+func defaultTransport() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	// Requests are pipelined: keep enough connections to reuse them.
+	t.MaxIdleConnsPerHost = 64
+	return t
+}
+
+// State returns the Client's current state.
+func (c *Client) State() State {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state
+}
+
+// Era returns the era detected by Start; EraUnknown before.
+func (c *Client) Era() Era {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state.Era
+}
+
+// ProtocolVersion returns the negotiated protocol version; "" before Start
+// has negotiated one.
+func (c *Client) ProtocolVersion() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state.ProtocolVersion
+}
+
+// Capabilities returns the server's capabilities as raw JSON, from its
+// InitializeResult or DiscoverResult; nil when unknown.
+func (c *Client) Capabilities() json.RawMessage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.caps
+}
+
+// ServerInfo returns the server's Implementation as raw JSON; nil when the
+// server did not say.
+func (c *Client) ServerInfo() json.RawMessage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.serverInfo
+}
+
+// Instructions returns the server's instructions, if any.
+func (c *Client) Instructions() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.instructions
+}
+
+// Close stops the Client: pending calls fail at once with ErrClosed, a
+// legacy HTTP session is ended with DELETE, a stdio child is stopped as the
+// spec says (stdin closed; then, 2s apart, SIGTERM and SIGKILL to its
+// process group) and reaped, and every goroutine the Client started has
+// exited when Close returns. It may
+// be called more than once and concurrently; every call returns the first
+// one's result.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
+		<-c.closeDone
+		return c.closeErr
+	}
+	c.closing = true
+	w := c.w
+	c.mu.Unlock()
+
+	c.stop()
+	c.markDead(errors.New("client closed"))
+	var err error
+	if w != nil {
+		err = w.close()
+	}
+	c.wg.Wait()
+	if c.ownTransport != nil {
+		c.ownTransport.CloseIdleConnections()
+	}
+	c.setState(Stopped, nil)
+	c.closeErr = err
+	close(c.closeDone)
+	return err
+}
+
+// setState moves to phase p and reports it. Nothing moves a Client out of
+// Stopped, once Close has begun only Stopped is reported, and a repeated
+// phase keeps its first error.
+func (c *Client) setState(p Phase, err error) {
+	c.stateMu.Lock()
+	defer c.stateMu.Unlock()
+	c.mu.Lock()
+	if c.state.Phase == Stopped || c.state.Phase == p || (c.closing && p != Stopped) {
+		c.mu.Unlock()
+		return
+	}
+	c.state.Phase, c.state.Err, c.state.Since = p, err, time.Now()
+	s := c.state
+	c.mu.Unlock()
+	if c.opts.OnStateChange != nil {
+		c.opts.OnStateChange(s)
+	}
+}
+
+// markDead records that the connection is gone: pending and later calls
+// fail with ErrClosed. It reports whether this call marked it.
+func (c *Client) markDead(cause error) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.deadErr != nil {
+		return false
+	}
+	c.deadErr = cause
+	close(c.dead)
+	return true
+}
+
+// connLost is called by a wire whose connection is gone for good.
+func (c *Client) connLost(cause error) {
+	if !c.markDead(cause) {
+		return
+	}
+	c.mu.Lock()
+	closing := c.closing
+	c.mu.Unlock()
+	if closing {
+		return
+	}
+	c.log.Warn("upstream connection lost", "err", cause)
+	c.setState(Failed, fmt.Errorf("upstream %q: %w: %w", c.opts.Name, ErrClosed, cause))
+}
+
+// spawn runs f on a goroutine that Close waits for. It reports false, and
+// does not run f, once Close has begun.
+func (c *Client) spawn(f func()) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		return false
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// bound returns a context that is also done when Close begins.
+func (c *Client) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(c.life, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+	}
+}
+
+func (c *Client) errorf(op string, err error) error {
+	return fmt.Errorf("upstream %q: %s: %w", c.opts.Name, op, err)
+}
+
+// closedErr is the error for a call on a dead connection.
+func (c *Client) closedErr(op string) error {
+	c.mu.Lock()
+	cause := c.deadErr
+	c.mu.Unlock()
+	if cause == nil {
+		return c.errorf(op, ErrClosed)
+	}
+	return fmt.Errorf("upstream %q: %s: %w: %w", c.opts.Name, op, ErrClosed, cause)
+}
+
+// readyWire returns the wire if the Client is Ready.
+func (c *Client) readyWire(op string) (wire, error) {
+	c.mu.Lock()
+	w, phase, dead, closing := c.w, c.state.Phase, c.deadErr != nil, c.closing
+	c.mu.Unlock()
+	switch {
+	case closing || dead:
+		return nil, c.closedErr(op)
+	case phase != Ready:
+		return nil, c.errorf(op, ErrNotReady)
+	}
+	return w, nil
+}

@@ -1,0 +1,401 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+	"github.com/mcp-gateway/mcp-gateway/internal/mcpheader"
+)
+
+const (
+	// maxErrorBody bounds the body of an HTTP error answer that is read.
+	maxErrorBody = 1 << 20
+	// listenMinDelay and listenMaxDelay bound the wait before the GET
+	// stream of a legacy session is opened again.
+	listenMinDelay = 250 * time.Millisecond
+	listenMaxDelay = 30 * time.Second
+)
+
+// statusError is an HTTP answer that is not an MCP answer to the request.
+type statusError struct {
+	Code        int
+	ContentType string
+	Body        []byte // the start of the body
+}
+
+func (e *statusError) Error() string {
+	if len(e.Body) == 0 {
+		return fmt.Sprintf("HTTP %d", e.Code)
+	}
+	return fmt.Sprintf("HTTP %d: %s", e.Code, truncate(bytes.TrimSpace(e.Body), 200))
+}
+
+// rpcError returns the JSON-RPC error in the body, if it holds one.
+func (e *statusError) rpcError() *jsonrpc.Error {
+	if m, err := jsonrpc.Decode(e.Body); err == nil && m.Error != nil {
+		return m.Error
+	}
+	return nil
+}
+
+// errSessionExpired: the server does not know the legacy session any more.
+var errSessionExpired = errors.New("legacy session expired (HTTP 404)")
+
+// httpWire speaks Streamable HTTP: every message is a POST; the answer to
+// a request is a JSON body or an SSE stream that ends with it. A legacy
+// session also gets a GET stream for messages the server starts.
+type httpWire struct {
+	c *Client
+
+	mu      sync.Mutex // guards the fields below
+	modern  bool
+	version string // MCP-Protocol-Version once negotiated
+	session string // legacy Mcp-Session-Id
+
+	// renewing serialises session renewals.
+	renewing sync.Mutex
+}
+
+func (w *httpWire) setModern(version string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.modern, w.version = true, version
+}
+
+func (w *httpWire) setLegacy(version string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.modern, w.version = false, version
+}
+
+func (w *httpWire) isModern() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.modern
+}
+
+// send POSTs a message. A legacy session the server no longer knows is
+// renewed (spec 2025-11-25, transports "Session Management": "When a
+// client receives HTTP 404 in response to a request containing an
+// MCP-Session-Id, it MUST start a new session") and a request is then sent
+// once more.
+//
+// Resending is safe even for tools/call: errSessionExpired stands only for
+// a 404 that carries no JSON-RPC answer to the request, which in the
+// legacy transport means the server rejected the session before looking at
+// the request ("The server MAY terminate the session at any time, after
+// which it MUST respond to requests containing that session ID with HTTP
+// 404"), so the request never ran. A 404 that answers the request is
+// delivered as its response and is not retried.
+func (w *httpWire) send(ctx context.Context, m *outgoing) error {
+	session, err := w.post(ctx, m)
+	if !errors.Is(err, errSessionExpired) || m.handshake {
+		return err
+	}
+	if err := w.renew(ctx, session); err != nil {
+		return fmt.Errorf("%w; starting a new session: %w", errSessionExpired, err)
+	}
+	if m.id == 0 {
+		return err // a notification or answer for the old session: drop it
+	}
+	_, err = w.post(ctx, m)
+	return err
+}
+
+// renew starts a new session in place of old, unless another caller has
+// already done so.
+func (w *httpWire) renew(ctx context.Context, old string) error {
+	w.renewing.Lock()
+	defer w.renewing.Unlock()
+	w.mu.Lock()
+	current := w.session
+	w.mu.Unlock()
+	if current != old {
+		return nil
+	}
+	w.c.log.Info("upstream session expired: starting a new one")
+	return w.c.initialize(ctx, w)
+}
+
+// post sends one message and handles the answer. It returns the session it
+// sent.
+func (w *httpWire) post(ctx context.Context, m *outgoing) (string, error) {
+	ctx, cancel := w.c.bound(ctx)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.c.opts.URL, bytes.NewReader(m.data))
+	if err != nil {
+		return "", err
+	}
+	h := req.Header
+	for k, v := range w.c.opts.Headers {
+		h.Set(k, v)
+	}
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "application/json, text/event-stream")
+	w.mu.Lock()
+	modern, version, session := w.modern, w.version, w.session
+	w.mu.Unlock()
+	if m.method == "initialize" {
+		session = "" // a new session: no session id, no version yet
+	} else if version != "" {
+		h.Set("MCP-Protocol-Version", version)
+	}
+	if modern {
+		session = ""
+		if m.method != "" {
+			h.Set("Mcp-Method", m.method)
+		}
+		if name, ok := mcpName(m.method, m.params); ok {
+			h.Set("Mcp-Name", mcpheader.Encode(name))
+		}
+	} else if session != "" {
+		h.Set("Mcp-Session-Id", session)
+	}
+	for k, v := range m.header {
+		h[k] = v
+	}
+	resp, err := w.c.hc.Do(req)
+	if err != nil {
+		return session, err
+	}
+	defer resp.Body.Close()
+	return session, w.answer(resp, m, session != "")
+}
+
+// answer handles the HTTP response to a POST.
+func (w *httpWire) answer(resp *http.Response, m *outgoing, withSession bool) error {
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch code := resp.StatusCode; {
+	case code == http.StatusAccepted || code == http.StatusNoContent:
+		if m.id != 0 {
+			return fmt.Errorf("%w: HTTP %d without an answer to the request", ErrMalformed, code)
+		}
+		return nil
+	case code >= 200 && code < 300:
+		if m.method == "initialize" {
+			w.mu.Lock()
+			w.session = resp.Header.Get("Mcp-Session-Id")
+			w.mu.Unlock()
+		}
+		if m.id == 0 {
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
+			return nil
+		}
+		switch ct {
+		case "text/event-stream":
+			return w.readStream(resp.Body, m.id)
+		case "application/json":
+			body, err := readBody(resp.Body, resp.ContentLength, maxMessageSize)
+			if err != nil {
+				return err
+			}
+			msg, err := jsonrpc.Decode(body)
+			if err != nil {
+				return fmt.Errorf("%w: %v", ErrMalformed, err)
+			}
+			if !answers(msg, m.id) {
+				return fmt.Errorf("%w: the body does not answer request %d", ErrMalformed, m.id)
+			}
+			w.c.deliver(msg)
+			return nil
+		}
+		return fmt.Errorf("%w: unexpected content type %q", ErrMalformed, ct)
+	default:
+		body, err := readBody(io.LimitReader(resp.Body, maxErrorBody), -1, maxErrorBody)
+		if err != nil && !errors.Is(err, ErrMalformed) {
+			return fmt.Errorf("HTTP %d: reading the body: %w", code, err)
+		}
+		// Modern servers send JSON-RPC errors with 4xx statuses (400 for
+		// an invalid or unsupported request, 404 for an unknown method):
+		// those answer the request.
+		if m.id != 0 && ct == "application/json" {
+			if msg, err := jsonrpc.Decode(body); err == nil && answers(msg, m.id) {
+				w.c.deliver(msg)
+				return nil
+			}
+		}
+		if code == http.StatusNotFound && withSession {
+			return errSessionExpired
+		}
+		return &statusError{Code: code, ContentType: ct, Body: body}
+	}
+}
+
+// answers reports whether msg is the response to request id.
+func answers(msg *jsonrpc.Message, id int64) bool {
+	n, ok := jsonrpc.Int64ID(msg.ID)
+	return msg.IsResponse() && ok && n == id
+}
+
+// readStream delivers the messages of an SSE response stream until the
+// response to request id (which ends the request; spec 2026-07-28 says the
+// response SHOULD terminate the stream, and nothing after it concerns the
+// request).
+func (w *httpWire) readStream(body io.Reader, id int64) error {
+	sr := newSSEReader(body, maxMessageSize)
+	bad := badLines{log: w.c.log}
+	for {
+		ev, err := sr.next()
+		if err != nil {
+			var tl *tooLongError
+			if errors.As(err, &tl) {
+				w.c.log.Error("upstream message too large: skipped", "limit_bytes", tl.max)
+				continue
+			}
+			if errors.Is(err, io.EOF) {
+				return errors.New("the response stream ended without the response")
+			}
+			return fmt.Errorf("reading the response stream: %w", err)
+		}
+		if (ev.name != "" && ev.name != "message") || len(ev.data) == 0 {
+			continue // e.g. the priming event of a resumable stream
+		}
+		msg, err := jsonrpc.Decode(ev.data)
+		if err != nil {
+			bad.report(ev.data, err)
+			continue
+		}
+		w.c.deliver(msg)
+		if answers(msg, id) {
+			return nil
+		}
+	}
+}
+
+// listen keeps the optional GET stream of a legacy session open (spec
+// 2025-11-25, transports "Listening for Messages from the Server"), opening
+// it again with backoff when it drops, until the server answers 405 (it
+// offers none) or 400, or the Client closes.
+func (w *httpWire) listen() {
+	w.c.spawn(func() {
+		delay, lastID := time.Duration(0), ""
+		for {
+			if delay > 0 {
+				t := time.NewTimer(delay)
+				select {
+				case <-t.C:
+				case <-w.c.life.Done():
+					t.Stop()
+					return
+				}
+			}
+			opened, retry, err := w.getStream(&lastID)
+			var se *statusError
+			switch {
+			case w.c.life.Err() != nil:
+				return
+			case errors.As(err, &se) && (se.Code == http.StatusMethodNotAllowed || se.Code == http.StatusBadRequest):
+				// 405 is the spec's "no stream here"; a 400 will not get
+				// better by asking again.
+				w.c.log.Debug("upstream offers no GET stream", "status", se.Code)
+				return
+			case opened:
+				delay = max(retry, listenMinDelay)
+			default:
+				delay = min(max(2*delay, listenMinDelay), listenMaxDelay)
+			}
+			w.c.log.Debug("upstream GET stream ended", "err", err, "retry_in", delay)
+		}
+	})
+}
+
+// getStream opens the GET stream once and reads it to its end. It reports
+// whether the stream was opened and the server's retry hint.
+func (w *httpWire) getStream(lastID *string) (opened bool, retry time.Duration, err error) {
+	req, err := http.NewRequestWithContext(w.c.life, http.MethodGet, w.c.opts.URL, nil)
+	if err != nil {
+		return false, 0, err
+	}
+	for k, v := range w.c.opts.Headers {
+		req.Header.Set(k, v)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	w.mu.Lock()
+	if w.version != "" {
+		req.Header.Set("MCP-Protocol-Version", w.version)
+	}
+	if w.session != "" {
+		req.Header.Set("Mcp-Session-Id", w.session)
+	}
+	w.mu.Unlock()
+	if *lastID != "" {
+		req.Header.Set("Last-Event-ID", *lastID)
+	}
+	resp, err := w.c.hc.Do(req)
+	if err != nil {
+		return false, 0, err
+	}
+	defer resp.Body.Close()
+	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
+		body, _ := readBody(io.LimitReader(resp.Body, 4<<10), -1, 4<<10)
+		return false, 0, &statusError{Code: resp.StatusCode, ContentType: ct, Body: body}
+	}
+	sr := newSSEReader(resp.Body, maxMessageSize)
+	bad := badLines{log: w.c.log}
+	for {
+		ev, err := sr.next()
+		*lastID = sr.lastID
+		if err != nil {
+			var tl *tooLongError
+			if errors.As(err, &tl) {
+				continue
+			}
+			return true, sr.retry, err
+		}
+		if (ev.name != "" && ev.name != "message") || len(ev.data) == 0 {
+			continue
+		}
+		msg, derr := jsonrpc.Decode(ev.data)
+		if derr != nil {
+			bad.report(ev.data, derr)
+			continue
+		}
+		w.c.deliver(msg)
+	}
+}
+
+// close ends a legacy session with DELETE (spec 2025-11-25, "Session
+// Management"; a 405 means the server does not allow it).
+func (w *httpWire) close() error {
+	w.mu.Lock()
+	session, version := w.session, w.version
+	w.session = ""
+	w.mu.Unlock()
+	if session == "" {
+		return nil
+	}
+	// Close has no context of its own; the DELETE is best effort.
+	ctx, cancel := context.WithTimeout(context.Background(), notifyTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, w.c.opts.URL, nil)
+	if err != nil {
+		return nil
+	}
+	for k, v := range w.c.opts.Headers {
+		req.Header.Set(k, v)
+	}
+	req.Header.Set("Mcp-Session-Id", session)
+	if version != "" {
+		req.Header.Set("MCP-Protocol-Version", version)
+	}
+	resp, err := w.c.hc.Do(req)
+	if err != nil {
+		w.c.log.Debug("upstream session not ended", "err", err)
+		return nil
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	resp.Body.Close()
+	if resp.StatusCode >= 300 && resp.StatusCode != http.StatusMethodNotAllowed {
+		w.c.log.Debug("upstream session not ended", "status", resp.StatusCode)
+	}
+	return nil
+}

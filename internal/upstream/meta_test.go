@@ -1,0 +1,83 @@
+package upstream
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+)
+
+func TestModernMeta(t *testing.T) {
+	c := &Client{clientInfo: json.RawMessage(`{"name":"gw","version":"1"}`)}
+	tests := []struct{ in, want string }{
+		{``, `{"_meta":{"io.modelcontextprotocol/clientInfo":{"name":"gw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`},
+		{`{"name":"x"}`, `{"_meta":{"io.modelcontextprotocol/clientInfo":{"name":"gw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"name":"x"}`},
+		{`{"name" : "x", "_meta" : {"io.modelcontextprotocol/protocolVersion":"2025-06-18", "io.modelcontextprotocol/clientInfo":{"name":"host"}, "k":[1, 2]}}`,
+			`{"name" : "x", "_meta" : {"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/protocolVersion":"2026-07-28", "io.modelcontextprotocol/clientInfo":{"name":"host"}, "k":[1, 2]}}`},
+		{`{"_meta":null,"a":1}`, `{"_meta":{"io.modelcontextprotocol/clientInfo":{"name":"gw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"a":1}`},
+	}
+	for _, tt := range tests {
+		got, err := c.modernMeta(json.RawMessage(tt.in), "2026-07-28")
+		if err != nil {
+			t.Fatalf("%s: %v", tt.in, err)
+		}
+		if string(got) != tt.want {
+			t.Errorf("modernMeta(%s)\n got %s\nwant %s", tt.in, got, tt.want)
+		}
+	}
+	if _, err := c.modernMeta(json.RawMessage(`[1]`), "2026-07-28"); err == nil {
+		t.Error("array params accepted")
+	}
+}
+
+func TestStripModernMeta(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`{"name":"x"}`, `{"name":"x"}`},
+		{`{"_meta":{"progressToken":1}}`, `{"_meta":{"progressToken":1}}`},
+		{`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{},"io.modelcontextprotocol/logLevel":"info"},"a":1}`,
+			`{"_meta":{"io.modelcontextprotocol/logLevel":"info"},"a":1}`},
+	}
+	for _, tt := range tests {
+		if got := stripModernMeta(json.RawMessage(tt.in)); string(got) != tt.want {
+			t.Errorf("stripModernMeta(%s) = %s, want %s", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestClassify(t *testing.T) {
+	res := func(s string) *jsonrpc.Message { return &jsonrpc.Message{Result: json.RawMessage(s)} }
+	rpcErr := func(code int64, data string) *jsonrpc.Message {
+		e := &jsonrpc.Error{Code: code, Message: "m"}
+		if data != "" {
+			e.Data = json.RawMessage(data)
+		}
+		return &jsonrpc.Message{Error: e}
+	}
+	tests := []struct {
+		name string
+		msg  *jsonrpc.Message
+		want decision
+	}{
+		{"modern", res(`{"supportedVersions":["2025-11-25","2026-07-28"]}`), decision{era: EraModern, version: "2026-07-28"}},
+		{"newer modern we do not know", res(`{"supportedVersions":["2027-01-01","2026-07-28"]}`), decision{era: EraModern, version: "2026-07-28"}},
+		{"legacy versions only", res(`{"supportedVersions":["2025-06-18"]}`), decision{era: EraLegacy}},
+		{"not a discover result", res(`{}`), decision{era: EraLegacy}},
+		{"unsupported, retry", rpcErr(-32022, `{"supported":["2026-07-28"]}`), decision{retry: true, version: "2026-07-28"}},
+		{"unsupported, legacy listed", rpcErr(-32022, `{"supported":["2025-03-26"]}`), decision{era: EraLegacy}},
+		{"unsupported without data", rpcErr(-32022, ""), decision{era: EraLegacy}},
+		{"header mismatch", rpcErr(-32020, ""), decision{era: EraModern, version: "2026-07-28"}},
+		{"missing capability", rpcErr(-32021, ""), decision{era: EraModern, version: "2026-07-28"}},
+		{"method not found", rpcErr(-32601, ""), decision{era: EraLegacy}},
+		{"invalid params", rpcErr(-32602, ""), decision{era: EraLegacy}},
+	}
+	for _, tt := range tests {
+		got := classify(tt.msg)
+		got.result = nil
+		if got.era != tt.want.era || got.version != tt.want.version || got.retry != tt.want.retry || got.err != nil {
+			t.Errorf("%s: classify = %+v, want %+v", tt.name, got, tt.want)
+		}
+	}
+	if d := classify(res(`{"supportedVersions":["2099-01-01"]}`)); d.err == nil {
+		t.Error("no common version: no error")
+	}
+}

@@ -1,0 +1,13 @@
+//go:build !unix
+
+package upstream
+
+import "os/exec"
+
+// ownProcessGroup does nothing where there are no POSIX process groups.
+func ownProcessGroup(*exec.Cmd) {}
+
+// terminate has no gentler signal than kill to send here.
+func terminate(cmd *exec.Cmd) { _ = cmd.Process.Kill() }
+
+func kill(cmd *exec.Cmd) { _ = cmd.Process.Kill() }
