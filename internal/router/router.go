@@ -101,6 +101,9 @@ type Router struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 
+	// rebuildMu serialises catalog rebuilds (see rebuild).
+	rebuildMu sync.Mutex
+
 	mu sync.Mutex // guards cat
 	// cat is the merged catalog, rebuilt whenever an upstream's entries
 	// change; readers take the pointer under mu and then use it freely.
@@ -207,12 +210,11 @@ func (r *Router) startUpstream(ctx context.Context, u *upstreamState) {
 func (r *Router) refresh(ctx context.Context, u *upstreamState) {
 	caps := parseCapabilities(u.Client.Capabilities())
 	type list struct {
-		has          bool
-		method, key  string
-		dst          *[]json.RawMessage
-		items        []json.RawMessage
-		err          error
-		capabilityOf string
+		has         bool
+		method, key string
+		dst         *[]json.RawMessage
+		items       []json.RawMessage
+		err         error
 	}
 	var tools, prompts, resources, templates []json.RawMessage
 	lists := []*list{
@@ -270,7 +272,11 @@ func (u *upstreamState) serving() bool {
 }
 
 // rebuild recomputes the merged catalog from every upstream's lists.
+// Rebuilds are serialised: two upstreams becoming ready at once must not
+// let the build that saw less be stored last.
 func (r *Router) rebuild() {
+	r.rebuildMu.Lock()
+	defer r.rebuildMu.Unlock()
 	cat := r.buildCatalog()
 	r.mu.Lock()
 	r.cat = cat
