@@ -340,27 +340,8 @@ func (w *httpWire) getStream(lastID *string) (opened bool, retry time.Duration, 
 		return false, 0, &statusError{Code: resp.StatusCode, ContentType: ct, Body: body}
 	}
 	sr := newSSEReader(resp.Body, maxMessageSize)
-	bad := badLines{log: w.c.log}
-	for {
-		ev, err := sr.next()
-		*lastID = sr.lastID
-		if err != nil {
-			var tl *tooLongError
-			if errors.As(err, &tl) {
-				continue
-			}
-			return true, sr.retry, err
-		}
-		if (ev.name != "" && ev.name != "message") || len(ev.data) == 0 {
-			continue
-		}
-		msg, derr := jsonrpc.Decode(ev.data)
-		if derr != nil {
-			bad.report(ev.data, derr)
-			continue
-		}
-		w.c.deliver(msg)
-	}
+	err = w.c.deliverEvents(sr, func() { *lastID = sr.lastID })
+	return true, sr.retry, err
 }
 
 // close ends a legacy session with DELETE (spec 2025-11-25, "Session

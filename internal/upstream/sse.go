@@ -94,28 +94,7 @@ func dialSSE(ctx context.Context, c *Client) (*sseWire, error) {
 func (w *sseWire) read(body io.ReadCloser, sr *sseReader) {
 	defer close(w.done)
 	defer body.Close()
-	bad := badLines{log: w.c.log}
-	var err error
-	for {
-		var ev sseEvent
-		if ev, err = sr.next(); err != nil {
-			var tl *tooLongError
-			if errors.As(err, &tl) {
-				w.c.log.Error("upstream message too large: skipped", "limit_bytes", tl.max)
-				continue
-			}
-			break
-		}
-		if (ev.name != "" && ev.name != "message") || len(ev.data) == 0 {
-			continue
-		}
-		msg, derr := jsonrpc.Decode(ev.data)
-		if derr != nil {
-			bad.report(ev.data, derr)
-			continue
-		}
-		w.c.deliver(msg)
-	}
+	err := w.c.deliverEvents(sr, nil)
 	if errors.Is(err, io.EOF) {
 		err = errors.New("the server ended the SSE stream")
 	}
@@ -154,4 +133,35 @@ func (w *sseWire) close() error {
 		<-w.done
 	})
 	return nil
+}
+
+// deliverEvents delivers the messages of an SSE stream until it ends, and
+// returns the error that ended it (io.EOF for a clean end). Events that
+// are not messages, and messages too large or malformed, are skipped.
+// afterRead, if set, runs after each read (to track Last-Event-ID).
+func (c *Client) deliverEvents(sr *sseReader, afterRead func()) error {
+	bad := badLines{log: c.log}
+	for {
+		ev, err := sr.next()
+		if afterRead != nil {
+			afterRead()
+		}
+		if err != nil {
+			var tl *tooLongError
+			if errors.As(err, &tl) {
+				c.log.Error("upstream message too large: skipped", "limit_bytes", tl.max)
+				continue
+			}
+			return err
+		}
+		if (ev.name != "" && ev.name != "message") || len(ev.data) == 0 {
+			continue
+		}
+		msg, derr := jsonrpc.Decode(ev.data)
+		if derr != nil {
+			bad.report(ev.data, derr)
+			continue
+		}
+		c.deliver(msg)
+	}
 }
