@@ -202,3 +202,52 @@ func TestStdioCommand(t *testing.T) {
 		})
 	}
 }
+
+// TestDefaultConfigIsValid keeps the README's first command working: the
+// gateway.yaml at the top of the repository must load.
+func TestDefaultConfigIsValid(t *testing.T) {
+	if code, out, errOut := runCLI(t, "validate", "--config", "../../gateway.yaml"); code != exitOK || errOut != "" {
+		t.Errorf("validate gateway.yaml: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+}
+
+// TestEnvKeyCaseReachesChild follows an env key from a YAML file to the
+// upstream process: YAML loaders that lowercase map keys would turn
+// API_KEY into api_key on the way.
+func TestEnvKeyCaseReachesChild(t *testing.T) {
+	command, args, env := mcptest.StdioCommand("echo")
+	var b strings.Builder
+	b.WriteString("upstreams:\n  - name: Keys\n    command: " + strconvQuote(command) + "\n    args: [")
+	for i, a := range args {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconvQuote(a))
+	}
+	b.WriteString("]\n    env:\n      API_KEY: from-yaml\n      MixedCase_Var: mixed\n")
+	for k, v := range env {
+		b.WriteString("      " + k + ": " + strconvQuote(v) + "\n")
+	}
+	path := filepath.Join(t.TempDir(), "gateway.yaml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := loadConfig(path, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, _ := startGateway(t, cfg)
+	cs := connect(t, url, eras[0])
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for name, want := range map[string]string{"API_KEY": "from-yaml", "MixedCase_Var": "mixed", "api_key": "<unset>"} {
+		if got, err := callText(ctx, cs, "Keys__getenv", map[string]any{"name": name}); err != nil || got != want {
+			t.Errorf("child's %s = %q, %v; want %q", name, got, err, want)
+		}
+	}
+}
+
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}

@@ -60,7 +60,6 @@ func TestBindings(t *testing.T) {
 	if b, err := Bindings(tool(`{"type":"object"}`)); b != nil || err != nil {
 		t.Errorf("no annotations: %v, %v", b, err)
 	}
-
 }
 
 func TestCheck(t *testing.T) {
