@@ -267,6 +267,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		ss.mu.Lock()
 		ss.streaming = false
+		ss.lastUsed = time.Now() // the idle time starts when the stream ends
 		ss.mu.Unlock()
 	}()
 	startSSE(w)

@@ -62,8 +62,14 @@ type Options struct {
 	// gets 413.
 	MaxBodyBytes int64
 	// MaxSessions limits the number of live legacy sessions; 0 means
-	// 10000. An initialize beyond it gets 503.
+	// 10000. When the limit is reached, idle sessions are expired first;
+	// an initialize that still finds no room gets 503.
 	MaxSessions int
+	// SessionIdleTimeout ends a legacy session that has had no request
+	// and no open GET stream for this long (many clients never send
+	// DELETE); 0 means 30 minutes. Its next request gets 404, which tells
+	// the client to initialize again.
+	SessionIdleTimeout time.Duration
 	// KeepAlive is the interval of SSE comment lines on idle GET
 	// streams; 0 means 25s.
 	KeepAlive time.Duration
@@ -98,6 +104,9 @@ func New(d Dispatcher, opts *Options) *Server {
 	}
 	if s.opts.MaxSessions <= 0 {
 		s.opts.MaxSessions = 10000
+	}
+	if s.opts.SessionIdleTimeout <= 0 {
+		s.opts.SessionIdleTimeout = 30 * time.Minute
 	}
 	if s.opts.KeepAlive <= 0 {
 		s.opts.KeepAlive = 25 * time.Second
@@ -215,35 +224,80 @@ func newSessionID() string {
 type session struct {
 	id      string
 	version string
-	// done is closed when the session ends (DELETE or server close).
+	// done is closed when the session ends (DELETE, expiry or server
+	// close).
 	done      chan struct{}
 	closeOnce sync.Once
 
 	mu sync.Mutex // guards the fields below
 	// streaming is set while a GET stream is open; one at a time.
 	streaming bool
+	// lastUsed is when the session last had a request or a stream.
+	lastUsed time.Time
 }
 
 func (ss *session) close() { ss.closeOnce.Do(func() { close(ss.done) }) }
 
+// idle reports whether the session has been unused for longer than d at
+// now; a session with an open GET stream is never idle.
+func (ss *session) idle(now time.Time, d time.Duration) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return !ss.streaming && now.Sub(ss.lastUsed) > d
+}
+
+func (ss *session) touch(now time.Time) {
+	ss.mu.Lock()
+	ss.lastUsed = now
+	ss.mu.Unlock()
+}
+
 func (s *Server) newSession(version string) (*session, error) {
+	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil, errShuttingDown
 	}
 	if len(s.sessions) >= s.opts.MaxSessions {
+		s.expireLocked(now)
+	}
+	if len(s.sessions) >= s.opts.MaxSessions {
 		return nil, errTooManySessions
 	}
-	ss := &session{id: newSessionID(), version: version, done: make(chan struct{})}
+	ss := &session{id: newSessionID(), version: version, done: make(chan struct{}), lastUsed: now}
 	s.sessions[ss.id] = ss
 	return ss, nil
 }
 
+// expireLocked ends every idle session. s.mu must be held. It runs only
+// when the session table is full, so a sweep is rare.
+func (s *Server) expireLocked(now time.Time) {
+	for id, ss := range s.sessions {
+		if ss.idle(now, s.opts.SessionIdleTimeout) {
+			delete(s.sessions, id)
+			ss.close()
+			s.log.Info("idle session expired", telemetry.KeySession, id)
+		}
+	}
+}
+
+// session returns the live session with this id and marks it used, or
+// nil when there is none (never was, deleted, or expired).
 func (s *Server) session(id string) *session {
+	now := time.Now()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.sessions[id]
+	ss := s.sessions[id]
+	if ss != nil && ss.idle(now, s.opts.SessionIdleTimeout) {
+		delete(s.sessions, id)
+		ss.close()
+		ss = nil
+	}
+	s.mu.Unlock()
+	if ss != nil {
+		ss.touch(now)
+	}
+	return ss
 }
 
 func (s *Server) endSession(id string) bool {

@@ -1,0 +1,54 @@
+package server
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func TestIdleSessionsExpire(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := New(&fakeDispatcher{}, &Options{MaxSessions: 2, SessionIdleTimeout: time.Minute})
+		a, err := s.newSession("2025-11-25")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := s.newSession("2025-11-25")
+		if _, err := s.newSession("2025-11-25"); err != errTooManySessions {
+			t.Fatalf("third session with room for two: err = %v, want errTooManySessions", err)
+		}
+
+		// b holds a GET stream; a is used at 50s, then both wait.
+		b.mu.Lock()
+		b.streaming = true
+		b.mu.Unlock()
+		time.Sleep(50 * time.Second)
+		if s.session(a.id) == nil {
+			t.Fatal("a session used within the timeout expired")
+		}
+		time.Sleep(61 * time.Second)
+
+		// The table is full: a new session expires the idle one (a) but
+		// not the streaming one (b).
+		c, err := s.newSession("2025-11-25")
+		if err != nil {
+			t.Fatalf("new session after one went idle: %v", err)
+		}
+		if s.session(a.id) != nil {
+			t.Error("the idle session is still there")
+		}
+		select {
+		case <-a.done:
+		default:
+			t.Error("the expired session was not closed")
+		}
+		if s.session(b.id) == nil {
+			t.Error("a session with an open GET stream expired")
+		}
+		time.Sleep(2 * time.Minute)
+		if s.session(c.id) != nil {
+			t.Error("an idle session is served after its timeout")
+		}
+		s.Close()
+	})
+}
