@@ -642,6 +642,7 @@ async function gatewayGo(opts) {
       `upstreams:`,
       `  - name: everything`,
       upstreamYaml + `    required: true`,
+      `    relay: [sampling, elicitation, roots]`,
       `auth:`,
       `  mode: none`,
       `telemetry:`,

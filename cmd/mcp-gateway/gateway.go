@@ -110,7 +110,8 @@ func newLogger(cfg *config.Config, stderr io.Writer) *slog.Logger {
 }
 
 // newRouter translates the config into upstream clients and a router.
-func newRouter(cfg *config.Config, log *slog.Logger) (*router.Router, error) {
+// onChange receives the changes hosts should hear of.
+func newRouter(cfg *config.Config, log *slog.Logger, onChange func(router.Change)) (*router.Router, error) {
 	rules := policy.Rules{
 		MaxTools:            cfg.Policy.MaxTools,
 		DescriptionMaxChars: cfg.Policy.DescriptionMaxChars,
@@ -123,23 +124,29 @@ func newRouter(cfg *config.Config, log *slog.Logger) (*router.Router, error) {
 		if u.TransportInferred {
 			transport = ""
 		}
-		client, err := upstream.New(&upstream.Options{
-			Name:       u.Name,
-			Command:    u.Command,
-			Args:       u.Args,
-			Env:        u.Env,
-			Dir:        u.Cwd,
-			URL:        u.URL,
-			Transport:  transport,
-			Headers:    u.Headers,
-			Timeout:    u.Timeout,
-			ClientInfo: info,
-			Logger:     log,
+		ups = append(ups, router.UpstreamConfig{
+			Name: u.Name,
+			Connect: func(h router.Handlers) (router.Upstream, error) {
+				return upstream.New(&upstream.Options{
+					Name:           u.Name,
+					Command:        u.Command,
+					Args:           u.Args,
+					Env:            u.Env,
+					Dir:            u.Cwd,
+					URL:            u.URL,
+					Transport:      transport,
+					Headers:        u.Headers,
+					Timeout:        u.Timeout,
+					ClientInfo:     info,
+					Logger:         log,
+					Capabilities:   relayCapabilities(u.Relay),
+					OnNotification: h.Notify,
+					OnRequest:      h.Request,
+				})
+			},
+			Required: u.Required,
+			Timeout:  u.Timeout,
 		})
-		if err != nil {
-			return nil, fmt.Errorf("upstream %s: %w", u.Name, err)
-		}
-		ups = append(ups, router.UpstreamConfig{Name: u.Name, Client: client, Required: u.Required, Timeout: u.Timeout})
 		rules.Upstreams[u.Name] = policy.UpstreamRules{Allow: u.Tools.Allow, Deny: u.Tools.Deny, MaxTools: u.MaxTools}
 	}
 	return router.New(&router.Options{
@@ -147,8 +154,20 @@ func newRouter(cfg *config.Config, log *slog.Logger) (*router.Router, error) {
 		Namespace:  namespace.Options{Separator: cfg.Separator, Mode: namespace.Mode(cfg.Prefix)},
 		Rules:      rules,
 		ServerInfo: router.Implementation{Name: "mcp-gateway", Version: version},
+		OnChange:   onChange,
 		Logger:     log,
-	}), nil
+	})
+}
+
+// relayCapabilities are the client capabilities the gateway declares to
+// an upstream: those of the server requests it relays.
+func relayCapabilities(relay []string) json.RawMessage {
+	caps := map[string]struct{}{}
+	for _, r := range relay {
+		caps[r] = struct{}{}
+	}
+	out, _ := json.Marshal(caps)
+	return out
 }
 
 // shutdownTimeout bounds the graceful part of a shutdown.
@@ -161,11 +180,14 @@ type gateway struct {
 }
 
 func newGateway(cfg *config.Config, log *slog.Logger) (*gateway, error) {
-	rt, err := newRouter(cfg, log)
+	// The router tells the server of changes; the server is made after
+	// the router, and the router sends nothing before it starts.
+	var srv *server.Server
+	rt, err := newRouter(cfg, log, func(c router.Change) { srv.Deliver(c) })
 	if err != nil {
 		return nil, err
 	}
-	srv := server.New(rt, &server.Options{
+	srv = server.New(rt, &server.Options{
 		Endpoint:       cfg.Endpoint,
 		AllowedOrigins: cfg.AllowedOrigins,
 		LoopbackOnly:   isLoopbackAddr(cfg.Listen),
@@ -241,13 +263,15 @@ func isLoopbackAddr(listen string) bool {
 // to stderr, as the stdio transport allows.
 func serveStdio(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout, stderr io.Writer) int {
 	log := newLogger(cfg, stderr)
-	rt, err := newRouter(cfg, log)
+	var host *server.Stdio
+	rt, err := newRouter(cfg, log, func(c router.Change) { host.Deliver(c) })
 	if err != nil {
 		log.Error("invalid upstream", telemetry.KeyErr, err)
 		return exitError
 	}
+	host = server.NewStdio(rt, stdout, log)
 	rt.Start(ctx)
-	err = server.ServeStdio(ctx, rt, stdin, stdout, log)
+	err = host.Serve(ctx, stdin)
 	if cerr := rt.Close(); cerr != nil {
 		log.Warn("stopping upstreams", telemetry.KeyErr, cerr)
 	}
@@ -262,7 +286,7 @@ func serveStdio(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout
 // the catalog a session would see.
 func listTools(ctx context.Context, cfg *config.Config, asJSON bool, stdout, stderr io.Writer) int {
 	log := newLogger(cfg, stderr)
-	rt, err := newRouter(cfg, log)
+	rt, err := newRouter(cfg, log, nil)
 	if err != nil {
 		log.Error("invalid upstream", telemetry.KeyErr, err)
 		return exitError

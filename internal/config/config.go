@@ -231,6 +231,15 @@ type Upstream struct {
 	// negative is an error.
 	MaxTools int
 
+	// Relay lists the server-to-client requests the gateway relays from
+	// this upstream to hosts: "sampling", "elicitation", "roots". Key:
+	// relay. Default empty. With session: shared the gateway declares
+	// exactly these client capabilities to the upstream, so a server
+	// that would otherwise ask for, say, roots does not; with
+	// per-client each host's own capabilities are passed instead. A
+	// relayed request goes to the host whose call caused it.
+	Relay []string
+
 	// Tools filters and renames this upstream's tools. Key: tools.
 	Tools ToolFilter
 
@@ -243,6 +252,9 @@ type Upstream struct {
 	// upstreams[i], i being the index in Config.Upstreams.
 	Source string
 }
+
+// RelayCapabilities are the values Upstream.Relay accepts.
+var RelayCapabilities = []string{"sampling", "elicitation", "roots"}
 
 // ToolFilter selects and renames an upstream's tools by their original names
 // (the names the upstream itself uses).

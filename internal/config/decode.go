@@ -518,6 +518,7 @@ func (d *decoder) upstream(p string, n *yaml.Node) (Upstream, bool) {
 			"session":   func(p string, v *yaml.Node) { u.Session = SessionMode(d.str(p, v)) },
 			"required":  func(p string, v *yaml.Node) { d.boolean(p, v, &u.Required) },
 			"max_tools": func(p string, v *yaml.Node) { d.integer(p, v, &u.MaxTools) },
+			"relay":     func(p string, v *yaml.Node) { u.Relay = d.strings(p, v) },
 			"tools":     func(p string, v *yaml.Node) { d.tools(p, v, &u.Tools) },
 			"breaker": func(p string, v *yaml.Node) {
 				d.object(p, v, schema{fields: map[string]field{
@@ -547,7 +548,7 @@ func (d *decoder) mcpServers(n *yaml.Node, c *Config) {
 		return
 	}
 	hints := map[string]string{"transport": `did you mean "type"? transport is the upstreams spelling`}
-	for _, k := range []string{"name", "timeout", "session", "required", "max_tools", "tools", "breaker"} {
+	for _, k := range []string{"name", "timeout", "session", "required", "max_tools", "relay", "tools", "breaker"} {
 		hints[k] = mcpServerOnlyHint
 	}
 	for _, kv := range d.pairs(p, n, 0) {

@@ -831,3 +831,19 @@ upstreams:
 		t.Errorf("merged upstream mismatch (-want +got):\n%s", diff)
 	}
 }
+
+func TestRelay(t *testing.T) {
+	cfg, err := Parse([]byte("upstreams:\n  - name: a\n    command: x\n    relay: [sampling, roots]\n"), "yaml", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Upstreams[0].Relay; len(got) != 2 || got[0] != "sampling" || got[1] != "roots" {
+		t.Errorf("relay = %v", got)
+	}
+	_, err = Parse([]byte("upstreams:\n  - name: a\n    command: x\n    relay: [sampling, mind-reading, sampling]\n"), "yaml", "", nil)
+	var ve *ValidationError
+	if !errors.As(err, &ve) || len(ve.Problems) != 2 ||
+		ve.Problems[0].Path != "upstreams[0].relay[1]" || ve.Problems[1].Message != "is listed twice" {
+		t.Errorf("bad relay: %v", err)
+	}
+}

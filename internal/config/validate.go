@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -335,6 +336,16 @@ func (u *Upstream) validate(i int, ps *problems) {
 	}
 	if u.MaxTools < 0 {
 		ps.add(u.path(i, "max_tools"), "must be 0 (no limit) or more")
+	}
+	seenRelay := map[string]bool{}
+	for j, r := range u.Relay {
+		switch {
+		case !slices.Contains(RelayCapabilities, r):
+			ps.add(fmt.Sprintf("%s[%d]", u.path(i, "relay"), j), "must be one of %s", strings.Join(RelayCapabilities, ", "))
+		case seenRelay[r]:
+			ps.add(fmt.Sprintf("%s[%d]", u.path(i, "relay"), j), "is listed twice")
+		}
+		seenRelay[r] = true
 	}
 
 	tp := u.path(i, "tools")

@@ -1,6 +1,8 @@
 package mcptest
 
 import (
+	"bytes"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -60,13 +62,25 @@ func NewSSEServer(t testing.TB, opts *ServerOptions) *httptest.Server {
 }
 
 func serve(t testing.TB, s *mcp.Server, g *gates, h http.Handler, inspect func(*http.Request)) *httptest.Server {
-	if inspect != nil {
-		inner := h
-		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	inner := h
+	h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if inspect != nil {
 			inspect(r)
-			inner.ServeHTTP(w, r)
-		})
-	}
+		}
+		if r.Method == http.MethodPost {
+			// The cancellations tool needs the JSON-RPC ids, which the SDK
+			// keeps to itself.
+			body, err := io.ReadAll(r.Body)
+			r.Body.Close()
+			if err != nil {
+				http.Error(w, "reading the body: "+err.Error(), http.StatusBadRequest)
+				return
+			}
+			g.note(body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		inner.ServeHTTP(w, r)
+	})
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
 		g.stop() // calls still waiting would hold their sessions open

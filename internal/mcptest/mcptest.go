@@ -43,6 +43,31 @@
 //   - roots: asks the client for roots/list and returns the JSON answer or
 //     the error text (legacy sessions only: modern servers may not send
 //     requests).
+//   - sample {text}: asks the client for sampling/createMessage with text
+//     as the user message and returns the text of the answer, or the error
+//     text (legacy sessions only).
+//   - elicit {message}: asks the client for elicitation/create with message
+//     and a schema of one string property, name; returns the action, a
+//     space and the content as JSON ("accept {"name":"Ada"}"), or the error
+//     text (legacy sessions only, and only when the client declared the
+//     elicitation capability in initialize).
+//   - capabilities: returns, as JSON, the client capabilities the request
+//     carries (modern) or the client declared in initialize (legacy);
+//     "null" when there are none.
+//   - addtool {name}: adds a tool called name (which returns "ok"), so that
+//     the server sends notifications/tools/list_changed (legacy sessions
+//     get it unasked; modern clients on a subscriptions/listen stream that
+//     asked for it).
+//   - touch {uri}: sends notifications/resources/updated for uri to the
+//     clients subscribed to it (resources/subscribe, or the
+//     resourceSubscriptions of subscriptions/listen).
+//   - cancellations {key}: waits until the server has received a
+//     notifications/cancelled, then returns {"block":[...],"cancelled":[...]}:
+//     the JSON-RPC ids of the block calls on key and the requestIds of
+//     every notifications/cancelled received, in order.
+//   - aborted {key, n}: returns once n block calls on key have ended
+//     because their request was cancelled (their context ended: a
+//     notifications/cancelled, or a closed modern HTTP response stream).
 //   - headers {region, count, opts: {dry}}: its input schema marks region,
 //     count and opts.dry with x-mcp-header (Region, Count, Dry); returns
 //     its arguments as text.
@@ -51,7 +76,8 @@
 //
 // Prompts: greet {name}. Resources: test://static/hello ("hello") and
 // test://static/world ("world"); the template test://items/{id} returns
-// "item <id>".
+// "item <id>". The server accepts resource subscriptions (it declares
+// resources.subscribe).
 package mcptest
 
 import (
@@ -64,6 +90,8 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 )
 
 // LongToolName is the name of a tool longer than the 64 characters a
@@ -89,6 +117,12 @@ type ServerOptions struct {
 	PageSize int
 	// Instructions are returned from initialize and server/discover.
 	Instructions string
+	// NotifyOnInitialized makes the server send
+	// notifications/tools/list_changed to a legacy client as soon as the
+	// client's notifications/initialized arrives, as some servers do
+	// (server-everything, for one): a client that is not yet listening
+	// loses it.
+	NotifyOnInitialized bool
 }
 
 // NewServer returns an SDK server with the tools, prompts and resources
@@ -108,10 +142,24 @@ func newServer(opts *ServerOptions) (*mcp.Server, *gates) {
 	if o.Name == "" {
 		o.Name = "mcptest"
 	}
-	s := mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: "1.0.0"}, &mcp.ServerOptions{
+	var send mcp.MethodHandler // the SDK's own sender, for notifications it has no method for
+	sopts := &mcp.ServerOptions{
 		PageSize:                  o.PageSize,
 		Instructions:              o.Instructions,
 		SupportedProtocolVersions: o.Versions,
+		// Accept every subscription: the SDK tracks them itself.
+		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+	}
+	if o.NotifyOnInitialized {
+		sopts.InitializedHandler = func(ctx context.Context, req *mcp.InitializedRequest) {
+			_, _ = send(ctx, "notifications/tools/list_changed", &mcp.ServerRequest[*mcp.ToolListChangedParams]{Session: req.Session, Params: &mcp.ToolListChangedParams{}})
+		}
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: "1.0.0"}, sopts)
+	s.AddSendingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		send = next
+		return next
 	})
 	g := addTools(s)
 	s.AddPrompt(&mcp.Prompt{
@@ -253,6 +301,98 @@ func addTools(s *mcp.Server) *gates {
 			b, _ := json.Marshal(res)
 			return text(string(b)), nil
 		})
+	s.AddTool(&mcp.Tool{Name: "sample", Description: "asks the client for a sampling answer", InputSchema: schema(`"text":{"type":"string"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var a struct{ Text string }
+			if err := args(req, &a); err != nil {
+				return nil, err
+			}
+			res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{
+				MaxTokens: 100,
+				Messages:  []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: a.Text}}},
+			})
+			if err != nil {
+				return text("error: " + err.Error()), nil
+			}
+			if t, ok := res.Content.(*mcp.TextContent); ok {
+				return text(t.Text), nil
+			}
+			return text(fmt.Sprintf("error: content %T", res.Content)), nil
+		})
+	s.AddTool(&mcp.Tool{Name: "elicit", Description: "asks the client for a name", InputSchema: schema(`"message":{"type":"string"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var a struct{ Message string }
+			if err := args(req, &a); err != nil {
+				return nil, err
+			}
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{
+				Message: a.Message,
+				RequestedSchema: map[string]any{
+					"type":       "object",
+					"properties": map[string]any{"name": map[string]any{"type": "string"}},
+				},
+			})
+			if err != nil {
+				return text("error: " + err.Error()), nil
+			}
+			content, _ := json.Marshal(res.Content)
+			return text(res.Action + " " + string(content)), nil
+		})
+	s.AddTool(&mcp.Tool{Name: "capabilities", Description: "returns the client's capabilities", InputSchema: schema(``)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			b, err := json.Marshal(req.ClientCapabilities())
+			if err != nil {
+				return nil, err
+			}
+			return text(string(b)), nil
+		})
+	s.AddTool(&mcp.Tool{Name: "addtool", Description: "adds a tool", InputSchema: schema(`"name":{"type":"string"}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var a struct{ Name string }
+			if err := args(req, &a); err != nil {
+				return nil, err
+			}
+			s.AddTool(&mcp.Tool{Name: a.Name, Description: "added at run time", InputSchema: schema(``)},
+				func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return text("ok"), nil })
+			return text("ok"), nil
+		})
+	s.AddTool(&mcp.Tool{Name: "touch", Description: "reports a resource as updated", InputSchema: schema(`"uri":{"type":"string"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var a struct{ URI string }
+			if err := args(req, &a); err != nil {
+				return nil, err
+			}
+			if err := s.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: a.URI}); err != nil {
+				return nil, err
+			}
+			return text("ok"), nil
+		})
+	s.AddTool(&mcp.Tool{Name: "cancellations", Description: "reports the cancellations received", InputSchema: schema(`"key":{"type":"string"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var a struct{ Key string }
+			if err := args(req, &a); err != nil {
+				return nil, err
+			}
+			r, err := g.cancellations(ctx, a.Key)
+			if err != nil {
+				return nil, err
+			}
+			return text(r), nil
+		})
+	s.AddTool(&mcp.Tool{Name: "aborted", Description: "returns once n block calls were cancelled", InputSchema: schema(`"key":{"type":"string"},"n":{"type":"integer"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var a struct {
+				Key string
+				N   int
+			}
+			if err := args(req, &a); err != nil {
+				return nil, err
+			}
+			if err := g.wait(ctx, func() bool { return g.aborted[a.Key] >= a.N }); err != nil {
+				return nil, err
+			}
+			return text("ok"), nil
+		})
 	s.AddTool(&mcp.Tool{Name: "headers", Description: "mirrors parameters into headers", InputSchema: schema(
 		`"region":{"type":"string","x-mcp-header":"Region"},` +
 			`"count":{"type":"integer","x-mcp-header":"Count"},` +
@@ -268,13 +408,19 @@ func addTools(s *mcp.Server) *gates {
 	return g
 }
 
-// gates holds the state of the block, release, waiting and barrier tools.
+// gates holds the state of the block, release, waiting, barrier,
+// cancellations and aborted tools.
 type gates struct {
 	mu       sync.Mutex // guards the fields below
 	blocked  map[string][]chan struct{}
 	opened   map[string]chan struct{} // barrier key -> closed when n arrived
 	changed  chan struct{}            // closed and replaced on every change
 	barriers map[string]int
+	aborted  map[string]int               // key -> block calls ended by cancellation
+	blockIDs map[string][]json.RawMessage // key -> JSON-RPC ids of block calls
+	// cancelled holds the requestIds of the notifications/cancelled
+	// received.
+	cancelled []json.RawMessage
 	// done is closed by stop: every waiting call ends with an error.
 	done     chan struct{}
 	stopOnce sync.Once
@@ -290,6 +436,8 @@ func newGates() *gates {
 		blocked:  map[string][]chan struct{}{},
 		opened:   map[string]chan struct{}{},
 		barriers: map[string]int{},
+		aborted:  map[string]int{},
+		blockIDs: map[string][]json.RawMessage{},
 		changed:  make(chan struct{}),
 		done:     make(chan struct{}),
 	}
@@ -325,8 +473,73 @@ func (g *gates) block(ctx context.Context, key string) error {
 			break
 		}
 	}
+	if ctx.Err() != nil {
+		g.aborted[key]++
+	}
 	g.signal()
 	return err
+}
+
+// wait returns once cond, called with g.mu held, holds.
+func (g *gates) wait(ctx context.Context, cond func() bool) error {
+	for {
+		g.mu.Lock()
+		ok, changed := cond(), g.changed
+		g.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-g.done:
+			return errStopped
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// note records what the cancellations tool reports from one message the
+// server received (the raw JSON body of a POST or a stdin line).
+func (g *gates) note(data []byte) {
+	m, err := jsonrpc.Decode(data)
+	if err != nil {
+		return
+	}
+	switch m.Method {
+	case "tools/call":
+		if name, _ := jsonrpc.StringField(m.Params, "name"); name != "block" || m.ID == nil {
+			return
+		}
+		a, _ := jsonrpc.Field(m.Params, "arguments")
+		key, _ := jsonrpc.StringField(a, "key")
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.blockIDs[key] = append(g.blockIDs[key], append(json.RawMessage(nil), m.ID...))
+		g.signal()
+	case "notifications/cancelled":
+		id, ok := jsonrpc.Field(m.Params, "requestId")
+		if !ok {
+			return
+		}
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.cancelled = append(g.cancelled, append(json.RawMessage(nil), id...))
+		g.signal()
+	}
+}
+
+func (g *gates) cancellations(ctx context.Context, key string) (string, error) {
+	if err := g.wait(ctx, func() bool { return len(g.cancelled) > 0 }); err != nil {
+		return "", err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	b, err := json.Marshal(struct {
+		Block     []json.RawMessage `json:"block"`
+		Cancelled []json.RawMessage `json:"cancelled"`
+	}{append([]json.RawMessage{}, g.blockIDs[key]...), g.cancelled})
+	return string(b), err
 }
 
 func (g *gates) release(key string) int {
@@ -342,21 +555,7 @@ func (g *gates) release(key string) int {
 }
 
 func (g *gates) waitBlocked(ctx context.Context, key string, n int) error {
-	for {
-		g.mu.Lock()
-		count, changed := len(g.blocked[key]), g.changed
-		g.mu.Unlock()
-		if count >= n {
-			return nil
-		}
-		select {
-		case <-changed:
-		case <-g.done:
-			return errStopped
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	return g.wait(ctx, func() bool { return len(g.blocked[key]) >= n })
 }
 
 func (g *gates) barrier(ctx context.Context, key string, n int) error {

@@ -2,8 +2,10 @@ package mcptest_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,4 +82,91 @@ func TestHTTPFakes(t *testing.T) {
 		srv := mcptest.NewSSEServer(t, nil)
 		checkEcho(t, testCtx(t), &mcp.SSEClientTransport{Endpoint: srv.URL})
 	})
+}
+
+// TestLiveTools drives the tools that exercise live traffic with the SDK
+// client, over a legacy session (the only era where servers send requests).
+func TestLiveTools(t *testing.T) {
+	ctx := testCtx(t)
+	srv := mcptest.NewStreamableServer(t, &mcptest.HTTPOptions{
+		Server: mcptest.ServerOptions{Versions: mcptest.LegacyVersions()},
+	})
+	listChanged := make(chan struct{}, 10)
+	updated := make(chan string, 10)
+	client := mcp.NewClient(&mcp.Implementation{Name: "sdk-client", Version: "1"}, &mcp.ClientOptions{
+		CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			text := req.Params.Messages[0].Content.(*mcp.TextContent).Text
+			return &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: "re: " + text}}, nil
+		},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
+		},
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { listChanged <- struct{}{} },
+		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			updated <- req.Params.URI
+		},
+	})
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	wait := func(what string, ch <-chan struct{}) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			t.Fatalf("no %s", what)
+		}
+	}
+	call := func(name string, args map[string]any) string {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return res.Content[0].(*mcp.TextContent).Text
+	}
+	if got := call("sample", map[string]any{"text": "hi"}); got != "re: hi" {
+		t.Errorf("sample = %q", got)
+	}
+	if got := call("elicit", map[string]any{"message": "name?"}); got != `accept {"name":"Ada"}` {
+		t.Errorf("elicit = %q", got)
+	}
+	if got := call("capabilities", nil); !strings.Contains(got, `"elicitation"`) || !strings.Contains(got, `"sampling"`) {
+		t.Errorf("capabilities = %q", got)
+	}
+	call("addtool", map[string]any{"name": "late"})
+	wait("tools/list_changed after addtool", listChanged)
+	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "test://static/hello"}); err != nil {
+		t.Fatal(err)
+	}
+	call("touch", map[string]any{"uri": "test://static/hello"})
+	select {
+	case uri := <-updated:
+		if uri != "test://static/hello" {
+			t.Errorf("updated %q", uri)
+		}
+	case <-ctx.Done():
+		t.Fatal("no resources/updated")
+	}
+
+	// A cancelled block call: the SDK client sends notifications/cancelled.
+	bctx, cancel := context.WithCancel(ctx)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(bctx, &mcp.CallToolParams{Name: "block", Arguments: map[string]any{"key": "k"}})
+		errc <- err
+	}()
+	call("waiting", map[string]any{"key": "k", "n": 1})
+	cancel()
+	<-errc
+	call("aborted", map[string]any{"key": "k", "n": 1})
+	var got struct{ Block, Cancelled []json.RawMessage }
+	if err := json.Unmarshal([]byte(call("cancellations", map[string]any{"key": "k"})), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Block) != 1 || len(got.Cancelled) != 1 || string(got.Block[0]) != string(got.Cancelled[0]) {
+		t.Errorf("cancellations: block %s, cancelled %s", got.Block, got.Cancelled)
+	}
 }

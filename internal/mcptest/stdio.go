@@ -34,11 +34,13 @@ func stdioFakes() map[string]func() int {
 		"echo-noprobe": func() int { return serveFiltered(dropDiscover) },
 		"late-probe":   func() int { return serveFiltered(delayDiscover()) },
 		"noisy":        func() int { return serveSDK(&ServerOptions{Name: "noisy"}, noisyWriter) },
+		"announce":     serveAnnounce,
 		"stubborn":     serveStubborn,
 		"silent":       serveSilent,
 		"garbage":      serveGarbage,
 		"crash":        func() int { return 3 },
 		"blob":         serveBlob,
+		"listen-ends":  serveListenEnds,
 	}
 }
 
@@ -75,11 +77,21 @@ func MaybeServeStdio() {
 //   - "late-probe": a legacy server that answers server/discover (with a
 //     DiscoverResult) only after initialize has arrived.
 //   - "noisy": "echo" that writes a non-JSON line before every message.
+//   - "announce": "echo-legacy" with ServerOptions.NotifyOnInitialized: it
+//     sends notifications/tools/list_changed right after the client's
+//     notifications/initialized.
 //   - "stubborn": "echo" that ignores SIGTERM and keeps running after its
 //     stdin closes.
 //   - "silent": reads stdin until it closes and never answers.
 //   - "garbage": answers every line with a line that is not JSON.
 //   - "crash": exits at once with status 3.
+//   - "listen-ends": a raw modern server for subscriptions/listen. It
+//     acknowledges every listen request with the filter asked for; the
+//     first one it then ends at once with notifications/cancelled; on the
+//     others it sends notifications/tools/list_changed, tagged with the
+//     subscription id and with the _meta key "n" set to the listen
+//     request's ordinal (2, 3, ...). It answers server/discover as a
+//     modern server and every other request with {}.
 //   - "blob": a minimal raw server for benchmarks: it answers tools/call
 //     {size} with a text result of size bytes, server/discover as a
 //     modern server, initialize, and every other request with {}.
@@ -129,18 +141,37 @@ func serveSDK(opts *ServerOptions, wrap func(io.Writer) io.Writer) int {
 	if opts == nil {
 		opts = &ServerOptions{Name: "echo"}
 	}
-	s := NewServer(opts)
+	s, g := newServer(opts)
 	addProcessTools(s)
 	fmt.Fprintf(os.Stderr, "mcptest fake %s: ready\n", opts.Name)
 	var out io.Writer = os.Stdout
 	if wrap != nil {
 		out = wrap(out)
 	}
-	t := &mcp.IOTransport{Reader: os.Stdin, Writer: nopWriteCloser{out}}
+	t := &mcp.IOTransport{Reader: tap(os.Stdin, g.note), Writer: nopWriteCloser{out}}
 	if err := s.Run(context.Background(), t); err != nil && err != io.EOF {
 		fmt.Fprintf(os.Stderr, "mcptest fake %s: %v\n", opts.Name, err)
 	}
 	return 0
+}
+
+// tap returns a reader of the lines of r that shows each to note first
+// (the cancellations tool needs the JSON-RPC ids, which the SDK keeps to
+// itself).
+func tap(r io.Reader, note func([]byte)) io.ReadCloser {
+	pr, pw := io.Pipe()
+	go func() {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), 64<<20)
+		for sc.Scan() {
+			note(sc.Bytes())
+			if _, err := pw.Write(append(slices.Clip(sc.Bytes()), '\n')); err != nil {
+				break
+			}
+		}
+		pw.CloseWithError(sc.Err())
+	}()
+	return pr
 }
 
 type nopWriteCloser struct{ io.Writer }
@@ -165,6 +196,10 @@ func (n *noisy) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return n.w.Write(p)
+}
+
+func serveAnnounce() int {
+	return serveSDK(&ServerOptions{Name: "announce", Versions: LegacyVersions(), NotifyOnInitialized: true}, nil)
 }
 
 // serveStubborn is "echo" that must be killed.
@@ -273,6 +308,44 @@ func serveBlob() int {
 			out.Flush()
 		}
 	}
+}
+
+func serveListenEnds() int {
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 64<<10), 64<<20)
+	out := bufio.NewWriter(os.Stdout)
+	write := func(b []byte) {
+		out.Write(b)
+		out.WriteByte('\n')
+		out.Flush()
+	}
+	listens := 0
+	for in.Scan() {
+		m, err := jsonrpc.Decode(in.Bytes())
+		if err != nil || !m.IsRequest() {
+			continue
+		}
+		switch m.Method {
+		case "server/discover":
+			write(jsonrpc.AppendResult(nil, m.ID, BlobResult(m.Method, nil, nil)))
+		case "subscriptions/listen":
+			listens++
+			filter, _ := jsonrpc.Field(m.Params, "notifications")
+			meta := `{"io.modelcontextprotocol/subscriptionId":` + string(m.ID) + `}`
+			write(jsonrpc.AppendNotification(nil, "notifications/subscriptions/acknowledged",
+				json.RawMessage(`{"_meta":`+meta+`,"notifications":`+string(filter)+`}`)))
+			if listens == 1 {
+				write(jsonrpc.AppendNotification(nil, "notifications/cancelled",
+					json.RawMessage(`{"requestId":`+string(m.ID)+`,"reason":"shutting down"}`)))
+				continue
+			}
+			write(jsonrpc.AppendNotification(nil, "notifications/tools/list_changed",
+				json.RawMessage(`{"_meta":{"io.modelcontextprotocol/subscriptionId":`+string(m.ID)+`,"n":`+strconv.Itoa(listens)+`}}`)))
+		default:
+			write(jsonrpc.AppendResult(nil, m.ID, json.RawMessage(`{}`)))
+		}
+	}
+	return 0
 }
 
 // BlobResult is the result the "blob" fake gives to a request; cache holds

@@ -15,18 +15,45 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 )
 
-// Caller describes who sends a request: its protocol era and version.
-// Teams and identities will be added here.
+// Caller describes who sends a request: its protocol era and version,
+// its capabilities, and the way back to it. Teams and identities will be
+// added here.
 type Caller struct {
 	// ProtocolVersion is the legacy session's negotiated version, or the
 	// modern request's declared version.
 	ProtocolVersion string
 	// Session identifies a legacy session in logs; empty for modern.
 	Session string
+	// Capabilities are the host's client capabilities (raw): from its
+	// initialize, or from the modern request's _meta.
+	Capabilities json.RawMessage
+	// LogLevel is the least severe log level the host wants: set by
+	// logging/setLevel (legacy) or _meta (modern). Empty means the legacy
+	// default (everything the server sends) or, for a modern host, none.
+	LogLevel string
+	// Host is the way back to the host for this request; nil when there
+	// is none.
+	Host Host
 }
 
 // Modern reports whether the caller speaks the stateless era.
 func (c *Caller) Modern() bool { return isModern(c.ProtocolVersion) }
+
+// declares reports whether the host declared a client capability.
+func (c *Caller) declares(capability string) bool {
+	v, ok := jsonrpc.Field(c.Capabilities, capability)
+	return ok && string(v) != "null"
+}
+
+// wantsLog reports whether a notifications/message is at or above the
+// host's log level.
+func (c *Caller) wantsLog(params json.RawMessage) bool {
+	if c.LogLevel == "" {
+		return !c.Modern() // modern servers send logs only when asked
+	}
+	level, _ := jsonrpc.StringField(params, "level")
+	return slices.Index(logLevels, level) >= slices.Index(logLevels, c.LogLevel)
+}
 
 // Reply is the router's answer to one request: a raw result or an error.
 type Reply struct {
@@ -94,6 +121,20 @@ func (r *Router) Dispatch(ctx context.Context, c *Caller, req *jsonrpc.Message) 
 		return r.complete(ctx, c, req)
 	case "logging/setLevel":
 		return r.setLogLevel(ctx, c, req)
+	case "resources/subscribe", "resources/unsubscribe":
+		uri, ok := jsonrpc.StringField(req.Params, "uri")
+		if !ok {
+			return errorReply(jsonrpc.CodeInvalidParams, "%s needs params.uri", req.Method)
+		}
+		if c.Session == "" {
+			return errorReply(jsonrpc.CodeInvalidRequest, "%s needs a session", req.Method)
+		}
+		if req.Method == "resources/unsubscribe" {
+			r.UnsubscribeResource(ctx, c.Session, uri)
+		} else if e := r.SubscribeResource(ctx, c, c.Session, uri); e != nil {
+			return &Reply{Error: e}
+		}
+		return &Reply{Result: json.RawMessage(`{}`), LacksResultType: true}
 	}
 	return errorReply(jsonrpc.CodeMethodNotFound, "Method not found: %s", req.Method)
 }
@@ -164,7 +205,16 @@ func (r *Router) callNamed(ctx context.Context, c *Caller, req *jsonrpc.Message,
 // forward sends a request to an upstream and turns a transport failure
 // into an answer a model can act on.
 func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, method string, params json.RawMessage, subject string) *Reply {
-	resp, err := u.Client.Call(ctx, method, params)
+	interactive := slices.Contains(interactiveMethods, method)
+	if interactive && c.Modern() && !u.isModern() {
+		return r.forwardParked(ctx, c, u, method, params, subject)
+	}
+	cl, params := r.startCall(c, u, params)
+	defer cl.end()
+	resp, err := u.Client.Call(upstream.WithCallHandler(ctx, cl), method, params)
+	if err == nil && interactive && !c.Modern() && u.isModern() {
+		resp, err = r.fulfil(ctx, c, u, cl, method, params, resp)
+	}
 	if err != nil {
 		r.log.Warn("upstream call failed", telemetry.KeyUpstream, u.Name, telemetry.KeyMethod, method,
 			"name", subject, telemetry.KeySession, c.Session, telemetry.KeyErr, err)
@@ -173,10 +223,7 @@ func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, metho
 	if resp.Error != nil {
 		return &Reply{Error: resp.Error}
 	}
-	u.mu.Lock()
-	legacy := !u.modern
-	u.mu.Unlock()
-	return &Reply{Result: resp.Result, LacksResultType: legacy}
+	return &Reply{Result: resp.Result, LacksResultType: !u.isModern()}
 }
 
 // unavailable answers a call whose upstream failed in transport. A tool
@@ -329,7 +376,7 @@ func (r *Router) setLogLevel(ctx context.Context, c *Caller, req *jsonrpc.Messag
 // capabilitiesJSON is what the gateway offers hosts. It is fixed, so that
 // a host sees the same capabilities whichever upstreams are up: a feature
 // no upstream offers simply lists nothing.
-const capabilitiesJSON = `{"tools":{},"prompts":{},"resources":{},"completions":{},"logging":{}}`
+const capabilitiesJSON = `{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"completions":{},"logging":{}}`
 
 // InitializeResult answers a legacy initialize for the negotiated version.
 func (r *Router) InitializeResult(version string) json.RawMessage {

@@ -13,6 +13,7 @@
 package router
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -51,12 +52,25 @@ type Upstream interface {
 
 // UpstreamConfig is one upstream as the router sees it.
 type UpstreamConfig struct {
-	Name   string
-	Client Upstream
+	Name string
+	// Connect creates the client of this upstream. Everything the server
+	// sends on its own (notifications, and requests outside a call's
+	// stream) must go to the Handlers given, which route it to the right
+	// host. Connect must not start anything.
+	Connect func(Handlers) (Upstream, error)
 	// Required upstreams must be ready for Ready to report true.
 	Required bool
 	// Timeout bounds the start and each list request; 0 means 60s.
 	Timeout time.Duration
+}
+
+// Handlers receive what an upstream server sends on its own: the router
+// passes them to UpstreamConfig.Connect.
+type Handlers struct {
+	// Notify receives a notification.
+	Notify func(n *jsonrpc.Message)
+	// Request answers a request from the server; it never returns nil.
+	Request func(ctx context.Context, req *jsonrpc.Message) *jsonrpc.Message
 }
 
 // Implementation names the gateway to hosts.
@@ -84,8 +98,27 @@ type Options struct {
 	// ListTTL is the ttlMs hint on list results for modern hosts; 0 means
 	// 60s.
 	ListTTL time.Duration
+	// OnChange, if set, is told of every change hosts should hear of:
+	// a list that changed, or a subscribed resource that was updated. It
+	// is called from the router's goroutines and must not block.
+	OnChange func(Change)
 	// Logger receives the router's logs; nil discards them.
 	Logger *slog.Logger
+}
+
+// Change is a change hosts should hear of.
+type Change struct {
+	// Method is the notification to send: notifications/tools/list_changed,
+	// notifications/prompts/list_changed, notifications/resources/list_changed
+	// or notifications/resources/updated.
+	Method string
+	// Params are the notification's params (resources/updated); nil for
+	// list changes.
+	Params json.RawMessage
+	// Subscribers, for resources/updated, are the keys that subscribed
+	// to the resource (see SubscribeResource); nil for list changes,
+	// which go to every host.
+	Subscribers []string
 }
 
 // Router merges and routes. Create it with New, call Start once, and
@@ -98,22 +131,40 @@ type Router struct {
 	// started is closed when every upstream has finished its first start
 	// attempt, successfully or not.
 	started chan struct{}
-	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 
 	// rebuildMu serialises catalog rebuilds (see rebuild).
 	rebuildMu sync.Mutex
+	// subs are the hosts' resource subscriptions.
+	subs resourceSubs
+	// parked are the legacy upstream calls waiting for a modern host's
+	// input.
+	parked parking
 
-	mu sync.Mutex // guards cat
+	mu sync.Mutex // guards the fields below
+	// life is the router's lifetime, from Start to Close; cancel ends it.
+	life   context.Context
+	cancel context.CancelFunc
 	// cat is the merged catalog, rebuilt whenever an upstream's entries
 	// change; readers take the pointer under mu and then use it freely.
 	cat *catalog
+	// progress maps the progress tokens the gateway gave upstreams to
+	// the calls they belong to.
+	progress map[string]*call
+	// nextToken numbers the gateway's progress tokens, nextParked the
+	// parked calls.
+	nextToken, nextParked uint64
 }
 
 // upstreamState is the router's record of one upstream.
 type upstreamState struct {
 	UpstreamConfig
-	index int // position in Options.Upstreams
+	index  int // position in Options.Upstreams
+	Client Upstream
+
+	// calls are the calls in flight on this upstream, for attributing
+	// what the server sends outside a call's own stream (stdio).
+	calls callSet
 
 	mu          sync.Mutex // guards the fields below
 	phase       Phase
@@ -125,6 +176,9 @@ type upstreamState struct {
 	templates   []json.RawMessage
 	modern      bool
 	listProblem error // a list that failed while the upstream itself is up
+	// relisting is set while a re-list runs; relistAgain asks for one
+	// more run after it.
+	relisting, relistAgain bool
 }
 
 // Phase is where an upstream is in its life.
@@ -140,8 +194,9 @@ const (
 )
 
 // New returns a router over the given upstreams. It starts nothing.
-func New(opts *Options) *Router {
+func New(opts *Options) (*Router, error) {
 	r := &Router{opts: *opts, log: telemetry.Discard(opts.Logger), started: make(chan struct{})}
+	r.progress = map[string]*call{}
 	if r.opts.ListWait == 0 {
 		r.opts.ListWait = 10 * time.Second
 	}
@@ -152,17 +207,31 @@ func New(opts *Options) *Router {
 		if u.Timeout <= 0 {
 			u.Timeout = 60 * time.Second
 		}
-		r.upstreams = append(r.upstreams, &upstreamState{UpstreamConfig: u, index: i, phase: PhaseStarting, since: time.Now()})
+		us := &upstreamState{UpstreamConfig: u, index: i, phase: PhaseStarting, since: time.Now()}
+		client, err := u.Connect(Handlers{
+			Notify: func(n *jsonrpc.Message) { r.upstreamNotification(us, n) },
+			Request: func(ctx context.Context, req *jsonrpc.Message) *jsonrpc.Message {
+				return r.upstreamRequest(ctx, us, req)
+			},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("upstream %s: %w", u.Name, err)
+		}
+		us.Client = client
+		r.upstreams = append(r.upstreams, us)
 	}
 	r.cat = r.buildCatalog()
-	return r
+	return r, nil
 }
 
 // Start starts every upstream in parallel and returns at once. Each
 // upstream is started under its own timeout, then its catalog is listed;
 // the merged catalog grows as upstreams become ready.
 func (r *Router) Start(ctx context.Context) {
-	ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r.mu.Lock()
+	r.life, r.cancel = ctx, cancel
+	r.mu.Unlock()
 	var first sync.WaitGroup
 	for _, u := range r.upstreams {
 		first.Add(1)
@@ -204,6 +273,9 @@ func (r *Router) startUpstream(ctx context.Context, u *upstreamState) {
 		return
 	}
 	r.refresh(ctx, u)
+	if err := r.listenUpstream(ctx, u); err != nil {
+		r.log.Warn("upstream subscriptions/listen failed", telemetry.KeyUpstream, u.Name, telemetry.KeyErr, err)
+	}
 }
 
 // refresh lists one upstream's catalog and rebuilds the merged catalog.
@@ -235,9 +307,14 @@ func (r *Router) refresh(ctx context.Context, u *upstreamState) {
 		})
 	}
 	wg.Wait()
+	u.mu.Lock()
+	tools, prompts, resources, templates = u.tools, u.prompts, u.resources, u.templates
+	u.mu.Unlock()
 	var problems []error
 	for _, l := range lists {
 		if l.err != nil {
+			// A list that fails keeps what it had: a passing fault while
+			// re-listing must not empty the catalog.
 			r.log.Warn("upstream list failed", telemetry.KeyUpstream, u.Name, telemetry.KeyMethod, l.method, telemetry.KeyErr, l.err)
 			problems = append(problems, fmt.Errorf("%s: %w", l.method, l.err))
 			continue
@@ -255,9 +332,15 @@ func (r *Router) refresh(ctx context.Context, u *upstreamState) {
 		u.setPhase(PhaseReady, nil)
 	}
 	r.rebuild()
-	r.log.Info("upstream ready", telemetry.KeyUpstream, u.Name,
+	r.log.Info("upstream catalog listed", telemetry.KeyUpstream, u.Name,
 		"protocol_version", u.Client.ProtocolVersion(), "tools", len(tools), "prompts", len(prompts),
 		"resources", len(resources), "resource_templates", len(templates))
+}
+
+func (u *upstreamState) isModern() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.modern
 }
 
 func (u *upstreamState) setPhase(p Phase, err error) {
@@ -271,16 +354,84 @@ func (u *upstreamState) serving() bool {
 	return u.phase == PhaseReady || u.phase == PhaseDegraded
 }
 
-// rebuild recomputes the merged catalog from every upstream's lists.
-// Rebuilds are serialised: two upstreams becoming ready at once must not
-// let the build that saw less be stored last.
+// rebuild recomputes the merged catalog from every upstream's lists and
+// tells hosts which lists changed. Rebuilds are serialised: two upstreams
+// becoming ready at once must not let the build that saw less be stored
+// last.
 func (r *Router) rebuild() {
 	r.rebuildMu.Lock()
 	defer r.rebuildMu.Unlock()
 	cat := r.buildCatalog()
 	r.mu.Lock()
+	old := r.cat
 	r.cat = cat
 	r.mu.Unlock()
+	if r.opts.OnChange == nil {
+		return
+	}
+	for _, c := range []struct {
+		method   string
+		old, new []byte
+	}{
+		{"notifications/tools/list_changed", old.toolsJSON, cat.toolsJSON},
+		{"notifications/prompts/list_changed", old.promptsJSON, cat.promptsJSON},
+		{"notifications/resources/list_changed", append(old.resourcesJSON, old.templatesJSON...), append(cat.resourcesJSON, cat.templatesJSON...)},
+	} {
+		if !bytes.Equal(c.old, c.new) {
+			r.opts.OnChange(Change{Method: c.method})
+		}
+	}
+}
+
+// relist re-lists an upstream after it said its lists changed. Bursts
+// are coalesced: while a re-list runs, further notices only ask for one
+// more run after it.
+func (r *Router) relist(u *upstreamState) {
+	u.mu.Lock()
+	if !u.serving() {
+		u.mu.Unlock()
+		return
+	}
+	if u.relisting {
+		u.relistAgain = true
+		u.mu.Unlock()
+		return
+	}
+	u.relisting = true
+	u.mu.Unlock()
+	if !r.spawn(func() {
+		for {
+			r.refresh(r.life, u)
+			u.mu.Lock()
+			again := u.relistAgain
+			u.relistAgain = false
+			u.relisting = again
+			u.mu.Unlock()
+			if !again {
+				return
+			}
+		}
+	}) {
+		u.mu.Lock()
+		u.relisting = false
+		u.mu.Unlock()
+	}
+}
+
+// spawn runs f on a goroutine the router owns, unless the router is
+// closing.
+func (r *Router) spawn(f func()) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.life == nil || r.life.Err() != nil {
+		return false
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		f()
+	}()
+	return true
 }
 
 func (r *Router) catalog() *catalog {
@@ -302,9 +453,13 @@ func (r *Router) WaitStarted(ctx context.Context) error {
 
 // Close stops every upstream and waits for the router's goroutines.
 func (r *Router) Close() error {
-	if r.cancel != nil {
-		r.cancel()
+	r.mu.Lock()
+	cancel := r.cancel
+	r.mu.Unlock()
+	if cancel != nil {
+		cancel()
 	}
+	r.parked.closeAll()
 	var errs []error
 	var mu sync.Mutex
 	var wg sync.WaitGroup

@@ -35,9 +35,20 @@ type fakeUpstream struct {
 	// answer produces the response to a call; nil echoes the params.
 	answer func(method string, params json.RawMessage) (*jsonrpc.Message, error)
 
-	mu     sync.Mutex
-	calls  []recordedCall
-	closed bool
+	mu       sync.Mutex
+	calls    []recordedCall
+	closed   bool
+	handlers Handlers
+}
+
+// connect is an UpstreamConfig.Connect that hands out the fake and keeps
+// the router's handlers, through which a test plays the server's own
+// messages.
+func (f *fakeUpstream) connect(h Handlers) (Upstream, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.handlers = h
+	return f, nil
 }
 
 type recordedCall struct {
@@ -116,10 +127,13 @@ func tools(names ...string) []string {
 func startRouter(t *testing.T, opts Options, fakes map[string]*fakeUpstream, order ...string) *Router {
 	t.Helper()
 	for _, name := range order {
-		opts.Upstreams = append(opts.Upstreams, UpstreamConfig{Name: name, Client: fakes[name], Timeout: 5 * time.Second})
+		opts.Upstreams = append(opts.Upstreams, UpstreamConfig{Name: name, Connect: fakes[name].connect, Timeout: 5 * time.Second})
 	}
 	opts.ListWait = -1
-	r := New(&opts)
+	r, err := New(&opts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	r.Start(context.Background())
 	t.Cleanup(func() { _ = r.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -221,9 +235,9 @@ func TestFailedUpstreamLeavesOthersWorking(t *testing.T) {
 	slow := &fakeUpstream{startGate: make(chan struct{})} // never released: times out
 	opts := Options{}
 	opts.Upstreams = []UpstreamConfig{
-		{Name: "dead", Client: dead, Required: false},
-		{Name: "slow", Client: slow, Timeout: 50 * time.Millisecond},
-		{Name: "good", Client: good, Required: true},
+		{Name: "dead", Connect: dead.connect, Required: false},
+		{Name: "slow", Connect: slow.connect, Timeout: 50 * time.Millisecond},
+		{Name: "good", Connect: good.connect, Required: true},
 	}
 	r := startRouter(t, opts, nil)
 
@@ -439,7 +453,10 @@ func TestCallWaitsForFirstStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		gate := make(chan struct{})
 		up := &fakeUpstream{startGate: gate, lists: map[string][]string{"tools/list": tools("late")}}
-		r := New(&Options{Upstreams: []UpstreamConfig{{Name: "up", Client: up}}, ListWait: time.Minute})
+		r, err := New(&Options{Upstreams: []UpstreamConfig{{Name: "up", Connect: up.connect}}, ListWait: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
 		r.Start(context.Background())
 		defer r.Close()
 

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -28,6 +29,7 @@ const (
 const (
 	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
 	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	metaLogLevel           = "io.modelcontextprotocol/logLevel"
 )
 
 func (s *Server) post(w http.ResponseWriter, r *http.Request) {
@@ -103,9 +105,11 @@ func (s *Server) initialize(w http.ResponseWriter, r *http.Request, msg *jsonrpc
 		writeError(w, http.StatusServiceUnavailable, msg.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, "Cannot open a session: %v", err))
 		return
 	}
+	ss.capabilities, _ = jsonrpc.Field(msg.Params, "capabilities")
+	ss.capabilities = append(json.RawMessage(nil), ss.capabilities...) // the body buffer is not kept
 	s.log.Info("session opened", telemetry.KeySession, ss.id, "protocol_version", version, "requested_version", requested)
 	w.Header().Set(headerSessionID, ss.id)
-	s.writeReply(w, r, msg.ID, &router.Reply{Result: s.d.InitializeResult(version)}, false)
+	writeReply(newRequestStream(w, r, ss, false), msg.ID, &router.Reply{Result: s.d.InitializeResult(version)})
 }
 
 // postLegacy handles a message on an existing legacy session.
@@ -126,14 +130,37 @@ func (s *Server) postLegacy(w http.ResponseWriter, r *http.Request, id string, m
 			"Bad Request: unsupported %s %q (this session negotiated %q)", headerProtocolVersion, v, ss.version))
 		return
 	}
-	if !msg.IsRequest() {
-		// Notifications (initialized, cancelled, roots/list_changed) and
-		// responses to server requests are accepted.
+	switch {
+	case msg.IsResponse():
+		// The host's answer to a request the gateway sent it.
+		ss.resolve(msg)
+		w.WriteHeader(http.StatusAccepted)
+		return
+	case msg.IsNotification():
+		if msg.Method == "notifications/cancelled" {
+			if id, ok := jsonrpc.Field(msg.Params, "requestId"); ok {
+				ss.cancel(id)
+			}
+		}
+		// initialized and roots/list_changed need nothing more.
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	reply := s.d.Dispatch(r.Context(), &router.Caller{ProtocolVersion: ss.version, Session: ss.id}, msg)
-	s.writeReply(w, r, msg.ID, reply, false)
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	if !ss.track(msg.ID, cancel) {
+		writeError(w, http.StatusBadRequest, msg.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Request id %s is already in use in this session", msg.ID))
+		return
+	}
+	defer ss.untrack(msg.ID)
+	rs := newRequestStream(w, r, ss, false)
+	caller := &router.Caller{ProtocolVersion: ss.version, Session: ss.id, Capabilities: ss.capabilities, LogLevel: ss.logLevel(), Host: rs}
+	reply := s.d.Dispatch(ctx, caller, msg)
+	if msg.Method == "logging/setLevel" && reply.Error == nil {
+		level, _ := jsonrpc.StringField(msg.Params, "level")
+		ss.setLogLevel(level)
+	}
+	writeReply(rs, msg.ID, reply)
 }
 
 // isModernRequest reports whether a request without a session speaks the
@@ -170,8 +197,15 @@ func (s *Server) postModern(w http.ResponseWriter, r *http.Request, msg *jsonrpc
 		writeError(w, http.StatusBadRequest, msg.ID, &jsonrpc.Error{Code: jsonrpc.CodeUnsupportedProtocolVersion, Message: "Unsupported protocol version", Data: data})
 		return
 	}
-	reply := s.d.Dispatch(r.Context(), &router.Caller{ProtocolVersion: declared}, msg)
-	s.writeReply(w, r, msg.ID, reply, true)
+	rs := newRequestStream(w, r, nil, true)
+	caps, _ := jsonrpc.Field(meta, metaClientCapabilities)
+	level, _ := jsonrpc.StringField(meta, metaLogLevel)
+	caller := &router.Caller{ProtocolVersion: declared, Capabilities: caps, LogLevel: level, Host: rs}
+	if msg.Method == "subscriptions/listen" {
+		s.listen(w, r, caller, msg)
+		return
+	}
+	writeReply(rs, msg.ID, s.d.Dispatch(r.Context(), caller, msg))
 }
 
 func isModernSupported(v string) bool {
@@ -271,24 +305,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		ss.mu.Unlock()
 	}()
 	startSSE(w)
-	flusher, _ := w.(http.Flusher)
-	tick := time.NewTicker(s.opts.KeepAlive)
-	defer tick.Stop()
-	for {
-		select {
-		case <-r.Context().Done():
-			return
-		case <-ss.done:
-			return
-		case <-tick.C:
-			if _, err := io.WriteString(w, ":\n\n"); err != nil {
-				return
-			}
-			if flusher != nil {
-				flusher.Flush()
-			}
-		}
-	}
+	pump(w, ss.out, s.opts.KeepAlive, r.Context().Done(), ss.done)
 }
 
 // delete ends a legacy session.
@@ -308,23 +325,22 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// writeReply writes the answer to a request: JSON, or a one-event SSE
-// stream when the client accepts only that. A modern caller's result
+// writeReply writes the answer to a request. A modern caller's result
 // gets "resultType" if its upstream did not set one.
-func (s *Server) writeReply(w http.ResponseWriter, r *http.Request, id json.RawMessage, reply *router.Reply, modern bool) {
+func writeReply(rs *requestStream, id json.RawMessage, reply *router.Reply) {
 	if reply.Error != nil {
 		status := http.StatusOK
-		if modern {
+		if rs.modern {
 			status = modernErrorStatus(reply.Error.Code)
 		}
-		writeMessage(w, r, status, func(wr io.Writer) error {
+		rs.answer(status, func(wr io.Writer) error {
 			_, err := wr.Write(jsonrpc.AppendError(nil, id, reply.Error))
 			return err
 		})
 		return
 	}
-	head, body := resultParts(id, reply, modern)
-	writeMessage(w, r, http.StatusOK, func(wr io.Writer) error {
+	head, body := resultParts(id, reply, rs.modern)
+	rs.answer(http.StatusOK, func(wr io.Writer) error {
 		// The result goes out as its own write: a large result is never
 		// copied into a second buffer.
 		if _, err := io.WriteString(wr, head); err != nil {
@@ -384,22 +400,6 @@ func resultTypePrefix(result json.RawMessage) (string, json.RawMessage) {
 		return `{"resultType":"complete"`, result[j:]
 	}
 	return `{"resultType":"complete",`, result[1:]
-}
-
-// writeMessage writes one JSON-RPC message as JSON, or as an SSE event
-// when the client accepts only text/event-stream.
-func writeMessage(w http.ResponseWriter, r *http.Request, status int, write func(io.Writer) error) {
-	accept := r.Header.Get("Accept")
-	if wantsSSEOnly(accept) {
-		startSSE(w)
-		_, _ = io.WriteString(w, "event: message\ndata: ")
-		_ = write(w)
-		_, _ = io.WriteString(w, "\n\n")
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = write(w)
 }
 
 func startSSE(w http.ResponseWriter) {

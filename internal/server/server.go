@@ -24,6 +24,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -40,6 +41,10 @@ import (
 type Dispatcher interface {
 	Dispatch(ctx context.Context, c *router.Caller, req *jsonrpc.Message) *router.Reply
 	InitializeResult(version string) json.RawMessage
+	// SubscribeResource and DropSubscriber keep the resource
+	// subscriptions of modern listen streams and of ended sessions.
+	SubscribeResource(ctx context.Context, c *router.Caller, key, uri string) *jsonrpc.Error
+	DropSubscriber(key string)
 	// ParamBindings returns the x-mcp-header bindings of an exposed tool,
 	// against which a modern request's Mcp-Param-* headers are checked.
 	ParamBindings(tool string) []mcpheader.Binding
@@ -86,15 +91,23 @@ type Server struct {
 	log     *slog.Logger
 	origins map[string]bool
 
-	mu sync.Mutex // guards sessions and closed
+	mu sync.Mutex // guards the fields below
 	// sessions holds the live legacy sessions by id.
 	sessions map[string]*session
-	closed   bool
+	// listeners holds the open modern subscriptions/listen streams, also
+	// by subscriber key; nextListener numbers their keys.
+	listeners      map[*listener]struct{}
+	listenersByKey map[string]*listener
+	nextListener   uint64
+	// closing is closed by Close, which ends every stream.
+	closing chan struct{}
+	closed  bool
 }
 
 // New returns a server that dispatches to d.
 func New(d Dispatcher, opts *Options) *Server {
-	s := &Server{d: d, log: telemetry.Discard(opts.Logger), sessions: map[string]*session{}, origins: map[string]bool{}}
+	s := &Server{d: d, log: telemetry.Discard(opts.Logger), sessions: map[string]*session{}, origins: map[string]bool{},
+		listeners: map[*listener]struct{}{}, listenersByKey: map[string]*listener{}, closing: make(chan struct{})}
 	s.opts = *opts
 	if s.opts.Endpoint == "" {
 		s.opts.Endpoint = "/mcp"
@@ -135,16 +148,26 @@ func (s *Server) Handler() http.Handler {
 	return s.guard(m)
 }
 
-// Close ends every legacy session, which ends their GET streams.
+// Close ends every legacy session and every stream. It may be called
+// more than once.
 func (s *Server) Close() {
 	s.mu.Lock()
-	s.closed = true
+	if !s.closed {
+		s.closed = true
+		close(s.closing)
+	}
 	sessions := s.sessions
 	s.sessions = map[string]*session{}
 	s.mu.Unlock()
 	for _, ss := range sessions {
-		ss.close()
+		s.ended(ss)
 	}
+}
+
+// ended finishes a session that left the table.
+func (s *Server) ended(ss *session) {
+	ss.close()
+	s.d.DropSubscriber(ss.id)
 }
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
@@ -224,19 +247,119 @@ func newSessionID() string {
 type session struct {
 	id      string
 	version string
+	// capabilities are the client capabilities the host declared in
+	// initialize; set before the session is shared.
+	capabilities json.RawMessage
 	// done is closed when the session ends (DELETE, expiry or server
 	// close).
 	done      chan struct{}
 	closeOnce sync.Once
+	// out holds the change notifications for the GET stream.
+	out *outbox
 
 	mu sync.Mutex // guards the fields below
 	// streaming is set while a GET stream is open; one at a time.
 	streaming bool
 	// lastUsed is when the session last had a request or a stream.
 	lastUsed time.Time
+	// level is the log level the host set with logging/setLevel.
+	level string
+	// inflight maps the raw ids of the host's requests in progress to
+	// the cancel of their contexts.
+	inflight map[string]context.CancelFunc
+	// waiting maps the ids of the gateway's requests to the host to the
+	// channels their answers go to.
+	waiting map[string]chan *jsonrpc.Message
+	// nextID numbers the gateway's requests to the host.
+	nextID uint64
 }
 
-func (ss *session) close() { ss.closeOnce.Do(func() { close(ss.done) }) }
+// close ends the session and cancels everything it had in flight.
+func (ss *session) close() {
+	ss.closeOnce.Do(func() {
+		close(ss.done)
+		ss.mu.Lock()
+		for _, cancel := range ss.inflight {
+			cancel()
+		}
+		ss.mu.Unlock()
+	})
+}
+
+// track records a request in progress; false when its id is in use.
+func (ss *session) track(id json.RawMessage, cancel context.CancelFunc) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.inflight == nil {
+		ss.inflight = map[string]context.CancelFunc{}
+	}
+	if _, dup := ss.inflight[string(id)]; dup {
+		return false
+	}
+	ss.inflight[string(id)] = cancel
+	return true
+}
+
+func (ss *session) untrack(id json.RawMessage) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	delete(ss.inflight, string(id))
+}
+
+// cancel cancels the host's request id (notifications/cancelled).
+func (ss *session) cancel(id json.RawMessage) {
+	ss.mu.Lock()
+	cancel := ss.inflight[string(id)]
+	ss.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// expect allocates the id of a request to the host and the channel its
+// answer will arrive on.
+func (ss *session) expect() (json.RawMessage, chan *jsonrpc.Message) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.nextID++
+	id := jsonrpc.String("gw-" + strconv.FormatUint(ss.nextID, 10))
+	ch := make(chan *jsonrpc.Message, 1)
+	if ss.waiting == nil {
+		ss.waiting = map[string]chan *jsonrpc.Message{}
+	}
+	ss.waiting[string(id)] = ch
+	return id, ch
+}
+
+func (ss *session) forget(id json.RawMessage) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	delete(ss.waiting, string(id))
+}
+
+// resolve hands the host's answer to whoever waits for it. The message
+// aliases the request body, which is not reused.
+func (ss *session) resolve(msg *jsonrpc.Message) {
+	ss.mu.Lock()
+	ch := ss.waiting[string(msg.ID)]
+	delete(ss.waiting, string(msg.ID))
+	ss.mu.Unlock()
+	if ch != nil {
+		ch <- msg
+	}
+}
+
+func (ss *session) logLevel() string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.level
+}
+
+func (ss *session) setLogLevel(level string) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.level = level
+}
 
 // idle reports whether the session has been unused for longer than d at
 // now; a session with an open GET stream is never idle.
@@ -255,31 +378,42 @@ func (ss *session) touch(now time.Time) {
 func (s *Server) newSession(version string) (*session, error) {
 	now := time.Now()
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
+		s.mu.Unlock()
 		return nil, errShuttingDown
 	}
+	var expired []*session
 	if len(s.sessions) >= s.opts.MaxSessions {
-		s.expireLocked(now)
+		expired = s.expireLocked(now)
 	}
-	if len(s.sessions) >= s.opts.MaxSessions {
+	var ss *session
+	if len(s.sessions) < s.opts.MaxSessions {
+		ss = &session{id: newSessionID(), version: version, done: make(chan struct{}), lastUsed: now, out: newOutbox()}
+		s.sessions[ss.id] = ss
+	}
+	s.mu.Unlock()
+	for _, e := range expired {
+		s.ended(e)
+	}
+	if ss == nil {
 		return nil, errTooManySessions
 	}
-	ss := &session{id: newSessionID(), version: version, done: make(chan struct{}), lastUsed: now}
-	s.sessions[ss.id] = ss
 	return ss, nil
 }
 
-// expireLocked ends every idle session. s.mu must be held. It runs only
-// when the session table is full, so a sweep is rare.
-func (s *Server) expireLocked(now time.Time) {
+// expireLocked removes every idle session from the table and returns
+// them, for the caller to end once s.mu is released. It runs only when
+// the table is full, so a sweep is rare.
+func (s *Server) expireLocked(now time.Time) []*session {
+	var expired []*session
 	for id, ss := range s.sessions {
 		if ss.idle(now, s.opts.SessionIdleTimeout) {
 			delete(s.sessions, id)
-			ss.close()
+			expired = append(expired, ss)
 			s.log.Info("idle session expired", telemetry.KeySession, id)
 		}
 	}
+	return expired
 }
 
 // session returns the live session with this id and marks it used, or
@@ -288,12 +422,15 @@ func (s *Server) session(id string) *session {
 	now := time.Now()
 	s.mu.Lock()
 	ss := s.sessions[id]
+	var expired *session
 	if ss != nil && ss.idle(now, s.opts.SessionIdleTimeout) {
 		delete(s.sessions, id)
-		ss.close()
-		ss = nil
+		expired, ss = ss, nil
 	}
 	s.mu.Unlock()
+	if expired != nil {
+		s.ended(expired)
+	}
 	if ss != nil {
 		ss.touch(now)
 	}
@@ -306,7 +443,7 @@ func (s *Server) endSession(id string) bool {
 	delete(s.sessions, id)
 	s.mu.Unlock()
 	if ss != nil {
-		ss.close()
+		s.ended(ss)
 	}
 	return ss != nil
 }

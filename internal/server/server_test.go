@@ -27,13 +27,24 @@ type fakeDispatcher struct {
 	callers []router.Caller
 	methods []string
 	replies map[string]*router.Reply
+	// subscribed records SubscribeResource calls as "key uri".
+	subscribed []string
+	// dropped records DropSubscriber keys, and droppedCh signals them.
+	dropped   []string
+	droppedCh chan string
+	// interactive, if set, answers tools/call instead of replies.
+	interactive func(ctx context.Context, c *router.Caller, req *jsonrpc.Message) *router.Reply
 }
 
-func (d *fakeDispatcher) Dispatch(_ context.Context, c *router.Caller, req *jsonrpc.Message) *router.Reply {
+func (d *fakeDispatcher) Dispatch(ctx context.Context, c *router.Caller, req *jsonrpc.Message) *router.Reply {
 	d.mu.Lock()
 	d.callers = append(d.callers, *c)
 	d.methods = append(d.methods, req.Method)
+	interactive := d.interactive
 	d.mu.Unlock()
+	if interactive != nil && req.Method == "tools/call" {
+		return interactive(ctx, c, req)
+	}
 	if r, ok := d.replies[req.Method]; ok {
 		return r
 	}
@@ -50,7 +61,25 @@ func (d *fakeDispatcher) ParamBindings(tool string) []mcpheader.Binding {
 	return nil
 }
 func (d *fakeDispatcher) Status() []router.UpstreamStatus { return nil }
-func (d *fakeDispatcher) Ready() bool                     { return true }
+func (d *fakeDispatcher) SubscribeResource(_ context.Context, _ *router.Caller, key, uri string) *jsonrpc.Error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if uri == "nope://x" {
+		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Resource not found")
+	}
+	d.subscribed = append(d.subscribed, key+" "+uri)
+	return nil
+}
+func (d *fakeDispatcher) DropSubscriber(key string) {
+	d.mu.Lock()
+	d.dropped = append(d.dropped, key)
+	d.mu.Unlock()
+	select {
+	case d.droppedCh <- key:
+	default:
+	}
+}
+func (d *fakeDispatcher) Ready() bool           { return true }
 
 func (d *fakeDispatcher) lastCaller() router.Caller {
 	d.mu.Lock()
@@ -60,7 +89,13 @@ func (d *fakeDispatcher) lastCaller() router.Caller {
 
 func newTestServer(t *testing.T, opts *Options) (*httptest.Server, *fakeDispatcher) {
 	t.Helper()
-	d := &fakeDispatcher{replies: map[string]*router.Reply{
+	ts, d, _ := newTestServerWith(t, opts)
+	return ts, d
+}
+
+func newTestServerWith(t *testing.T, opts *Options) (*httptest.Server, *fakeDispatcher, *Server) {
+	t.Helper()
+	d := &fakeDispatcher{droppedCh: make(chan string, 16), replies: map[string]*router.Reply{
 		"tools/list":      {Result: json.RawMessage(`{"tools":[]}`)},
 		"tools/call":      {Result: json.RawMessage(`{"content":[{"type":"text","text":"hi"}]}`), LacksResultType: true},
 		"prompts/get":     {Result: json.RawMessage(`{ }`), LacksResultType: true},
@@ -76,7 +111,7 @@ func newTestServer(t *testing.T, opts *Options) (*httptest.Server, *fakeDispatch
 		s.Close()
 		ts.Close()
 	})
-	return ts, d
+	return ts, d, s
 }
 
 type response struct {

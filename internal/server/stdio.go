@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
@@ -19,15 +21,52 @@ import (
 // maxStdioMessage bounds one message read from a stdio host.
 const maxStdioMessage = 64 << 20
 
-// ServeStdio serves one host over the stdio transport: newline-delimited
-// JSON-RPC messages on in and out. The host may open a legacy session with
-// initialize, or send modern requests that carry their version in _meta
-// (2026-07-28 basic/transports/stdio). Requests run concurrently; a
-// notifications/cancelled cancels the request it names. ServeStdio returns
-// when in ends (the host closed stdin) or ctx is done, after every
-// request it started has finished.
-func ServeStdio(ctx context.Context, d Dispatcher, in io.Reader, out io.Writer, logger *slog.Logger) error {
-	st := &stdioHost{d: d, out: bufio.NewWriter(out), log: telemetry.Discard(logger), inflight: map[string]context.CancelFunc{}}
+// Stdio serves one host over the stdio transport: newline-delimited
+// JSON-RPC messages on stdin and stdout. The host may open a legacy
+// session with initialize, or send modern requests that carry their
+// version in _meta (2026-07-28 basic/transports/stdio). Create it with
+// NewStdio, pass its Deliver to the router as the change callback, then
+// call Serve once.
+type Stdio struct {
+	d   Dispatcher
+	log *slog.Logger
+
+	writeMu sync.Mutex // guards out
+	out     *bufio.Writer
+
+	mu sync.Mutex // guards the fields below
+	// version is the legacy session's version once initialize succeeded.
+	version string
+	// capabilities and level are the host's, from initialize and
+	// logging/setLevel.
+	capabilities json.RawMessage
+	level        string
+	// inflight maps a request id to the cancel of its context.
+	inflight map[string]context.CancelFunc
+	// waiting maps the ids of the gateway's requests to the host to the
+	// channels their answers go to; nextID numbers them.
+	waiting map[string]chan *jsonrpc.Message
+	nextID  uint64
+	// listeners are the host's modern subscriptions/listen requests, by
+	// raw request id.
+	listeners map[string]*listener
+}
+
+// stdioSession is the subscriber key of the stdio host's legacy session.
+const stdioSession = "stdio"
+
+// NewStdio returns a stdio front that writes to out.
+func NewStdio(d Dispatcher, out io.Writer, logger *slog.Logger) *Stdio {
+	return &Stdio{d: d, out: bufio.NewWriter(out), log: telemetry.Discard(logger),
+		inflight: map[string]context.CancelFunc{}, waiting: map[string]chan *jsonrpc.Message{}, listeners: map[string]*listener{}}
+}
+
+// Serve reads the host's messages from in until it ends (the host closed
+// stdin) or ctx is done, and returns after every request it started has
+// finished. Requests run concurrently; a notifications/cancelled cancels
+// the request it names.
+func (st *Stdio) Serve(ctx context.Context, in io.Reader) error {
+	defer st.d.DropSubscriber(stdioSession)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -82,22 +121,49 @@ func readLines(in io.Reader, lines chan<- []byte, done <-chan struct{}) error {
 	}
 }
 
-// stdioHost is the state of the one host on stdio.
-type stdioHost struct {
-	d   Dispatcher
-	log *slog.Logger
-
-	writeMu sync.Mutex // guards out
-	out     *bufio.Writer
-
-	mu sync.Mutex // guards the fields below
-	// version is the legacy session's version once initialize succeeded.
-	version string
-	// inflight maps a request id to the cancel of its context.
-	inflight map[string]context.CancelFunc
+// stdioRequest is the way back to the stdio host for one request (it
+// implements router.Host).
+type stdioRequest struct {
+	st     *Stdio
+	modern bool
+	// done is closed when Serve returns.
+	done <-chan struct{}
 }
 
-func (st *stdioHost) handle(ctx context.Context, wg *sync.WaitGroup, line []byte) {
+func (sr stdioRequest) Notify(method string, params json.RawMessage) {
+	sr.st.write(jsonrpc.AppendNotification(nil, method, params))
+}
+
+// Request asks the host and waits for the answer line. Modern hosts
+// cannot be asked: the modern era has no server requests.
+func (sr stdioRequest) Request(ctx context.Context, method string, params json.RawMessage) (*jsonrpc.Message, error) {
+	if sr.modern {
+		return nil, router.ErrHostUnreachable
+	}
+	st := sr.st
+	st.mu.Lock()
+	st.nextID++
+	id := jsonrpc.String("gw-" + strconv.FormatUint(st.nextID, 10))
+	answer := make(chan *jsonrpc.Message, 1)
+	st.waiting[string(id)] = answer
+	st.mu.Unlock()
+	defer func() {
+		st.mu.Lock()
+		delete(st.waiting, string(id))
+		st.mu.Unlock()
+	}()
+	st.write(jsonrpc.AppendRequest(nil, id, method, params))
+	select {
+	case resp := <-answer:
+		return resp, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-sr.done:
+		return nil, router.ErrHostUnreachable
+	}
+}
+
+func (st *Stdio) handle(ctx context.Context, wg *sync.WaitGroup, line []byte) {
 	msg, err := jsonrpc.Decode(line)
 	if err != nil {
 		code := int64(jsonrpc.CodeParseError)
@@ -109,15 +175,27 @@ func (st *stdioHost) handle(ctx context.Context, wg *sync.WaitGroup, line []byte
 	}
 	switch {
 	case msg.IsResponse():
-		return // no server-to-client requests are sent yet
+		st.mu.Lock()
+		answer := st.waiting[string(msg.ID)]
+		delete(st.waiting, string(msg.ID))
+		st.mu.Unlock()
+		if answer != nil {
+			answer <- msg
+		}
+		return
 	case msg.IsNotification():
 		if msg.Method == "notifications/cancelled" {
 			if id, ok := jsonrpc.Field(msg.Params, "requestId"); ok {
 				st.mu.Lock()
 				cancel := st.inflight[string(id)]
+				l := st.listeners[string(id)]
+				delete(st.listeners, string(id))
 				st.mu.Unlock()
 				if cancel != nil {
 					cancel()
+				}
+				if l != nil {
+					st.d.DropSubscriber(l.key)
 				}
 			}
 		}
@@ -125,8 +203,9 @@ func (st *stdioHost) handle(ctx context.Context, wg *sync.WaitGroup, line []byte
 	case msg.Method == "initialize":
 		requested, _ := jsonrpc.StringField(msg.Params, "protocolVersion")
 		version := router.NegotiateLegacy(requested)
+		caps, _ := jsonrpc.Field(msg.Params, "capabilities")
 		st.mu.Lock()
-		st.version = version
+		st.version, st.capabilities = version, caps
 		st.mu.Unlock()
 		st.write(jsonrpc.AppendResult(nil, msg.ID, st.d.InitializeResult(version)))
 		return
@@ -135,6 +214,10 @@ func (st *stdioHost) handle(ctx context.Context, wg *sync.WaitGroup, line []byte
 	caller, modern, rpcErr := st.caller(msg)
 	if rpcErr != nil {
 		st.write(jsonrpc.AppendError(nil, msg.ID, rpcErr))
+		return
+	}
+	if modern && msg.Method == "subscriptions/listen" {
+		st.listen(ctx, caller, msg)
 		return
 	}
 	reqCtx, cancel := context.WithCancel(ctx)
@@ -155,9 +238,16 @@ func (st *stdioHost) handle(ctx context.Context, wg *sync.WaitGroup, line []byte
 			st.mu.Unlock()
 			cancel()
 		}()
+		caller.Host = stdioRequest{st: st, modern: modern, done: ctx.Done()}
 		reply := st.d.Dispatch(reqCtx, caller, msg)
 		if reqCtx.Err() != nil && ctx.Err() == nil {
 			return // cancelled by the host: no response (2025-11-25 cancellation)
+		}
+		if msg.Method == "logging/setLevel" && reply.Error == nil {
+			level, _ := jsonrpc.StringField(msg.Params, "level")
+			st.mu.Lock()
+			st.level = level
+			st.mu.Unlock()
 		}
 		st.write(appendReply(nil, msg.ID, reply, modern))
 	})
@@ -165,38 +255,34 @@ func (st *stdioHost) handle(ctx context.Context, wg *sync.WaitGroup, line []byte
 
 // caller decides the era of one request: modern when it declares a
 // version in _meta, else the legacy session's (which initialize opened).
-func (st *stdioHost) caller(msg *jsonrpc.Message) (*router.Caller, bool, *jsonrpc.Error) {
+func (st *Stdio) caller(msg *jsonrpc.Message) (*router.Caller, bool, *jsonrpc.Error) {
 	meta, _ := jsonrpc.Field(msg.Params, "_meta")
 	if declared, ok := jsonrpc.StringField(meta, metaProtocolVersion); ok {
 		if !isModernSupported(declared) {
 			data, _ := json.Marshal(map[string]any{"supported": router.SupportedVersions(), "requested": declared})
 			return nil, false, &jsonrpc.Error{Code: jsonrpc.CodeUnsupportedProtocolVersion, Message: "Unsupported protocol version", Data: data}
 		}
-		return &router.Caller{ProtocolVersion: declared}, true, nil
+		caps, _ := jsonrpc.Field(meta, metaClientCapabilities)
+		level, _ := jsonrpc.StringField(meta, metaLogLevel)
+		return &router.Caller{ProtocolVersion: declared, Capabilities: caps, LogLevel: level}, true, nil
 	}
 	st.mu.Lock()
-	version := st.version
+	version, caps, level := st.version, st.capabilities, st.level
 	st.mu.Unlock()
 	if version == "" && msg.Method != "ping" {
 		return nil, false, jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
 			"Send initialize first, or declare protocol version %s in params._meta[%q]", router.ModernVersion, metaProtocolVersion)
 	}
-	return &router.Caller{ProtocolVersion: version, Session: "stdio"}, false, nil
+	return &router.Caller{ProtocolVersion: version, Session: stdioSession, Capabilities: caps, LogLevel: level}, false, nil
 }
 
 // write sends one message as one line. Raw values from HTTP upstreams may
-// hold newlines, which the stdio framing forbids, so such a message is
-// compacted first.
-func (st *stdioHost) write(msg []byte) {
-	if bytes.IndexByte(msg, '\n') >= 0 {
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, msg); err == nil {
-			msg = buf.Bytes()
-		}
-	}
+// hold newlines, which the stdio framing forbids: oneLine turns them into
+// spaces, which JSON allows between tokens.
+func (st *Stdio) write(msg []byte) {
 	st.writeMu.Lock()
 	defer st.writeMu.Unlock()
-	_, _ = st.out.Write(msg)
+	_, _ = oneLine{st.out}.Write(msg)
 	_ = st.out.WriteByte('\n')
 	if err := st.out.Flush(); err != nil {
 		st.log.Warn("writing to the stdio host failed", telemetry.KeyErr, err)
@@ -212,4 +298,43 @@ func appendReply(dst []byte, id json.RawMessage, reply *router.Reply, modern boo
 	dst = append(dst, head...)
 	dst = append(dst, body...)
 	return append(dst, '}')
+}
+
+// listen opens a modern subscription on stdio (2026-07-28
+// basic/patterns/subscriptions): the acknowledgment now, then the
+// matching notifications tagged with the request's id, until the host
+// cancels the request.
+func (st *Stdio) listen(ctx context.Context, caller *router.Caller, msg *jsonrpc.Message) {
+	f, err := parseListenFilter(msg.Params)
+	if err != nil {
+		st.write(jsonrpc.AppendError(nil, msg.ID, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: %v", err)))
+		return
+	}
+	l := f.listener(msg.ID, "stdio-listen-"+string(msg.ID))
+	st.mu.Lock()
+	st.listeners[string(msg.ID)] = l
+	st.mu.Unlock()
+	ack := f.acknowledge(func(uri string) bool { return st.d.SubscribeResource(ctx, caller, l.key, uri) == nil })
+	st.write(l.tagged("notifications/subscriptions/acknowledged", ack))
+}
+
+// Deliver writes a change to the host: list changes to an initialized
+// legacy session and to the listen requests that asked, resource updates
+// to their subscribers.
+func (st *Stdio) Deliver(c router.Change) {
+	st.mu.Lock()
+	legacy := st.version != ""
+	var ls []*listener
+	for _, l := range st.listeners {
+		if (c.Subscribers == nil && l.wants(c.Method)) || slices.Contains(c.Subscribers, l.key) {
+			ls = append(ls, l)
+		}
+	}
+	st.mu.Unlock()
+	if legacy && (c.Subscribers == nil || slices.Contains(c.Subscribers, stdioSession)) {
+		st.write(jsonrpc.AppendNotification(nil, c.Method, c.Params))
+	}
+	for _, l := range ls {
+		st.write(l.tagged(c.Method, c.Params))
+	}
 }

@@ -41,7 +41,7 @@ func TestServeStdio(t *testing.T) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
-	go func() { done <- ServeStdio(context.Background(), d, inR, outW, nil) }()
+	go func() { done <- NewStdio(d, outW, nil).Serve(context.Background(), inR) }()
 	lines := bufio.NewScanner(outR)
 	send := func(s string) {
 		t.Helper()
@@ -74,11 +74,11 @@ func TestServeStdio(t *testing.T) {
 		t.Fatalf("initialize: %+v", m)
 	}
 	send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
-	if m := next(); string(m.Result) != `{"tools":[]}` {
-		t.Errorf("legacy tools/list result = %q, want it compacted to one line", m.Result)
+	if m := next(); string(m.Result) != `{   "tools": [] }` {
+		t.Errorf("legacy tools/list result = %q, want the upstream's JSON on one line", m.Result)
 	}
 	send(`{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{` + modernMeta + `}}`)
-	if m := next(); string(m.Result) != `{"resultType":"complete","tools":[]}` {
+	if m := next(); string(m.Result) != `{"resultType":"complete",   "tools": [] }` {
 		t.Errorf("modern tools/list result = %s", m.Result)
 	}
 	if c := d.lastCaller(); c.ProtocolVersion != "2026-07-28" {
@@ -102,7 +102,7 @@ func TestServeStdio(t *testing.T) {
 
 	inW.Close()
 	if err := <-done; err != nil {
-		t.Errorf("ServeStdio returned %v after stdin closed, want nil", err)
+		t.Errorf("Serve returned %v after stdin closed, want nil", err)
 	}
 	outW.Close()
 }

@@ -24,6 +24,10 @@ import (
 // gateway's client info unless the caller gave one; on a legacy server
 // those three keys are removed. The rest of params is sent byte for byte.
 //
+// With a context from WithCallHandler, what the server sends on the call's
+// own Streamable HTTP response stream goes to that CallHandler; see
+// CallHandler. Cancelling ctx cancels the request upstream.
+//
 // The response's ID is the Client's own id for the request, not the
 // caller's. Its raw fields alias a read buffer shared with neighbouring
 // messages: copy what is kept long.
@@ -36,7 +40,7 @@ func (c *Client) Call(ctx context.Context, method string, params json.RawMessage
 	if err != nil {
 		return nil, c.errorf(method, err)
 	}
-	return c.roundTrip(ctx, w, method, params, callOpts{timeout: c.timeout, header: header})
+	return c.roundTrip(ctx, w, method, params, callOpts{timeout: c.timeout, header: header, handler: callHandlerFrom(ctx)})
 }
 
 // Notify sends a notification. params is sent as given.
@@ -59,8 +63,14 @@ func (c *Client) notify(ctx context.Context, w wire, method string, params json.
 }
 
 type callOpts struct {
-	timeout time.Duration
+	timeout time.Duration // 0: none (a subscription)
 	header  http.Header
+	// handler, if set, receives the messages of the request's own
+	// response stream (Streamable HTTP).
+	handler CallHandler
+	// listen: a subscriptions/listen request; handler also receives the
+	// notifications tagged with its id on a shared stream (stdio).
+	listen bool
 	// noCancel: do not send notifications/cancelled when the call is
 	// abandoned (the server/discover probe, which a legacy server has not
 	// accepted as a request).
@@ -70,7 +80,15 @@ type callOpts struct {
 
 // roundTrip sends a request on w and waits for its response.
 func (c *Client) roundTrip(ctx context.Context, w wire, method string, params json.RawMessage, o callOpts) (*jsonrpc.Message, error) {
-	tctx, cancel := context.WithTimeout(ctx, o.timeout)
+	var (
+		tctx   context.Context
+		cancel context.CancelFunc
+	)
+	if o.timeout > 0 {
+		tctx, cancel = context.WithTimeout(ctx, o.timeout)
+	} else {
+		tctx, cancel = context.WithCancel(ctx)
+	}
 	defer cancel()
 	id := c.nextID.Add(1)
 	ch := make(chan callResult, 1)
@@ -80,17 +98,21 @@ func (c *Client) roundTrip(ctx context.Context, w wire, method string, params js
 		return nil, c.closedErr(method)
 	}
 	c.pending[id] = ch
+	if o.listen {
+		c.listeners[id] = o.handler
+	}
 	dead := c.dead
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
 		delete(c.pending, id)
+		delete(c.listeners, id)
 		c.mu.Unlock()
 	}()
 
 	idRaw := strconv.AppendInt(nil, id, 10)
 	data := jsonrpc.AppendRequest(make([]byte, 0, len(params)+len(method)+64), idRaw, method, params)
-	out := &outgoing{id: id, method: method, params: params, data: data, header: o.header, handshake: o.handshake}
+	out := &outgoing{id: id, method: method, params: params, data: data, header: o.header, handshake: o.handshake, handler: o.handler}
 	if err := w.send(tctx, out); err != nil {
 		select {
 		case r := <-ch:
@@ -170,7 +192,8 @@ func (c *Client) cancelRemote(w wire, id int64) {
 }
 
 // deliver routes one message from the server: a response to its pending
-// call, a notification to OnNotification, a request to OnRequest.
+// call, a notification of a subscription to its listener, another
+// notification to OnNotification, a request to OnRequest.
 func (c *Client) deliver(m *jsonrpc.Message) {
 	switch {
 	case m.IsResponse():
@@ -191,12 +214,60 @@ func (c *Client) deliver(m *jsonrpc.Message) {
 		}
 		ch <- callResult{msg: m}
 	case m.IsNotification():
-		if c.opts.OnNotification != nil {
-			c.safely("OnNotification", func() { c.opts.OnNotification(m) })
+		if id, ok := subscriptionID(m); ok {
+			c.mu.Lock()
+			h := c.listeners[id]
+			c.mu.Unlock()
+			if h != nil {
+				c.notifyHandler(h, m)
+				return
+			}
+			if m.Method == methodAcknowledged {
+				return // of a subscription already closed
+			}
 		}
+		if m.Method == "notifications/cancelled" && c.listenCancelled(m) {
+			return
+		}
+		c.notifyOptions(m)
 	default:
-		c.serveRequest(m)
+		c.serveRequest(c.life, m, nil)
 	}
+}
+
+// notifyOptions passes a notification to Options.OnNotification, without
+// the subscription id a modern server tags it with (it means nothing past
+// this Client).
+func (c *Client) notifyOptions(m *jsonrpc.Message) {
+	if c.opts.OnNotification != nil {
+		m = stripSubscriptionID(m)
+		c.safely("OnNotification", func() { c.opts.OnNotification(m) })
+	}
+}
+
+func (c *Client) notifyHandler(h CallHandler, m *jsonrpc.Message) {
+	c.safely("CallHandler.Notify", func() { h.Notify(m) })
+}
+
+// listenCancelled handles a notifications/cancelled from the server: on
+// stdio a modern server ends a subscription with one naming its
+// subscriptions/listen request (spec 2026-07-28, patterns/cancellation).
+// It reports whether the notification named such a request.
+func (c *Client) listenCancelled(m *jsonrpc.Message) bool {
+	raw, _ := jsonrpc.Field(m.Params, "requestId")
+	id, ok := jsonrpc.Int64ID(raw)
+	if !ok {
+		return false
+	}
+	c.mu.Lock()
+	_, listening := c.listeners[id]
+	c.mu.Unlock()
+	if !listening {
+		return false
+	}
+	reason, _ := jsonrpc.StringField(m.Params, "reason")
+	c.fail(id, fmt.Errorf("the server ended the subscription: %q", reason))
+	return true
 }
 
 // fail ends the pending call id with err.
@@ -221,8 +292,11 @@ func (c *Client) safely(what string, f func()) {
 	f()
 }
 
-// serveRequest answers a request from the server on its own goroutine.
-func (c *Client) serveRequest(req *jsonrpc.Message) {
+// serveRequest answers a request from the server on its own goroutine:
+// with h when it came on the response stream of a call made with a
+// CallHandler (ctx is then that call's), otherwise with Options.OnRequest
+// (ctx is the Client's life).
+func (c *Client) serveRequest(ctx context.Context, req *jsonrpc.Message, h CallHandler) {
 	c.mu.Lock()
 	w := c.w
 	c.mu.Unlock()
@@ -231,13 +305,12 @@ func (c *Client) serveRequest(req *jsonrpc.Message) {
 	}
 	c.spawn(func() {
 		var resp *jsonrpc.Message
-		c.safely("OnRequest", func() {
-			if c.opts.OnRequest != nil {
-				resp = c.opts.OnRequest(c.life, req)
-			} else {
-				resp = defaultAnswer(req)
-			}
-		})
+		switch {
+		case h != nil:
+			c.safely("CallHandler.Request", func() { resp = h.Request(ctx, req) })
+		default:
+			resp = c.answerOptions(ctx, req)
+		}
 		if resp == nil {
 			resp = &jsonrpc.Message{Error: jsonrpc.NewError(jsonrpc.CodeInternalError, "the gateway could not answer %s", req.Method)}
 		}
@@ -252,6 +325,20 @@ func (c *Client) serveRequest(req *jsonrpc.Message) {
 			c.log.Debug("upstream answer to a server request not sent", "method", req.Method, "err", err)
 		}
 	})
+}
+
+// answerOptions answers a server request with Options.OnRequest, or the
+// default answer.
+func (c *Client) answerOptions(ctx context.Context, req *jsonrpc.Message) *jsonrpc.Message {
+	var resp *jsonrpc.Message
+	c.safely("OnRequest", func() {
+		if c.opts.OnRequest != nil {
+			resp = c.opts.OnRequest(ctx, req)
+		} else {
+			resp = defaultAnswer(req)
+		}
+	})
+	return resp
 }
 
 func defaultAnswer(req *jsonrpc.Message) *jsonrpc.Message {

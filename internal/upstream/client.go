@@ -30,6 +30,38 @@
 //
 // Callers then use Call, Notify and List the same way in both eras: the
 // Client adds what a modern request needs and strips it from legacy ones.
+//
+// # Live traffic
+//
+// Besides responses, a server sends notifications (progress, log
+// messages, list_changed, resources/updated) and, in the legacy era,
+// requests of its own (sampling/createMessage, elicitation/create,
+// roots/list, ping). The Client hands each to the party it concerns:
+//
+//   - A Streamable HTTP call made with a context from WithCallHandler has
+//     what the server sends on that call's own response stream delivered
+//     to its CallHandler: the progress and log messages of that call, and
+//     the requests a legacy server makes while serving it. That is how a
+//     gateway returns them to the host that made the call.
+//   - Everything else goes to Options.OnNotification and
+//     Options.OnRequest: all stdio traffic (one shared stream: correlate
+//     by progress token), the GET stream of a legacy session, the
+//     deprecated HTTP+SSE transport, and calls without a handler.
+//   - A legacy Streamable HTTP session's GET stream is opened before
+//     notifications/initialized is sent, and the handshake waits (up to
+//     5s) for the server to answer it, so a notification the server sends
+//     right after initialized is not lost.
+//   - Modern servers send change notifications only on a
+//     subscriptions/listen stream (spec 2026-07-28,
+//     basic/patterns/subscriptions): Subscribe opens and keeps one, and
+//     its notifications go to Options.OnNotification. Legacy servers send
+//     list_changed unasked; resources/subscribe is an ordinary Call.
+//   - Cancelling a call's context cancels it upstream: notifications/cancelled
+//     on stdio and legacy HTTP, closing the response stream on modern
+//     HTTP.
+//
+// Requests answered by a CallHandler or Options.OnRequest go back to the
+// server the usual way (a POST, or a line on stdin).
 package upstream
 
 import (
@@ -105,23 +137,31 @@ type Options struct {
 	// ClientInfo is the implementation the gateway presents; an empty Name
 	// means "mcp-gateway".
 	ClientInfo Implementation
+	// Capabilities is the ClientCapabilities object the gateway declares in
+	// a legacy initialize (for example {"sampling":{},"elicitation":{}}
+	// when it can pass those requests on to its hosts); nil means {}. It
+	// must be a JSON object. Modern requests carry the capabilities in
+	// their caller's params._meta instead (or {}), since each comes from
+	// one host.
+	Capabilities json.RawMessage
 	// Logger receives the client's logs, and the stderr lines of a stdio
 	// child, one record per line, with the attribute upstream=<Name>. Nil
 	// means discard.
 	Logger *slog.Logger
 
-	// OnNotification receives every notification from the server
-	// (list_changed, progress, message, resources/updated, ...). It is
-	// called from the goroutine reading the server's messages (for HTTP,
-	// from the goroutine of the request whose stream carried it, so calls
-	// may be concurrent) and must not block long. The message aliases a
-	// read buffer: copy what is kept.
+	// OnNotification receives the notifications from the server
+	// (list_changed, progress, message, resources/updated, ...) that no
+	// CallHandler takes (see the package documentation), including those
+	// of the Subscribe stream. It is called from the goroutine reading the
+	// server's messages (for HTTP, from the goroutine of the request whose
+	// stream carried it), so calls may be concurrent, and must not block
+	// long. The message aliases a read buffer: copy what is kept.
 	OnNotification func(n *jsonrpc.Message)
 	// OnRequest answers a request from the server (sampling, elicitation,
-	// roots/list, ping) with a response; the Client sets the response's id.
-	// It runs on its own goroutine; ctx is done when the Client closes.
-	// Nil answers ping with {} and everything else at once with error
-	// -32601, so that the server never waits.
+	// roots/list, ping) that no CallHandler takes, with a response; the
+	// Client sets the response's id. It runs on its own goroutine; ctx is
+	// done when the Client closes. Nil answers ping with {} and everything
+	// else at once with error -32601, so that the server never waits.
 	OnRequest func(ctx context.Context, req *jsonrpc.Message) *jsonrpc.Message
 	// OnStateChange, if set, is called after every state change, in order.
 	// It must not call Start or Close.
@@ -210,6 +250,10 @@ const (
 	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
 	metaClientInfo         = "io.modelcontextprotocol/clientInfo"
 	metaServerInfo         = "io.modelcontextprotocol/serverInfo"
+	metaSubscriptionID     = "io.modelcontextprotocol/subscriptionId"
+
+	methodListen       = "subscriptions/listen"
+	methodAcknowledged = "notifications/subscriptions/acknowledged"
 
 	defaultTimeout  = 60 * time.Second
 	maxProbeTimeout = 10 * time.Second
@@ -260,6 +304,8 @@ type outgoing struct {
 	params json.RawMessage
 	data   []byte      // the encoded message
 	header http.Header // extra HTTP headers (Mcp-Param-*, probe headers)
+	// handler receives the messages of a request's own response stream.
+	handler CallHandler
 	// handshake messages never trigger a session renewal.
 	handshake bool
 }
@@ -281,6 +327,7 @@ type Client struct {
 	probeTimeout time.Duration
 	stopGrace    time.Duration
 	clientInfo   json.RawMessage
+	capabilities json.RawMessage // declared in a legacy initialize
 	hc           *http.Client
 	ownTransport *http.Transport // hc's transport when New built it
 
@@ -293,18 +340,25 @@ type Client struct {
 	// that the callback sees them in order.
 	stateMu sync.Mutex
 
-	mu           sync.Mutex // guards the fields below
-	state        State
-	started      bool
-	closing      bool
-	w            wire
-	pending      map[int64]chan callResult
+	mu      sync.Mutex // guards the fields below
+	state   State
+	started bool
+	closing bool
+	w       wire
+	pending map[int64]chan callResult
+	// listeners holds the handlers of the open subscriptions/listen
+	// requests by request id, for the stdio notifications tagged with it.
+	listeners    map[int64]CallHandler
+	sub          *subscription // the current Subscribe stream, if any
 	dead         chan struct{} // closed when the connection is lost or Close begins
 	deadErr      error
 	caps         json.RawMessage
 	serverInfo   json.RawMessage
 	instructions string
 	toolHeaders  map[string][]mcpheader.Binding // tool name -> x-mcp-header bindings
+
+	// subMu serialises Subscribe calls.
+	subMu sync.Mutex
 
 	closeDone chan struct{}
 	closeErr  error
@@ -325,6 +379,7 @@ func New(opts *Options) (*Client, error) {
 		timeout:   o.Timeout,
 		stopGrace: stopGrace,
 		pending:   map[int64]chan callResult{},
+		listeners: map[int64]CallHandler{},
 		dead:      make(chan struct{}),
 		closeDone: make(chan struct{}),
 	}
@@ -391,6 +446,13 @@ func New(opts *Options) (*Client, error) {
 		return nil, fmt.Errorf("upstream %q: client info: %w", o.Name, err)
 	}
 	c.clientInfo = info
+	c.capabilities = json.RawMessage("{}")
+	if o.Capabilities != nil {
+		if !isObject(o.Capabilities) {
+			return nil, fmt.Errorf("upstream %q: capabilities must be a JSON object", o.Name)
+		}
+		c.capabilities = clone(o.Capabilities)
+	}
 	c.life, c.stop = context.WithCancel(context.Background())
 	return c, nil
 }

@@ -234,7 +234,7 @@ func clone(b json.RawMessage) json.RawMessage {
 // initialize, a check of the version the server chose, then
 // notifications/initialized.
 func (c *Client) initialize(ctx context.Context, w wire) error {
-	params := json.RawMessage(`{"protocolVersion":"` + versionLegacy + `","capabilities":{},"clientInfo":` + string(c.clientInfo) + `}`)
+	params := json.RawMessage(`{"protocolVersion":"` + versionLegacy + `","capabilities":` + string(c.capabilities) + `,"clientInfo":` + string(c.clientInfo) + `}`)
 	resp, err := c.roundTrip(ctx, w, "initialize", params, callOpts{timeout: c.timeout, handshake: true})
 	if err != nil {
 		return err
@@ -254,13 +254,16 @@ func (c *Client) initialize(ctx context.Context, w wire) error {
 	if !isLegacyVersion(r.ProtocolVersion) {
 		return c.errorf("initialize", fmt.Errorf("the server chose protocol version %q, which the gateway does not speak", r.ProtocolVersion))
 	}
-	if hw, ok := w.(*httpWire); ok {
-		hw.setLegacy(r.ProtocolVersion)
-	}
 	c.mu.Lock()
 	c.state.Era, c.state.ProtocolVersion = EraLegacy, r.ProtocolVersion
 	c.caps, c.serverInfo, c.instructions = r.Capabilities, r.ServerInfo, r.Instructions
 	c.mu.Unlock()
+	if hw, ok := w.(*httpWire); ok {
+		hw.setLegacy(r.ProtocolVersion)
+		// Before notifications/initialized, after which the server may
+		// send notifications at once (some announce list_changed).
+		hw.listenGET(ctx)
+	}
 	return c.notify(ctx, w, "notifications/initialized", nil, true)
 }
 
@@ -303,9 +306,5 @@ func (c *Client) detectHTTP(ctx context.Context, w *httpWire) error {
 		c.log.Info("upstream rejected a Streamable HTTP initialize: trying the deprecated HTTP+SSE transport", "status", se.Code)
 		return c.startSSE(ctx)
 	}
-	if err != nil {
-		return err
-	}
-	w.listen()
-	return nil
+	return err
 }

@@ -19,9 +19,13 @@ const (
 	// maxErrorBody bounds the body of an HTTP error answer that is read.
 	maxErrorBody = 1 << 20
 	// listenMinDelay and listenMaxDelay bound the wait before the GET
-	// stream of a legacy session is opened again.
+	// stream of a legacy session, or a subscriptions/listen stream, is
+	// opened again.
 	listenMinDelay = 250 * time.Millisecond
 	listenMaxDelay = 30 * time.Second
+	// streamOpenWait bounds how long the handshake waits for the server
+	// to answer the GET stream of a new legacy session.
+	streamOpenWait = 5 * time.Second
 )
 
 // statusError is an HTTP answer that is not an MCP answer to the request.
@@ -57,8 +61,9 @@ type httpWire struct {
 
 	mu      sync.Mutex // guards the fields below
 	modern  bool
-	version string // MCP-Protocol-Version once negotiated
-	session string // legacy Mcp-Session-Id
+	version string             // MCP-Protocol-Version once negotiated
+	session string             // legacy Mcp-Session-Id
+	stopGET context.CancelFunc // ends the GET stream loop of the session
 
 	// renewing serialises session renewals.
 	renewing sync.Mutex
@@ -167,11 +172,11 @@ func (w *httpWire) post(ctx context.Context, m *outgoing) (string, error) {
 		return session, err
 	}
 	defer resp.Body.Close()
-	return session, w.answer(resp, m, session != "")
+	return session, w.answer(ctx, resp, m, session != "")
 }
 
-// answer handles the HTTP response to a POST.
-func (w *httpWire) answer(resp *http.Response, m *outgoing, withSession bool) error {
+// answer handles the HTTP response to a POST. ctx is the POST's.
+func (w *httpWire) answer(ctx context.Context, resp *http.Response, m *outgoing, withSession bool) error {
 	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch code := resp.StatusCode; {
 	case code == http.StatusAccepted || code == http.StatusNoContent:
@@ -191,7 +196,7 @@ func (w *httpWire) answer(resp *http.Response, m *outgoing, withSession bool) er
 		}
 		switch ct {
 		case "text/event-stream":
-			return w.readStream(resp.Body, m.id)
+			return w.readStream(ctx, resp.Body, m)
 		case "application/json":
 			body, err := readBody(resp.Body, resp.ContentLength, maxMessageSize)
 			if err != nil {
@@ -235,11 +240,13 @@ func answers(msg *jsonrpc.Message, id int64) bool {
 	return msg.IsResponse() && ok && n == id
 }
 
-// readStream delivers the messages of an SSE response stream until the
-// response to request id (which ends the request; spec 2026-07-28 says the
+// readStream delivers the messages of the SSE response stream of request
+// m until its response (which ends the request; spec 2026-07-28 says the
 // response SHOULD terminate the stream, and nothing after it concerns the
-// request).
-func (w *httpWire) readStream(body io.Reader, id int64) error {
+// request). The other messages relate to the request (spec 2025-11-25,
+// transports "Sending Messages to the Server"): they go to m's handler,
+// if it has one. ctx is the POST's.
+func (w *httpWire) readStream(ctx context.Context, body io.Reader, m *outgoing) error {
 	sr := newSSEReader(body, maxMessageSize)
 	bad := badLines{log: w.c.log}
 	for {
@@ -263,54 +270,91 @@ func (w *httpWire) readStream(body io.Reader, id int64) error {
 			bad.report(ev.data, err)
 			continue
 		}
-		w.c.deliver(msg)
-		if answers(msg, id) {
+		switch {
+		case m.handler == nil || msg.IsResponse():
+			w.c.deliver(msg)
+		case msg.IsNotification():
+			w.c.notifyHandler(m.handler, msg)
+		default:
+			w.c.serveRequest(ctx, msg, m.handler)
+		}
+		if answers(msg, m.id) {
 			return nil
 		}
 	}
 }
 
-// listen keeps the optional GET stream of a legacy session open (spec
-// 2025-11-25, transports "Listening for Messages from the Server"), opening
-// it again with backoff when it drops, until the server answers 405 (it
-// offers none) or 400, or the Client closes.
-func (w *httpWire) listen() {
-	w.c.spawn(func() {
-		delay, lastID := time.Duration(0), ""
-		for {
-			if delay > 0 {
-				t := time.NewTimer(delay)
-				select {
-				case <-t.C:
-				case <-w.c.life.Done():
-					t.Stop()
-					return
-				}
-			}
-			opened, retry, err := w.getStream(&lastID)
-			var se *statusError
-			switch {
-			case w.c.life.Err() != nil:
-				return
-			case errors.As(err, &se) && (se.Code == http.StatusMethodNotAllowed || se.Code == http.StatusBadRequest):
-				// 405 is the spec's "no stream here"; a 400 will not get
-				// better by asking again.
-				w.c.log.Debug("upstream offers no GET stream", "status", se.Code)
-				return
-			case opened:
-				delay = max(retry, listenMinDelay)
-			default:
-				delay = min(max(2*delay, listenMinDelay), listenMaxDelay)
-			}
-			w.c.log.Debug("upstream GET stream ended", "err", err, "retry_in", delay)
-		}
-	})
+// listenGET keeps the optional GET stream of the legacy session just
+// initialized open (spec 2025-11-25, transports "Listening for Messages
+// from the Server"), in place of an earlier session's. It returns once
+// the server has answered the first GET, or after streamOpenWait, or when
+// ctx is done, so that a message the server sends once the session is
+// initialized finds the stream open: a server without an event store
+// drops what it cannot deliver.
+func (w *httpWire) listenGET(ctx context.Context) {
+	lctx, cancel := context.WithCancel(w.c.life)
+	w.mu.Lock()
+	old := w.stopGET
+	w.stopGET = cancel
+	w.mu.Unlock()
+	if old != nil {
+		old()
+	}
+	answered := make(chan struct{})
+	if !w.c.spawn(func() { w.getLoop(lctx, sync.OnceFunc(func() { close(answered) })) }) {
+		cancel()
+		return
+	}
+	t := time.NewTimer(streamOpenWait)
+	defer t.Stop()
+	select {
+	case <-answered:
+	case <-ctx.Done():
+	case <-t.C:
+		w.c.log.Debug("upstream has not answered the GET stream yet: going on", "waited", streamOpenWait)
+	}
 }
 
-// getStream opens the GET stream once and reads it to its end. It reports
-// whether the stream was opened and the server's retry hint.
-func (w *httpWire) getStream(lastID *string) (opened bool, retry time.Duration, err error) {
-	req, err := http.NewRequestWithContext(w.c.life, http.MethodGet, w.c.opts.URL, nil)
+// getLoop opens the GET stream again with backoff whenever it drops, until
+// the server answers 405 (it offers none) or 400, or ctx is done.
+// answered is called once the first GET has its answer.
+func (w *httpWire) getLoop(ctx context.Context, answered func()) {
+	defer answered()
+	delay, lastID := time.Duration(0), ""
+	for {
+		if delay > 0 {
+			t := time.NewTimer(delay)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return
+			}
+		}
+		opened, retry, err := w.getStream(ctx, &lastID, answered)
+		var se *statusError
+		switch {
+		case ctx.Err() != nil:
+			return
+		case errors.As(err, &se) && (se.Code == http.StatusMethodNotAllowed || se.Code == http.StatusBadRequest):
+			// 405 is the spec's "no stream here"; a 400 will not get
+			// better by asking again.
+			w.c.log.Debug("upstream offers no GET stream", "status", se.Code)
+			return
+		case opened:
+			delay = max(retry, listenMinDelay)
+		default:
+			delay = min(max(2*delay, listenMinDelay), listenMaxDelay)
+		}
+		w.c.log.Debug("upstream GET stream ended", "err", err, "retry_in", delay)
+	}
+}
+
+// getStream opens the GET stream once and reads it to its end. It calls
+// answered once the server has answered, and reports whether the stream
+// was opened and the server's retry hint.
+func (w *httpWire) getStream(ctx context.Context, lastID *string, answered func()) (opened bool, retry time.Duration, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, w.c.opts.URL, nil)
 	if err != nil {
 		return false, 0, err
 	}
@@ -330,6 +374,7 @@ func (w *httpWire) getStream(lastID *string) (opened bool, retry time.Duration, 
 		req.Header.Set("Last-Event-ID", *lastID)
 	}
 	resp, err := w.c.hc.Do(req)
+	answered()
 	if err != nil {
 		return false, 0, err
 	}
@@ -348,9 +393,12 @@ func (w *httpWire) getStream(lastID *string) (opened bool, retry time.Duration, 
 // Management"; a 405 means the server does not allow it).
 func (w *httpWire) close() error {
 	w.mu.Lock()
-	session, version := w.session, w.version
+	session, version, stopGET := w.session, w.version, w.stopGET
 	w.session = ""
 	w.mu.Unlock()
+	if stopGET != nil {
+		stopGET()
+	}
 	if session == "" {
 		return nil
 	}

@@ -123,3 +123,58 @@ func (c *Client) paramHeaders(params json.RawMessage) http.Header {
 	}
 	return h
 }
+
+// isObject reports whether b is a valid JSON object.
+func isObject(b json.RawMessage) bool {
+	t := bytes.TrimLeft(b, " \t\r\n")
+	return len(t) > 0 && t[0] == '{' && json.Valid(b)
+}
+
+// subscriptionID returns the subscription id a modern server tags the
+// notifications of a subscriptions/listen stream with (the request's
+// JSON-RPC id, in params._meta).
+func subscriptionID(m *jsonrpc.Message) (int64, bool) {
+	if !bytes.Contains(m.Params, []byte(metaSubscriptionID)) {
+		return 0, false // the common case, without parsing
+	}
+	meta, _ := jsonrpc.Field(m.Params, "_meta")
+	raw, ok := jsonrpc.Field(meta, metaSubscriptionID)
+	if !ok {
+		return 0, false
+	}
+	return jsonrpc.Int64ID(raw)
+}
+
+// stripSubscriptionID returns m without the subscription id in
+// params._meta (and without a _meta left empty); m itself when it has
+// none.
+func stripSubscriptionID(m *jsonrpc.Message) *jsonrpc.Message {
+	if !bytes.Contains(m.Params, []byte(metaSubscriptionID)) {
+		return m
+	}
+	meta, ok := jsonrpc.Field(m.Params, "_meta")
+	if !ok {
+		return m
+	}
+	stripped := jsonrpc.DeleteField(meta, metaSubscriptionID)
+	if len(stripped) == len(meta) {
+		return m
+	}
+	var params json.RawMessage
+	if isEmptyObject(stripped) {
+		params = jsonrpc.DeleteField(m.Params, "_meta")
+	} else {
+		var err error
+		if params, err = jsonrpc.SetField(m.Params, "_meta", stripped); err != nil {
+			return m
+		}
+	}
+	out := *m
+	out.Params = params
+	return &out
+}
+
+func isEmptyObject(b json.RawMessage) bool {
+	t := bytes.TrimSpace(b)
+	return len(t) >= 2 && t[0] == '{' && len(bytes.TrimSpace(t[1:len(t)-1])) == 0
+}

@@ -81,3 +81,43 @@ func TestClassify(t *testing.T) {
 		t.Error("no common version: no error")
 	}
 }
+
+func TestStripSubscriptionID(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`{"uri":"a"}`, `{"uri":"a"}`},
+		{`{"_meta":{"io.modelcontextprotocol/subscriptionId":7}}`, `{}`},
+		{`{"_meta":{"io.modelcontextprotocol/subscriptionId":7},"uri":"a"}`, `{"uri":"a"}`},
+		{`{"uri":"a","_meta":{"k":1,"io.modelcontextprotocol/subscriptionId":"s"}}`, `{"uri":"a","_meta":{"k":1}}`},
+		// A mention outside _meta is left alone.
+		{`{"note":"io.modelcontextprotocol/subscriptionId"}`, `{"note":"io.modelcontextprotocol/subscriptionId"}`},
+	}
+	for _, tt := range tests {
+		m := &jsonrpc.Message{Method: "notifications/resources/updated", Params: json.RawMessage(tt.in)}
+		got := stripSubscriptionID(m)
+		if string(got.Params) != tt.want || got.Method != m.Method {
+			t.Errorf("stripSubscriptionID(%s) = %s %s, want %s", tt.in, got.Method, got.Params, tt.want)
+		}
+		if string(m.Params) != tt.in {
+			t.Errorf("the original was modified: %s", m.Params)
+		}
+	}
+}
+
+func TestSubscriptionID(t *testing.T) {
+	tests := []struct {
+		params string
+		id     int64
+		ok     bool
+	}{
+		{`{"_meta":{"io.modelcontextprotocol/subscriptionId":12}}`, 12, true},
+		{`{"_meta":{"io.modelcontextprotocol/subscriptionId":"12"}}`, 0, false}, // the Client's ids are numbers
+		{`{"io.modelcontextprotocol/subscriptionId":12}`, 0, false},
+		{`{}`, 0, false},
+	}
+	for _, tt := range tests {
+		id, ok := subscriptionID(&jsonrpc.Message{Params: json.RawMessage(tt.params)})
+		if id != tt.id || ok != tt.ok {
+			t.Errorf("subscriptionID(%s) = %d %v, want %d %v", tt.params, id, ok, tt.id, tt.ok)
+		}
+	}
+}

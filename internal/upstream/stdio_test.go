@@ -438,7 +438,10 @@ func testLists(t *testing.T, ctx context.Context, c *upstream.Client) {
 		field       string
 		want        []string
 	}{
-		{"tools/list", "tools", "name", []string{mcptest.LongToolName, "add", "barrier", "big", "block", "dotted.name", "echo", "headers", "progress", "release", "roots", "waiting"}},
+		{"tools/list", "tools", "name", []string{
+			mcptest.LongToolName, "aborted", "add", "addtool", "barrier", "big", "block", "cancellations", "capabilities",
+			"dotted.name", "echo", "elicit", "headers", "progress", "release", "roots", "sample", "touch", "waiting",
+		}},
 		{"prompts/list", "prompts", "name", []string{"greet"}},
 		{"resources/list", "resources", "uri", []string{"test://static/hello", "test://static/world"}},
 		{"resources/templates/list", "resourceTemplates", "uriTemplate", []string{"test://items/{id}"}},
@@ -478,6 +481,8 @@ func TestOptionsValidation(t *testing.T) {
 		{"relative url", &upstream.Options{Name: "a", URL: "/mcp"}, "absolute http"},
 		{"ftp url", &upstream.Options{Name: "a", URL: "ftp://h/"}, "absolute http"},
 		{"negative timeout", &upstream.Options{Name: "a", Command: "x", Timeout: -1}, "negative timeout"},
+		{"capabilities not an object", &upstream.Options{Name: "a", Command: "x", Capabilities: json.RawMessage(`["sampling"]`)}, "capabilities must be a JSON object"},
+		{"capabilities not JSON", &upstream.Options{Name: "a", Command: "x", Capabilities: json.RawMessage(`{sampling}`)}, "capabilities must be a JSON object"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,276 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"sync"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
+)
+
+// Host is the way back to the host that sent a request, for what an
+// upstream sends while it serves that request. The server implements it
+// for each request it dispatches.
+type Host interface {
+	// Notify sends the host a notification that belongs to the request
+	// (progress, a log message), on the request's own stream.
+	Notify(method string, params json.RawMessage)
+	// Request asks the host (sampling, elicitation, roots) and returns
+	// its response. It fails with ErrHostUnreachable when the host cannot
+	// be asked (a modern host, or one that went away).
+	Request(ctx context.Context, method string, params json.RawMessage) (*jsonrpc.Message, error)
+}
+
+// ErrHostUnreachable reports that a host cannot receive requests.
+var ErrHostUnreachable = errors.New("the host cannot be asked")
+
+// call is one request in flight from a host to an upstream. It relays
+// what the upstream sends about it back to the host.
+type call struct {
+	r  *Router
+	up *upstreamState
+	// parked is set for a modern host's call to a legacy upstream, whose
+	// requests for input wait for the host's retry.
+	parked *parkedCall
+
+	mu sync.Mutex // guards caller
+	// caller is who the call answers to: for a parked call, the request
+	// of the current round.
+	caller *Caller
+
+	// hostToken is the host's raw progress token, and token the one the
+	// upstream was given; both nil without a token.
+	hostToken json.RawMessage
+	token     string
+}
+
+// startCall registers a call and rewrites its params for the upstream:
+// a host's progress token is replaced by one unique to the gateway, so
+// that two hosts using the same token never see each other's progress.
+func (r *Router) startCall(c *Caller, u *upstreamState, params json.RawMessage) (*call, json.RawMessage) {
+	cl := &call{r: r, caller: c, up: u}
+	if meta, ok := jsonrpc.Field(params, "_meta"); ok {
+		if tok, ok := jsonrpc.Field(meta, "progressToken"); ok && string(tok) != "null" {
+			r.mu.Lock()
+			r.nextToken++
+			cl.token = "gw-" + strconv.FormatUint(r.nextToken, 10)
+			r.progress[cl.token] = cl
+			r.mu.Unlock()
+			cl.hostToken = tok
+			params = setMeta(params, "progressToken", jsonrpc.String(cl.token))
+		}
+	}
+	// A legacy host declares its capabilities and log level once per
+	// session; a modern upstream reads them from each request's _meta.
+	if !c.Modern() && u.isModern() {
+		if len(c.Capabilities) > 0 {
+			params = setMeta(params, "io.modelcontextprotocol/clientCapabilities", c.Capabilities)
+		}
+		if c.LogLevel != "" {
+			params = setMeta(params, "io.modelcontextprotocol/logLevel", jsonrpc.String(c.LogLevel))
+		}
+	}
+	u.calls.add(cl)
+	return cl, params
+}
+
+func (cl *call) getCaller() *Caller {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	return cl.caller
+}
+
+func (cl *call) setCaller(c *Caller) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	cl.caller = c
+}
+
+// setMeta returns params with _meta[key] set; params is returned as it is
+// if it is not an object.
+func setMeta(params json.RawMessage, key string, value json.RawMessage) json.RawMessage {
+	meta, _ := jsonrpc.Field(params, "_meta")
+	m, err := jsonrpc.SetField(meta, key, value)
+	if err != nil {
+		return params
+	}
+	p, err := jsonrpc.SetField(params, "_meta", m)
+	if err != nil {
+		return params
+	}
+	return p
+}
+
+// end unregisters the call.
+func (cl *call) end() {
+	cl.up.calls.remove(cl)
+	if cl.token != "" {
+		cl.r.mu.Lock()
+		delete(cl.r.progress, cl.token)
+		cl.r.mu.Unlock()
+	}
+}
+
+// Notify relays a notification about this call to its host (it
+// implements upstream.CallHandler).
+func (cl *call) Notify(n *jsonrpc.Message) {
+	caller := cl.getCaller()
+	host := caller.Host
+	if host == nil {
+		return
+	}
+	switch n.Method {
+	case "notifications/progress":
+		if cl.hostToken == nil {
+			return // the host asked for no progress
+		}
+		params, err := jsonrpc.SetField(n.Params, "progressToken", cl.hostToken)
+		if err != nil {
+			return
+		}
+		host.Notify(n.Method, params)
+	case "notifications/message":
+		if !caller.wantsLog(n.Params) {
+			return
+		}
+		host.Notify(n.Method, n.Params)
+	}
+}
+
+// Request relays a server request made during this call to its host (it
+// implements upstream.CallHandler). The upstream gets an error at once
+// when the host cannot answer, instead of waiting for ever.
+func (cl *call) Request(ctx context.Context, req *jsonrpc.Message) *jsonrpc.Message {
+	if req.Method == "ping" {
+		return &jsonrpc.Message{Result: json.RawMessage("{}")}
+	}
+	capability := requiredCapability(req.Method)
+	if capability == "" {
+		return &jsonrpc.Message{Error: jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: the gateway does not relay %s", req.Method)}
+	}
+	if cl.parked != nil {
+		return cl.parked.requestInput(ctx, req, capability)
+	}
+	caller := cl.getCaller()
+	if caller.Host == nil || !caller.declares(capability) {
+		return &jsonrpc.Message{Error: jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
+			"The host did not declare the %s capability, so the gateway cannot relay %s", capability, req.Method)}
+	}
+	resp, err := caller.Host.Request(ctx, req.Method, req.Params)
+	if err != nil {
+		cl.r.log.Info("host could not answer an upstream request", telemetry.KeyUpstream, cl.up.Name,
+			telemetry.KeyMethod, req.Method, telemetry.KeySession, caller.Session, telemetry.KeyErr, err)
+		return &jsonrpc.Message{Error: jsonrpc.NewError(jsonrpc.CodeInternalError, "The host could not answer %s: %v", req.Method, err)}
+	}
+	return resp
+}
+
+// requiredCapability is the client capability a server request needs.
+func requiredCapability(method string) string {
+	switch method {
+	case "sampling/createMessage":
+		return "sampling"
+	case "elicitation/create":
+		return "elicitation"
+	case "roots/list":
+		return "roots"
+	}
+	return ""
+}
+
+// callSet is the calls in flight on one upstream.
+type callSet struct {
+	mu    sync.Mutex // guards calls
+	calls map[*call]struct{}
+}
+
+func (s *callSet) add(cl *call) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.calls == nil {
+		s.calls = map[*call]struct{}{}
+	}
+	s.calls[cl] = struct{}{}
+}
+
+func (s *callSet) remove(cl *call) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.calls, cl)
+}
+
+// only returns the one call in flight that keep accepts, or nil when
+// there is none or more than one.
+func (s *callSet) only(keep func(*call) bool) *call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var found *call
+	for cl := range s.calls {
+		if !keep(cl) {
+			continue
+		}
+		if found != nil {
+			return nil
+		}
+		found = cl
+	}
+	return found
+}
+
+// upstreamNotification routes a notification an upstream sent outside
+// any call's own stream (stdio, the legacy GET stream, a listen stream).
+func (r *Router) upstreamNotification(u *upstreamState, n *jsonrpc.Message) {
+	switch n.Method {
+	case "notifications/progress":
+		tok, _ := jsonrpc.StringField(n.Params, "progressToken")
+		r.mu.Lock()
+		cl := r.progress[tok]
+		r.mu.Unlock()
+		if cl != nil && cl.up == u {
+			cl.Notify(n)
+		}
+	case "notifications/message":
+		// A log message on a shared connection belongs to no host; it is
+		// relayed only when one call is in flight, the only one it can be
+		// about.
+		if cl := u.calls.only(func(cl *call) bool { return cl.getCaller().Host != nil }); cl != nil {
+			cl.Notify(n)
+			return
+		}
+		r.log.Debug("upstream log message not relayed", telemetry.KeyUpstream, u.Name)
+	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
+		r.relist(u)
+	case "notifications/resources/updated":
+		r.resourceUpdated(u, n)
+	default:
+		r.log.Debug("upstream notification not relayed", telemetry.KeyUpstream, u.Name, telemetry.KeyMethod, n.Method)
+	}
+}
+
+// upstreamRequest answers a request an upstream sent outside any call's
+// own stream. On a shared stdio connection nothing says which call it
+// serves: it goes to the host of the one call in flight whose host can
+// answer it; when several could, the gateway cannot tell them apart and
+// the upstream gets an error at once (session: per-client avoids this).
+func (r *Router) upstreamRequest(ctx context.Context, u *upstreamState, req *jsonrpc.Message) *jsonrpc.Message {
+	if req.Method == "ping" {
+		return &jsonrpc.Message{Result: json.RawMessage("{}")}
+	}
+	capability := requiredCapability(req.Method)
+	if capability == "" {
+		return &jsonrpc.Message{Error: jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: the gateway does not relay %s", req.Method)}
+	}
+	cl := u.calls.only(func(cl *call) bool {
+		c := cl.getCaller()
+		return (c.Host != nil || cl.parked != nil) && c.declares(capability)
+	})
+	if cl == nil {
+		r.log.Warn("upstream request with no host to answer it", telemetry.KeyUpstream, u.Name, telemetry.KeyMethod, req.Method)
+		return &jsonrpc.Message{Error: jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
+			"No single host with the %s capability has a call in flight, so the gateway cannot relay %s", capability, req.Method)}
+	}
+	return cl.Request(ctx, req)
+}

@@ -1,0 +1,178 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+)
+
+// recordingHost is a router.Host that records what reaches it and
+// answers requests with a fixed result.
+type recordingHost struct {
+	mu       sync.Mutex
+	notes    []string
+	requests []string
+	answer   json.RawMessage
+}
+
+func (h *recordingHost) Notify(method string, params json.RawMessage) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.notes = append(h.notes, method+" "+string(params))
+}
+
+func (h *recordingHost) Request(_ context.Context, method string, params json.RawMessage) (*jsonrpc.Message, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.requests = append(h.requests, method)
+	return &jsonrpc.Message{Result: h.answer}, nil
+}
+
+func (h *recordingHost) got() ([]string, []string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.notes...), append([]string(nil), h.requests...)
+}
+
+// blockingUpstream holds every tools/call until release is closed, and
+// reports each call's params on arrived.
+func blockingUpstream() (*fakeUpstream, chan json.RawMessage, chan struct{}) {
+	arrived := make(chan json.RawMessage, 16)
+	release := make(chan struct{})
+	f := &fakeUpstream{lists: map[string][]string{"tools/list": tools("work")}}
+	f.answer = func(method string, params json.RawMessage) (*jsonrpc.Message, error) {
+		arrived <- append(json.RawMessage(nil), params...)
+		<-release
+		return &jsonrpc.Message{ID: json.RawMessage("1"), Result: json.RawMessage(`{"content":[]}`)}, nil
+	}
+	return f, arrived, release
+}
+
+func TestProgressTokensAreRemappedPerCall(t *testing.T) {
+	up, arrived, release := blockingUpstream()
+	r := startRouter(t, Options{}, map[string]*fakeUpstream{"up": up}, "up")
+	hosts := []*recordingHost{{}, {}}
+	var wg sync.WaitGroup
+	for _, h := range hosts {
+		wg.Go(func() {
+			c := &Caller{ProtocolVersion: "2025-11-25", Host: h}
+			r.Dispatch(context.Background(), c, request("tools/call", `{"name":"up__work","_meta":{"progressToken":1}}`))
+		})
+	}
+	// Both calls reach the upstream with distinct gateway tokens.
+	var tokens []string
+	for range hosts {
+		params := <-arrived
+		meta, _ := jsonrpc.Field(params, "_meta")
+		tok, _ := jsonrpc.StringField(meta, "progressToken")
+		tokens = append(tokens, tok)
+	}
+	if tokens[0] == tokens[1] || !strings.HasPrefix(tokens[0], "gw-") {
+		t.Fatalf("upstream tokens %v, want two distinct gateway tokens", tokens)
+	}
+	// The upstream reports progress on the shared connection; each host
+	// gets only its own, under its own token.
+	for i, tok := range tokens {
+		up.handlers.Notify(&jsonrpc.Message{Method: "notifications/progress",
+			Params: json.RawMessage(`{"progressToken":"` + tok + `","progress":` + string(rune('1'+i)) + `}`)})
+	}
+	close(release)
+	wg.Wait()
+	var all []string
+	for _, h := range hosts {
+		notes, _ := h.got()
+		if len(notes) != 1 || !strings.HasPrefix(notes[0], `notifications/progress {"progressToken":1,`) {
+			t.Errorf("host got %v, want one progress notification with its own token", notes)
+		}
+		all = append(all, notes...)
+	}
+	if len(all) == 2 && all[0] == all[1] {
+		t.Errorf("both hosts got the same progress: %v", all)
+	}
+	// After the calls, a late progress notification reaches nobody.
+	up.handlers.Notify(&jsonrpc.Message{Method: "notifications/progress", Params: json.RawMessage(`{"progressToken":"` + tokens[0] + `","progress":9}`)})
+	if notes, _ := hosts[0].got(); len(notes) != 1 {
+		t.Errorf("a progress notification after the call reached the host: %v", notes)
+	}
+}
+
+func TestUpstreamRequestsGoToTheOnlyHostThatCanAnswer(t *testing.T) {
+	up, arrived, release := blockingUpstream()
+	r := startRouter(t, Options{}, map[string]*fakeUpstream{"up": up}, "up")
+	sampling := json.RawMessage(`{"sampling":{}}`)
+	sampler := &recordingHost{answer: json.RawMessage(`{"role":"assistant","content":{"type":"text","text":"hi"},"model":"m"}`)}
+	plain := &recordingHost{}
+	call := func(h *recordingHost, caps json.RawMessage) {
+		r.Dispatch(context.Background(), &Caller{ProtocolVersion: "2025-11-25", Host: h, Capabilities: caps}, request("tools/call", `{"name":"up__work"}`))
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { call(sampler, sampling) })
+	wg.Go(func() { call(plain, nil) })
+	<-arrived
+	<-arrived
+
+	ask := func() *jsonrpc.Message {
+		return up.handlers.Request(context.Background(), &jsonrpc.Message{ID: json.RawMessage("7"), Method: "sampling/createMessage", Params: json.RawMessage(`{"messages":[]}`)})
+	}
+	if resp := ask(); resp.Error != nil || !strings.Contains(string(resp.Result), `"text":"hi"`) {
+		t.Errorf("sampling with one capable host: %+v", resp)
+	}
+	if _, reqs := plain.got(); len(reqs) != 0 {
+		t.Errorf("the host without sampling was asked: %v", reqs)
+	}
+	if resp := up.handlers.Request(context.Background(), &jsonrpc.Message{ID: json.RawMessage("8"), Method: "roots/list"}); resp.Error == nil {
+		t.Error("roots/list with no host declaring roots was answered, want an error at once")
+	}
+
+	// A second capable host makes the request ambiguous: an error at once,
+	// never a guess.
+	second := &recordingHost{}
+	wg.Go(func() { call(second, sampling) })
+	<-arrived
+	if resp := ask(); resp.Error == nil {
+		t.Errorf("ambiguous sampling request answered: %s", resp.Result)
+	}
+	close(release)
+	wg.Wait()
+	if _, reqs := second.got(); len(reqs) != 0 {
+		t.Errorf("the second host was asked: %v", reqs)
+	}
+}
+
+func TestListChangedRelistsAndNotifies(t *testing.T) {
+	var mu sync.Mutex
+	var changes []string
+	changed := make(chan struct{}, 8)
+	up := &fakeUpstream{lists: map[string][]string{"tools/list": tools("a")}}
+	r := startRouter(t, Options{OnChange: func(c Change) {
+		mu.Lock()
+		changes = append(changes, c.Method)
+		mu.Unlock()
+		changed <- struct{}{}
+	}}, map[string]*fakeUpstream{"up": up}, "up")
+	<-changed // the first start added the tool
+	mu.Lock()
+	changes = nil
+	mu.Unlock()
+
+	up.mu.Lock()
+	up.lists = map[string][]string{"tools/list": tools("a", "b")}
+	up.mu.Unlock()
+	up.handlers.Notify(&jsonrpc.Message{Method: "notifications/tools/list_changed"})
+	<-changed
+	got := listNames(t, r.Dispatch(context.Background(), legacyCaller, request("tools/list", `{}`)), "tools")
+	if diff := cmp.Diff([]string{"up__a", "up__b"}, got); diff != "" {
+		t.Errorf("tools after list_changed (-want +got):\n%s", diff)
+	}
+	mu.Lock()
+	if diff := cmp.Diff([]string{"notifications/tools/list_changed"}, changes); diff != "" {
+		t.Errorf("changes (-want +got):\n%s", diff)
+	}
+	mu.Unlock()
+}

@@ -1,0 +1,209 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
+	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
+)
+
+// Resource subscriptions: hosts subscribe to resource URIs (legacy
+// resources/subscribe, or the modern resourceSubscriptions filter of
+// subscriptions/listen); the router keeps one upstream subscription per
+// URI however many hosts want it, and hands each notifications/resources/updated
+// to the hosts that subscribed.
+
+// resourceSubs is the router's subscription table.
+type resourceSubs struct {
+	mu sync.Mutex // guards byURI
+	// byURI maps a subscribed URI to its upstream and subscriber keys.
+	byURI map[string]*resourceSub
+}
+
+type resourceSub struct {
+	up   *upstreamState
+	keys map[string]struct{}
+}
+
+// modernSubscriber is an upstream client that can hold a modern
+// subscriptions/listen stream (*upstream.Client).
+type modernSubscriber interface {
+	Subscribe(ctx context.Context, s upstream.Subscriptions) error
+}
+
+// SubscribeResource subscribes key (a legacy session id, or a modern
+// listen stream's key) to a resource URI. The first subscriber of a URI
+// subscribes the upstream that serves it.
+func (r *Router) SubscribeResource(ctx context.Context, c *Caller, key, uri string) *jsonrpc.Error {
+	u := r.catalog().resourceUpstream(uri, r.upstreams, r.log)
+	if u == nil {
+		return resourceNotFound(c, uri).Error
+	}
+	if !resourcesSubscribable(u.Client.Capabilities()) {
+		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, "The server %q behind the gateway does not support resource subscriptions", u.Name)
+	}
+	r.subs.mu.Lock()
+	if r.subs.byURI == nil {
+		r.subs.byURI = map[string]*resourceSub{}
+	}
+	sub := r.subs.byURI[uri]
+	first := sub == nil
+	if first {
+		sub = &resourceSub{up: u, keys: map[string]struct{}{}}
+		r.subs.byURI[uri] = sub
+	}
+	sub.keys[key] = struct{}{}
+	r.subs.mu.Unlock()
+	if !first {
+		return nil
+	}
+	if err := r.subscribeUpstream(ctx, u, uri, true); err != nil {
+		r.subs.mu.Lock()
+		delete(r.subs.byURI, uri)
+		r.subs.mu.Unlock()
+		r.log.Warn("upstream resource subscription failed", telemetry.KeyUpstream, u.Name, "uri", uri, telemetry.KeyErr, err)
+		if e, ok := err.(*jsonrpc.Error); ok {
+			return e
+		}
+		return jsonrpc.NewError(jsonrpc.CodeInternalError, "Subscribing to %s failed: %v", uri, err)
+	}
+	return nil
+}
+
+// UnsubscribeResource removes key's subscription to uri; the last one
+// unsubscribes the upstream.
+func (r *Router) UnsubscribeResource(ctx context.Context, key, uri string) {
+	r.subs.mu.Lock()
+	sub := r.subs.byURI[uri]
+	last := false
+	if sub != nil {
+		delete(sub.keys, key)
+		if len(sub.keys) == 0 {
+			delete(r.subs.byURI, uri)
+			last = true
+		}
+	}
+	r.subs.mu.Unlock()
+	if last {
+		if err := r.subscribeUpstream(ctx, sub.up, uri, false); err != nil {
+			r.log.Debug("upstream resource unsubscription failed", telemetry.KeyUpstream, sub.up.Name, "uri", uri, telemetry.KeyErr, err)
+		}
+	}
+}
+
+// DropSubscriber removes every subscription of key: its session or
+// stream has ended.
+func (r *Router) DropSubscriber(key string) {
+	r.subs.mu.Lock()
+	var uris []string
+	for uri, sub := range r.subs.byURI {
+		if _, ok := sub.keys[key]; ok {
+			uris = append(uris, uri)
+		}
+	}
+	r.subs.mu.Unlock()
+	if len(uris) == 0 {
+		return
+	}
+	r.spawn(func() {
+		ctx, cancel := context.WithTimeout(r.life, 10*time.Second)
+		defer cancel()
+		for _, uri := range uris {
+			r.UnsubscribeResource(ctx, key, uri)
+		}
+	})
+}
+
+// subscribeUpstream starts or ends an upstream's subscription to uri: an
+// ordinary request on a legacy server, the listen filter on a modern one.
+func (r *Router) subscribeUpstream(ctx context.Context, u *upstreamState, uri string, on bool) error {
+	if u.isModern() {
+		return r.listenUpstream(ctx, u)
+	}
+	method := "resources/unsubscribe"
+	if on {
+		method = "resources/subscribe"
+	}
+	params, _ := json.Marshal(map[string]string{"uri": uri})
+	callCtx, cancel := context.WithTimeout(ctx, u.Timeout)
+	defer cancel()
+	resp, err := u.Client.Call(callCtx, method, params)
+	if err != nil {
+		return err
+	}
+	if resp.Error != nil {
+		return resp.Error
+	}
+	return nil
+}
+
+// listenUpstream sets a modern upstream's subscriptions/listen filter:
+// the list changes its capabilities announce, and the URIs hosts
+// subscribed to.
+func (r *Router) listenUpstream(ctx context.Context, u *upstreamState) error {
+	s, ok := u.Client.(modernSubscriber)
+	if !ok || !u.isModern() {
+		return nil
+	}
+	var filter upstream.Subscriptions
+	caps := u.Client.Capabilities()
+	filter.ToolsListChanged = listChanged(caps, "tools")
+	filter.PromptsListChanged = listChanged(caps, "prompts")
+	filter.ResourcesListChanged = listChanged(caps, "resources")
+	r.subs.mu.Lock()
+	for uri, sub := range r.subs.byURI {
+		if sub.up == u {
+			filter.ResourceURIs = append(filter.ResourceURIs, uri)
+		}
+	}
+	r.subs.mu.Unlock()
+	slices.Sort(filter.ResourceURIs)
+	return s.Subscribe(ctx, filter)
+}
+
+// resourceUpdated hands an upstream's notifications/resources/updated to
+// the hosts that subscribed to the URI.
+func (r *Router) resourceUpdated(u *upstreamState, n *jsonrpc.Message) {
+	uri, _ := jsonrpc.StringField(n.Params, "uri")
+	r.subs.mu.Lock()
+	sub := r.subs.byURI[uri]
+	var keys []string
+	if sub != nil && sub.up == u {
+		for k := range sub.keys {
+			keys = append(keys, k)
+		}
+	}
+	r.subs.mu.Unlock()
+	if len(keys) == 0 || r.opts.OnChange == nil {
+		return
+	}
+	slices.Sort(keys)
+	r.opts.OnChange(Change{Method: n.Method, Params: n.Params, Subscribers: keys})
+}
+
+// listChanged reports whether capabilities announce list changes for a
+// feature ("tools", "prompts", "resources").
+func listChanged(caps json.RawMessage, feature string) bool {
+	f, ok := jsonrpc.Field(caps, feature)
+	if !ok {
+		return false
+	}
+	v, ok := jsonrpc.Field(f, "listChanged")
+	return ok && string(v) == "true"
+}
+
+// resourcesSubscribable reports whether a server supports resource
+// subscriptions.
+func resourcesSubscribable(caps json.RawMessage) bool {
+	f, ok := jsonrpc.Field(caps, "resources")
+	if !ok {
+		return false
+	}
+	v, ok := jsonrpc.Field(f, "subscribe")
+	return ok && string(v) == "true"
+}
