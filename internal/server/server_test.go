@@ -79,7 +79,7 @@ func (d *fakeDispatcher) DropSubscriber(key string) {
 	default:
 	}
 }
-func (d *fakeDispatcher) Ready() bool           { return true }
+func (d *fakeDispatcher) Ready() bool { return true }
 
 func (d *fakeDispatcher) lastCaller() router.Caller {
 	d.mu.Lock()
