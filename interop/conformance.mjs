@@ -643,6 +643,7 @@ async function gatewayGo(opts) {
       `  - name: everything`,
       upstreamYaml + `    required: true`,
       `    relay: [sampling, elicitation, roots]`,
+      `    session: per-client`,
       `auth:`,
       `  mode: none`,
       `telemetry:`,

@@ -74,9 +74,6 @@ func loadConfig(path string, w io.Writer) (*config.Config, error) {
 		if src == "" {
 			src = fmt.Sprintf("upstreams[%d]", i)
 		}
-		if u.Session == config.SessionPerClient {
-			unsupported(src+".session", "session: per-client")
-		}
 		if len(u.Tools.Rename) > 0 {
 			unsupported(src+".tools.rename", "renaming tools")
 		}
@@ -126,7 +123,11 @@ func newRouter(cfg *config.Config, log *slog.Logger, onChange func(router.Change
 		}
 		ups = append(ups, router.UpstreamConfig{
 			Name: u.Name,
-			Connect: func(h router.Handlers) (router.Upstream, error) {
+			Connect: func(o router.ConnectOptions) (router.Upstream, error) {
+				caps := o.Capabilities
+				if caps == nil {
+					caps = relayCapabilities(u.Relay)
+				}
 				return upstream.New(&upstream.Options{
 					Name:           u.Name,
 					Command:        u.Command,
@@ -139,13 +140,16 @@ func newRouter(cfg *config.Config, log *slog.Logger, onChange func(router.Change
 					Timeout:        u.Timeout,
 					ClientInfo:     info,
 					Logger:         log,
-					Capabilities:   relayCapabilities(u.Relay),
-					OnNotification: h.Notify,
-					OnRequest:      h.Request,
+					Capabilities:   caps,
+					OnNotification: o.Notify,
+					OnRequest:      o.Request,
 				})
 			},
-			Required: u.Required,
-			Timeout:  u.Timeout,
+			PerClient:  u.Session == config.SessionPerClient,
+			MaxClients: u.MaxClients,
+			ClientIdle: u.IdleTimeout,
+			Required:   u.Required,
+			Timeout:    u.Timeout,
 		})
 		rules.Upstreams[u.Name] = policy.UpstreamRules{Allow: u.Tools.Allow, Deny: u.Tools.Deny, MaxTools: u.MaxTools}
 	}

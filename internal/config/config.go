@@ -222,6 +222,15 @@ type Upstream struct {
 	// "per-client" (one per host session). Key: session. Default "shared".
 	Session SessionMode
 
+	// MaxClients bounds the per-client sessions (processes, for stdio) of
+	// this upstream; the least recently used is closed to make room.
+	// Key: max_clients. 0 means 64; negative is an error.
+	MaxClients int
+
+	// IdleTimeout closes a per-client session unused for this long. Key:
+	// idle_timeout, a Go duration. 0 means 10m; negative is an error.
+	IdleTimeout time.Duration
+
 	// Required makes /readyz wait for this upstream. Key: required.
 	// Default false: an optional upstream that is down only loses its tools.
 	Required bool

@@ -506,20 +506,22 @@ func (d *decoder) upstream(p string, n *yaml.Node) (Upstream, bool) {
 	u.Source = p
 	d.object(p, n, schema{
 		fields: map[string]field{
-			"name":      func(p string, v *yaml.Node) { u.Name = d.str(p, v) },
-			"command":   func(p string, v *yaml.Node) { u.Command = d.command(p, v) },
-			"args":      func(p string, v *yaml.Node) { u.Args = d.strings(p, v) },
-			"env":       func(p string, v *yaml.Node) { u.Env = d.stringMap(p, v) },
-			"cwd":       func(p string, v *yaml.Node) { u.Cwd = d.str(p, v) },
-			"url":       func(p string, v *yaml.Node) { u.URL = d.str(p, v) },
-			"transport": func(p string, v *yaml.Node) { u.Transport = Transport(d.str(p, v)) },
-			"headers":   func(p string, v *yaml.Node) { u.Headers = d.stringMap(p, v) },
-			"timeout":   func(p string, v *yaml.Node) { d.duration(p, v, &u.Timeout) },
-			"session":   func(p string, v *yaml.Node) { u.Session = SessionMode(d.str(p, v)) },
-			"required":  func(p string, v *yaml.Node) { d.boolean(p, v, &u.Required) },
-			"max_tools": func(p string, v *yaml.Node) { d.integer(p, v, &u.MaxTools) },
-			"relay":     func(p string, v *yaml.Node) { u.Relay = d.strings(p, v) },
-			"tools":     func(p string, v *yaml.Node) { d.tools(p, v, &u.Tools) },
+			"name":         func(p string, v *yaml.Node) { u.Name = d.str(p, v) },
+			"command":      func(p string, v *yaml.Node) { u.Command = d.command(p, v) },
+			"args":         func(p string, v *yaml.Node) { u.Args = d.strings(p, v) },
+			"env":          func(p string, v *yaml.Node) { u.Env = d.stringMap(p, v) },
+			"cwd":          func(p string, v *yaml.Node) { u.Cwd = d.str(p, v) },
+			"url":          func(p string, v *yaml.Node) { u.URL = d.str(p, v) },
+			"transport":    func(p string, v *yaml.Node) { u.Transport = Transport(d.str(p, v)) },
+			"headers":      func(p string, v *yaml.Node) { u.Headers = d.stringMap(p, v) },
+			"timeout":      func(p string, v *yaml.Node) { d.duration(p, v, &u.Timeout) },
+			"session":      func(p string, v *yaml.Node) { u.Session = SessionMode(d.str(p, v)) },
+			"required":     func(p string, v *yaml.Node) { d.boolean(p, v, &u.Required) },
+			"max_tools":    func(p string, v *yaml.Node) { d.integer(p, v, &u.MaxTools) },
+			"relay":        func(p string, v *yaml.Node) { u.Relay = d.strings(p, v) },
+			"max_clients":  func(p string, v *yaml.Node) { d.integer(p, v, &u.MaxClients) },
+			"idle_timeout": func(p string, v *yaml.Node) { d.duration(p, v, &u.IdleTimeout) },
+			"tools":        func(p string, v *yaml.Node) { d.tools(p, v, &u.Tools) },
 			"breaker": func(p string, v *yaml.Node) {
 				d.object(p, v, schema{fields: map[string]field{
 					"failures": func(p string, v *yaml.Node) { d.integer(p, v, &u.Breaker.Failures) },
@@ -548,7 +550,7 @@ func (d *decoder) mcpServers(n *yaml.Node, c *Config) {
 		return
 	}
 	hints := map[string]string{"transport": `did you mean "type"? transport is the upstreams spelling`}
-	for _, k := range []string{"name", "timeout", "session", "required", "max_tools", "relay", "tools", "breaker"} {
+	for _, k := range []string{"name", "timeout", "session", "required", "max_tools", "relay", "max_clients", "idle_timeout", "tools", "breaker"} {
 		hints[k] = mcpServerOnlyHint
 	}
 	for _, kv := range d.pairs(p, n, 0) {

@@ -337,6 +337,12 @@ func (u *Upstream) validate(i int, ps *problems) {
 	if u.MaxTools < 0 {
 		ps.add(u.path(i, "max_tools"), "must be 0 (no limit) or more")
 	}
+	if u.MaxClients < 0 {
+		ps.add(u.path(i, "max_clients"), "must be 0 (the default, 64) or more")
+	}
+	if u.IdleTimeout < 0 {
+		ps.add(u.path(i, "idle_timeout"), "must be 0 (the default, 10m) or more")
+	}
 	seenRelay := map[string]bool{}
 	for j, r := range u.Relay {
 		switch {

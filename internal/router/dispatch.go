@@ -205,15 +205,28 @@ func (r *Router) callNamed(ctx context.Context, c *Caller, req *jsonrpc.Message,
 // forward sends a request to an upstream and turns a transport failure
 // into an answer a model can act on.
 func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, method string, params json.RawMessage, subject string) *Reply {
+	client, calls, release := u.Client, &u.calls, func() {}
+	if u.pool != nil {
+		hc, err := r.acquire(ctx, u, c)
+		if err != nil {
+			r.log.Warn("upstream call failed", telemetry.KeyUpstream, u.Name, telemetry.KeyMethod, method,
+				"name", subject, telemetry.KeySession, c.Session, telemetry.KeyErr, err)
+			return r.unavailable(ctx, u, method, subject, err)
+		}
+		client, calls, release = hc.client, &hc.calls, func() { r.release(u, hc) }
+	}
 	interactive := slices.Contains(interactiveMethods, method)
 	if interactive && c.Modern() && !u.isModern() {
-		return r.forwardParked(ctx, c, u, method, params, subject)
+		// The call may outlive this request: the session is released
+		// when the upstream call ends.
+		return r.forwardParked(ctx, c, u, client, calls, release, method, params, subject)
 	}
-	cl, params := r.startCall(c, u, params)
+	defer release()
+	cl, params := r.startCall(c, u, calls, params)
 	defer cl.end()
-	resp, err := u.Client.Call(upstream.WithCallHandler(ctx, cl), method, params)
+	resp, err := client.Call(upstream.WithCallHandler(ctx, cl), method, params)
 	if err == nil && interactive && !c.Modern() && u.isModern() {
-		resp, err = r.fulfil(ctx, c, u, cl, method, params, resp)
+		resp, err = r.fulfil(ctx, u, client, cl, method, params, resp)
 	}
 	if err != nil {
 		r.log.Warn("upstream call failed", telemetry.KeyUpstream, u.Name, telemetry.KeyMethod, method,
@@ -341,9 +354,10 @@ func (r *Router) complete(ctx context.Context, c *Caller, req *jsonrpc.Message) 
 var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
 
 // setLogLevel accepts a legacy host's logging/setLevel and passes it on to
-// every serving legacy upstream that offers logging. Upstream sessions
-// are shared, so the level applies to each upstream as a whole; messages
-// are not yet relayed to hosts (that needs per-host routing).
+// every serving legacy upstream that offers logging: to the host's own
+// session of a per-client upstream, else to the shared session, where the
+// level applies to the upstream as a whole (the gateway still relays
+// messages only to hosts whose own level lets them through).
 func (r *Router) setLogLevel(ctx context.Context, c *Caller, req *jsonrpc.Message) *Reply {
 	level, _ := jsonrpc.StringField(req.Params, "level")
 	if !slices.Contains(logLevels, level) {
@@ -360,7 +374,18 @@ func (r *Router) setLogLevel(ctx context.Context, c *Caller, req *jsonrpc.Messag
 		wg.Go(func() {
 			callCtx, cancel := context.WithTimeout(ctx, u.Timeout)
 			defer cancel()
-			resp, err := u.Client.Call(callCtx, req.Method, req.Params)
+			client := u.Client
+			if u.pool != nil {
+				// The level belongs to the host's own session.
+				hc, err := r.acquire(callCtx, u, c)
+				if err != nil {
+					r.log.Warn("upstream rejected logging/setLevel", telemetry.KeyUpstream, u.Name, telemetry.KeySession, c.Session, telemetry.KeyErr, err)
+					return
+				}
+				defer r.release(u, hc)
+				client = hc.client
+			}
+			resp, err := client.Call(callCtx, req.Method, req.Params)
 			if err == nil && resp.Error != nil {
 				err = resp.Error
 			}

@@ -32,6 +32,8 @@ var ErrHostUnreachable = errors.New("the host cannot be asked")
 type call struct {
 	r  *Router
 	up *upstreamState
+	// calls is the set of the connection the call runs on.
+	calls *callSet
 	// parked is set for a modern host's call to a legacy upstream, whose
 	// requests for input wait for the host's retry.
 	parked *parkedCall
@@ -50,8 +52,8 @@ type call struct {
 // startCall registers a call and rewrites its params for the upstream:
 // a host's progress token is replaced by one unique to the gateway, so
 // that two hosts using the same token never see each other's progress.
-func (r *Router) startCall(c *Caller, u *upstreamState, params json.RawMessage) (*call, json.RawMessage) {
-	cl := &call{r: r, caller: c, up: u}
+func (r *Router) startCall(c *Caller, u *upstreamState, calls *callSet, params json.RawMessage) (*call, json.RawMessage) {
+	cl := &call{r: r, caller: c, up: u, calls: calls}
 	if meta, ok := jsonrpc.Field(params, "_meta"); ok {
 		if tok, ok := jsonrpc.Field(meta, "progressToken"); ok && string(tok) != "null" {
 			r.mu.Lock()
@@ -73,7 +75,7 @@ func (r *Router) startCall(c *Caller, u *upstreamState, params json.RawMessage) 
 			params = setMeta(params, "io.modelcontextprotocol/logLevel", jsonrpc.String(c.LogLevel))
 		}
 	}
-	u.calls.add(cl)
+	calls.add(cl)
 	return cl, params
 }
 
@@ -106,7 +108,7 @@ func setMeta(params json.RawMessage, key string, value json.RawMessage) json.Raw
 
 // end unregisters the call.
 func (cl *call) end() {
-	cl.up.calls.remove(cl)
+	cl.calls.remove(cl)
 	if cl.token != "" {
 		cl.r.mu.Lock()
 		delete(cl.r.progress, cl.token)
@@ -222,7 +224,7 @@ func (s *callSet) only(keep func(*call) bool) *call {
 
 // upstreamNotification routes a notification an upstream sent outside
 // any call's own stream (stdio, the legacy GET stream, a listen stream).
-func (r *Router) upstreamNotification(u *upstreamState, n *jsonrpc.Message) {
+func (r *Router) upstreamNotification(u *upstreamState, calls *callSet, n *jsonrpc.Message) {
 	switch n.Method {
 	case "notifications/progress":
 		tok, _ := jsonrpc.StringField(n.Params, "progressToken")
@@ -236,7 +238,7 @@ func (r *Router) upstreamNotification(u *upstreamState, n *jsonrpc.Message) {
 		// A log message on a shared connection belongs to no host; it is
 		// relayed only when one call is in flight, the only one it can be
 		// about.
-		if cl := u.calls.only(func(cl *call) bool { return cl.getCaller().Host != nil }); cl != nil {
+		if cl := calls.only(func(cl *call) bool { return cl.getCaller().Host != nil }); cl != nil {
 			cl.Notify(n)
 			return
 		}
@@ -255,7 +257,7 @@ func (r *Router) upstreamNotification(u *upstreamState, n *jsonrpc.Message) {
 // serves: it goes to the host of the one call in flight whose host can
 // answer it; when several could, the gateway cannot tell them apart and
 // the upstream gets an error at once (session: per-client avoids this).
-func (r *Router) upstreamRequest(ctx context.Context, u *upstreamState, req *jsonrpc.Message) *jsonrpc.Message {
+func (r *Router) upstreamRequest(ctx context.Context, u *upstreamState, calls *callSet, req *jsonrpc.Message) *jsonrpc.Message {
 	if req.Method == "ping" {
 		return &jsonrpc.Message{Result: json.RawMessage("{}")}
 	}
@@ -263,7 +265,7 @@ func (r *Router) upstreamRequest(ctx context.Context, u *upstreamState, req *jso
 	if capability == "" {
 		return &jsonrpc.Message{Error: jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: the gateway does not relay %s", req.Method)}
 	}
-	cl := u.calls.only(func(cl *call) bool {
+	cl := calls.only(func(cl *call) bool {
 		c := cl.getCaller()
 		return (c.Host != nil || cl.parked != nil) && c.declares(capability)
 	})

@@ -49,7 +49,7 @@ var interactiveMethods = []string{"tools/call", "prompts/get", "resources/read"}
 // fulfil answers a modern upstream's input_required result for a legacy
 // host: it asks the host each input request, retries the call with the
 // answers, and repeats until the upstream completes.
-func (r *Router) fulfil(ctx context.Context, c *Caller, u *upstreamState, cl *call, method string, params json.RawMessage, resp *jsonrpc.Message) (*jsonrpc.Message, error) {
+func (r *Router) fulfil(ctx context.Context, u *upstreamState, client Upstream, cl *call, method string, params json.RawMessage, resp *jsonrpc.Message) (*jsonrpc.Message, error) {
 	for round := 0; ; round++ {
 		if resp.Error != nil || !isInputRequired(resp.Result) {
 			return resp, nil
@@ -88,7 +88,7 @@ func (r *Router) fulfil(ctx context.Context, c *Caller, u *upstreamState, cl *ca
 		} else {
 			retry = jsonrpc.DeleteField(retry, "requestState")
 		}
-		if resp, err = u.Client.Call(upstream.WithCallHandler(ctx, cl), method, retry); err != nil {
+		if resp, err = client.Call(upstream.WithCallHandler(ctx, cl), method, retry); err != nil {
 			return nil, err
 		}
 	}
@@ -235,8 +235,9 @@ func (p *parking) take(state, method, subject string) *parkedCall {
 
 // forwardParked runs a call of a modern host to a legacy upstream, or
 // continues one from its requestState.
-func (r *Router) forwardParked(ctx context.Context, c *Caller, u *upstreamState, method string, params json.RawMessage, subject string) *Reply {
+func (r *Router) forwardParked(ctx context.Context, c *Caller, u *upstreamState, client Upstream, calls *callSet, release func(), method string, params json.RawMessage, subject string) *Reply {
 	if state, ok := jsonrpc.StringField(params, "requestState"); ok {
+		release() // the parked call holds its own session
 		pc := r.parked.take(state, method, subject)
 		if pc == nil {
 			return errorReply(jsonrpc.CodeInvalidParams, "Invalid params: requestState is unknown, expired, or belongs to another request or gateway replica; send the request again without it")
@@ -246,7 +247,7 @@ func (r *Router) forwardParked(ctx context.Context, c *Caller, u *upstreamState,
 		return r.awaitParked(ctx, c, u, pc)
 	}
 
-	cl, fwd := r.startCall(c, u, params)
+	cl, fwd := r.startCall(c, u, calls, params)
 	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), parkTTL)
 	r.mu.Lock()
 	r.nextParked++
@@ -259,13 +260,15 @@ func (r *Router) forwardParked(ctx context.Context, c *Caller, u *upstreamState,
 	}
 	cl.parked = pc
 	if !r.spawn(func() {
+		defer release()
 		defer cl.end()
 		defer cancel()
-		resp, err := u.Client.Call(upstream.WithCallHandler(callCtx, cl), method, fwd)
+		resp, err := client.Call(upstream.WithCallHandler(callCtx, cl), method, fwd)
 		pc.outcome <- callOutcome{resp, err}
 	}) {
 		cl.end()
 		cancel()
+		release()
 		return errorReply(jsonrpc.CodeInternalError, "The gateway is shutting down")
 	}
 	return r.awaitParked(ctx, c, u, pc)

@@ -53,19 +53,36 @@ type Upstream interface {
 // UpstreamConfig is one upstream as the router sees it.
 type UpstreamConfig struct {
 	Name string
-	// Connect creates the client of this upstream. Everything the server
-	// sends on its own (notifications, and requests outside a call's
-	// stream) must go to the Handlers given, which route it to the right
-	// host. Connect must not start anything.
-	Connect func(Handlers) (Upstream, error)
+	// Connect creates a client of this upstream: once for the shared
+	// session, and once per host in per-client mode. Everything the
+	// server sends on its own (notifications, and requests outside a
+	// call's stream) must go to the Handlers given, which route it to the
+	// right host. Connect must not start anything.
+	Connect func(ConnectOptions) (Upstream, error)
+	// PerClient gives each host its own upstream session (see
+	// perclient.go); the shared session then only lists the catalog.
+	PerClient bool
+	// MaxClients bounds the per-client sessions; 0 means 64.
+	MaxClients int
+	// ClientIdle closes a per-client session unused for this long; 0
+	// means 10 minutes.
+	ClientIdle time.Duration
 	// Required upstreams must be ready for Ready to report true.
 	Required bool
 	// Timeout bounds the start and each list request; 0 means 60s.
 	Timeout time.Duration
 }
 
-// Handlers receive what an upstream server sends on its own: the router
-// passes them to UpstreamConfig.Connect.
+// ConnectOptions are what the router passes to UpstreamConfig.Connect.
+type ConnectOptions struct {
+	Handlers
+	// Capabilities, when not nil, are the client capabilities the
+	// client declares (a host's own, for a per-client session); nil
+	// means the upstream's configured ones.
+	Capabilities json.RawMessage
+}
+
+// Handlers receive what an upstream server sends on its own.
 type Handlers struct {
 	// Notify receives a notification.
 	Notify func(n *jsonrpc.Message)
@@ -162,9 +179,12 @@ type upstreamState struct {
 	index  int // position in Options.Upstreams
 	Client Upstream
 
-	// calls are the calls in flight on this upstream, for attributing
-	// what the server sends outside a call's own stream (stdio).
+	// calls are the calls in flight on the shared session, for
+	// attributing what the server sends outside a call's own stream
+	// (stdio).
 	calls callSet
+	// pool holds the per-client sessions; nil in shared mode.
+	pool *clientPool
 
 	mu          sync.Mutex // guards the fields below
 	phase       Phase
@@ -207,17 +227,21 @@ func New(opts *Options) (*Router, error) {
 		if u.Timeout <= 0 {
 			u.Timeout = 60 * time.Second
 		}
+		if u.MaxClients <= 0 {
+			u.MaxClients = 64
+		}
+		if u.ClientIdle <= 0 {
+			u.ClientIdle = 10 * time.Minute
+		}
 		us := &upstreamState{UpstreamConfig: u, index: i, phase: PhaseStarting, since: time.Now()}
-		client, err := u.Connect(Handlers{
-			Notify: func(n *jsonrpc.Message) { r.upstreamNotification(us, n) },
-			Request: func(ctx context.Context, req *jsonrpc.Message) *jsonrpc.Message {
-				return r.upstreamRequest(ctx, us, req)
-			},
-		})
+		client, err := u.Connect(ConnectOptions{Handlers: r.handlers(us, &us.calls)})
 		if err != nil {
 			return nil, fmt.Errorf("upstream %s: %w", u.Name, err)
 		}
 		us.Client = client
+		if u.PerClient {
+			us.pool = newClientPool(u.MaxClients)
+		}
 		r.upstreams = append(r.upstreams, us)
 	}
 	r.cat = r.buildCatalog()
@@ -248,6 +272,25 @@ func (r *Router) Start(ctx context.Context) {
 		first.Wait()
 		close(r.started)
 	}()
+	if every := r.sweepInterval(); every > 0 {
+		r.spawn(func() { r.janitor(every) })
+	}
+}
+
+// sweepInterval is how often the janitor looks for idle per-client
+// sessions: a quarter of the shortest idle timeout, at least a second;
+// 0 without per-client upstreams.
+func (r *Router) sweepInterval() time.Duration {
+	var every time.Duration
+	for _, u := range r.upstreams {
+		if u.pool != nil && (every == 0 || u.ClientIdle/4 < every) {
+			every = u.ClientIdle / 4
+		}
+	}
+	if every > 0 && every < time.Second {
+		every = time.Second
+	}
+	return every
 }
 
 // startUpstream runs the first start of one upstream: handshake, then the
@@ -460,6 +503,7 @@ func (r *Router) Close() error {
 		cancel()
 	}
 	r.parked.closeAll()
+	r.closePools()
 	var errs []error
 	var mu sync.Mutex
 	var wg sync.WaitGroup

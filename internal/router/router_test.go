@@ -44,10 +44,10 @@ type fakeUpstream struct {
 // connect is an UpstreamConfig.Connect that hands out the fake and keeps
 // the router's handlers, through which a test plays the server's own
 // messages.
-func (f *fakeUpstream) connect(h Handlers) (Upstream, error) {
+func (f *fakeUpstream) connect(o ConnectOptions) (Upstream, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.handlers = h
+	f.handlers = o.Handlers
 	return f, nil
 }
 

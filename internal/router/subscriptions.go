@@ -96,9 +96,16 @@ func (r *Router) UnsubscribeResource(ctx context.Context, key, uri string) {
 	}
 }
 
-// DropSubscriber removes every subscription of key: its session or
-// stream has ended.
-func (r *Router) DropSubscriber(key string) {
+// HostGone forgets a host whose session or stream has ended (key is the
+// session id or the listen stream's key): its subscriptions end, and so
+// do its per-client upstream sessions.
+func (r *Router) HostGone(key string) {
+	r.dropHost(key)
+	r.dropSubscriptions(key)
+}
+
+// dropSubscriptions removes every subscription of key.
+func (r *Router) dropSubscriptions(key string) {
 	r.subs.mu.Lock()
 	var uris []string
 	for uri, sub := range r.subs.byURI {

@@ -190,7 +190,7 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request, caller *router.C
 		delete(s.listeners, l)
 		delete(s.listenersByKey, l.key)
 		s.mu.Unlock()
-		s.d.DropSubscriber(l.key)
+		s.d.HostGone(l.key)
 	}()
 	ack := f.acknowledge(func(uri string) bool {
 		e := s.d.SubscribeResource(r.Context(), caller, l.key, uri)

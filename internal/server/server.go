@@ -41,10 +41,10 @@ import (
 type Dispatcher interface {
 	Dispatch(ctx context.Context, c *router.Caller, req *jsonrpc.Message) *router.Reply
 	InitializeResult(version string) json.RawMessage
-	// SubscribeResource and DropSubscriber keep the resource
-	// subscriptions of modern listen streams and of ended sessions.
+	// SubscribeResource subscribes a host (a session or a listen stream,
+	// by key) to a resource; HostGone forgets a host that ended.
 	SubscribeResource(ctx context.Context, c *router.Caller, key, uri string) *jsonrpc.Error
-	DropSubscriber(key string)
+	HostGone(key string)
 	// ParamBindings returns the x-mcp-header bindings of an exposed tool,
 	// against which a modern request's Mcp-Param-* headers are checked.
 	ParamBindings(tool string) []mcpheader.Binding
@@ -167,7 +167,7 @@ func (s *Server) Close() {
 // ended finishes a session that left the table.
 func (s *Server) ended(ss *session) {
 	ss.close()
-	s.d.DropSubscriber(ss.id)
+	s.d.HostGone(ss.id)
 }
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {

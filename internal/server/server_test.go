@@ -29,7 +29,7 @@ type fakeDispatcher struct {
 	replies map[string]*router.Reply
 	// subscribed records SubscribeResource calls as "key uri".
 	subscribed []string
-	// dropped records DropSubscriber keys, and droppedCh signals them.
+	// dropped records HostGone keys, and droppedCh signals them.
 	dropped   []string
 	droppedCh chan string
 	// interactive, if set, answers tools/call instead of replies.
@@ -70,7 +70,7 @@ func (d *fakeDispatcher) SubscribeResource(_ context.Context, _ *router.Caller, 
 	d.subscribed = append(d.subscribed, key+" "+uri)
 	return nil
 }
-func (d *fakeDispatcher) DropSubscriber(key string) {
+func (d *fakeDispatcher) HostGone(key string) {
 	d.mu.Lock()
 	d.dropped = append(d.dropped, key)
 	d.mu.Unlock()

@@ -66,7 +66,7 @@ func NewStdio(d Dispatcher, out io.Writer, logger *slog.Logger) *Stdio {
 // finished. Requests run concurrently; a notifications/cancelled cancels
 // the request it names.
 func (st *Stdio) Serve(ctx context.Context, in io.Reader) error {
-	defer st.d.DropSubscriber(stdioSession)
+	defer st.d.HostGone(stdioSession)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -195,7 +195,7 @@ func (st *Stdio) handle(ctx context.Context, wg *sync.WaitGroup, line []byte) {
 					cancel()
 				}
 				if l != nil {
-					st.d.DropSubscriber(l.key)
+					st.d.HostGone(l.key)
 				}
 			}
 		}

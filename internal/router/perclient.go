@@ -1,0 +1,265 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
+)
+
+// Per-client upstream sessions (session: per-client): a host gets its own
+// upstream session — its own stdio process — created on its first call
+// and declaring the host's own client capabilities, for servers that
+// keep state per connection or ask the client for roots. The upstream's
+// shared session still lists the catalog.
+//
+// A host is its legacy session, or for a modern host (which has no
+// session) its declared capabilities: hosts that declare the same share
+// an upstream session, so that what the upstream sees of the client is
+// always true of the host.
+//
+// The sessions of one upstream are kept in an LRU of bounded size; the
+// least recently used is closed to make room, and the router's janitor
+// closes those unused for longer than the idle timeout. A session with
+// calls in flight is closed only when they end. (The expirable cache of
+// golang-lru v2.0.7 runs a cleanup goroutine that can never be stopped,
+// so the router sweeps the plain LRU itself.)
+
+// conn is one upstream client and the calls in flight on it.
+type conn struct {
+	client Upstream
+	calls  callSet
+}
+
+// hostConn is a per-client upstream session.
+type hostConn struct {
+	conn
+	key string
+	// ready is closed once the session's start finished; err says how.
+	ready chan struct{}
+	err   error
+
+	// The fields below are guarded by the pool's mutex.
+	lastUsed time.Time
+	inflight int
+	// evicted is set once the session left the pool; it is closed when
+	// its last call ends.
+	evicted bool
+}
+
+// clientPool holds an upstream's per-client sessions.
+type clientPool struct {
+	mu  sync.Mutex // guards lru and the hostConn fields it names
+	lru *simplelru.LRU[string, *hostConn]
+	// retired are the sessions the LRU pushed out while evicting; the
+	// caller closes them after releasing mu.
+	retired []*hostConn
+}
+
+func newClientPool(size int) *clientPool {
+	p := &clientPool{}
+	p.lru, _ = simplelru.NewLRU(size, func(_ string, hc *hostConn) {
+		hc.evicted = true
+		p.retired = append(p.retired, hc)
+	})
+	return p
+}
+
+// hostKey names the host of a call for per-client sessions.
+func hostKey(c *Caller) string {
+	if c.Session != "" {
+		return "session:" + c.Session
+	}
+	return "capabilities:" + string(c.Capabilities)
+}
+
+// acquire returns the host's session on u, creating and starting it on
+// first use, and counts a call on it; release must follow.
+func (r *Router) acquire(ctx context.Context, u *upstreamState, c *Caller) (*hostConn, error) {
+	p := u.pool
+	key := hostKey(c)
+	p.mu.Lock()
+	hc, ok := p.lru.Get(key)
+	if !ok {
+		hc = &hostConn{key: key, ready: make(chan struct{})}
+		p.lru.Add(key, hc)
+	}
+	hc.inflight++
+	hc.lastUsed = time.Now()
+	retired := p.takeRetired()
+	p.mu.Unlock()
+	r.closeRetired(retired)
+
+	if !ok {
+		caps := c.Capabilities
+		if len(caps) == 0 {
+			caps = json.RawMessage("{}")
+		}
+		client, err := u.Connect(ConnectOptions{Handlers: r.handlers(u, &hc.calls), Capabilities: caps})
+		if err != nil {
+			hc.err = err
+			close(hc.ready)
+		} else {
+			hc.client = client
+			if !r.spawn(func() {
+				startCtx, cancel := context.WithTimeout(r.life, u.Timeout)
+				defer cancel()
+				hc.err = client.Start(startCtx)
+				if hc.err == nil && isModern(client.ProtocolVersion()) {
+					// A modern client mirrors tool arguments into headers
+					// (x-mcp-header) from the tool list it has seen.
+					_, _ = client.List(startCtx, "tools/list", "tools")
+				}
+				close(hc.ready)
+			}) {
+				hc.err = errors.New("the gateway is shutting down")
+				close(hc.ready)
+			}
+		}
+	}
+	select {
+	case <-hc.ready:
+	case <-ctx.Done():
+		r.release(u, hc)
+		return nil, ctx.Err()
+	}
+	if hc.err != nil {
+		r.log.Warn("per-client upstream session failed to start", telemetry.KeyUpstream, u.Name, telemetry.KeyErr, hc.err)
+		r.release(u, hc)
+		p.mu.Lock()
+		if cur, ok := p.lru.Peek(key); ok && cur == hc {
+			p.lru.Remove(key) // the next call tries again
+		}
+		retired := p.takeRetired()
+		p.mu.Unlock()
+		r.closeRetired(retired)
+		return nil, hc.err
+	}
+	return hc, nil
+}
+
+// release ends a call's use of a per-client session.
+func (r *Router) release(u *upstreamState, hc *hostConn) {
+	p := u.pool
+	p.mu.Lock()
+	hc.inflight--
+	hc.lastUsed = time.Now()
+	retired := p.takeRetired()
+	p.mu.Unlock()
+	r.closeRetired(retired)
+}
+
+// takeRetired returns the evicted sessions that can be closed now and
+// keeps those with calls in flight. p.mu must be held.
+func (p *clientPool) takeRetired() []*hostConn {
+	var now, later []*hostConn
+	for _, hc := range p.retired {
+		if hc.inflight == 0 {
+			now = append(now, hc)
+		} else {
+			later = append(later, hc)
+		}
+	}
+	p.retired = later
+	return now
+}
+
+// closeRetired closes sessions off the caller's goroutine: closing a
+// stdio process takes time.
+func (r *Router) closeRetired(hcs []*hostConn) {
+	for _, hc := range hcs {
+		if !r.spawn(func() { hc.close() }) {
+			hc.close()
+		}
+	}
+}
+
+func (hc *hostConn) close() {
+	<-hc.ready
+	if hc.client != nil {
+		_ = hc.client.Close()
+	}
+}
+
+// sweepIdle closes the per-client sessions unused for longer than their
+// upstream's idle timeout.
+func (r *Router) sweepIdle(now time.Time) {
+	for _, u := range r.upstreams {
+		if u.pool == nil {
+			continue
+		}
+		p := u.pool
+		p.mu.Lock()
+		for _, key := range p.lru.Keys() {
+			hc, _ := p.lru.Peek(key)
+			if hc.inflight == 0 && now.Sub(hc.lastUsed) > u.ClientIdle {
+				p.lru.Remove(key) // the eviction callback retires it
+			}
+		}
+		retired := p.takeRetired()
+		p.mu.Unlock()
+		r.closeRetired(retired)
+	}
+}
+
+// dropHost closes the per-client sessions of a host that is gone.
+func (r *Router) dropHost(key string) {
+	for _, u := range r.upstreams {
+		if u.pool == nil {
+			continue
+		}
+		u.pool.mu.Lock()
+		u.pool.lru.Remove("session:" + key)
+		retired := u.pool.takeRetired()
+		u.pool.mu.Unlock()
+		r.closeRetired(retired)
+	}
+}
+
+// closePools closes every per-client session.
+func (r *Router) closePools() {
+	var wg sync.WaitGroup
+	for _, u := range r.upstreams {
+		if u.pool == nil {
+			continue
+		}
+		u.pool.mu.Lock()
+		u.pool.lru.Purge()
+		retired := u.pool.retired
+		u.pool.retired = nil
+		u.pool.mu.Unlock()
+		for _, hc := range retired {
+			wg.Go(hc.close)
+		}
+	}
+	wg.Wait()
+}
+
+// janitor sweeps idle per-client sessions until the router closes.
+func (r *Router) janitor(every time.Duration) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.life.Done():
+			return
+		case now := <-tick.C:
+			r.sweepIdle(now)
+		}
+	}
+}
+
+// handlers returns the handlers of one upstream connection: what it
+// sends outside a call's own stream is attributed among its own calls.
+func (r *Router) handlers(u *upstreamState, calls *callSet) Handlers {
+	return Handlers{
+		Notify:  func(n *jsonrpc.Message) { r.upstreamNotification(u, calls, n) },
+		Request: func(ctx context.Context, req *jsonrpc.Message) *jsonrpc.Message { return r.upstreamRequest(ctx, u, calls, req) },
+	}
+}
