@@ -133,13 +133,13 @@ func (s *Server) postLegacy(w http.ResponseWriter, r *http.Request, id string, m
 	switch {
 	case msg.IsResponse():
 		// The host's answer to a request the gateway sent it.
-		ss.resolve(msg)
+		ss.link.resolve(msg)
 		w.WriteHeader(http.StatusAccepted)
 		return
 	case msg.IsNotification():
 		if msg.Method == "notifications/cancelled" {
 			if id, ok := jsonrpc.Field(msg.Params, "requestId"); ok {
-				ss.cancel(id)
+				ss.link.cancel(id)
 			}
 		}
 		// initialized and roots/list_changed need nothing more.
@@ -148,11 +148,11 @@ func (s *Server) postLegacy(w http.ResponseWriter, r *http.Request, id string, m
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	if !ss.track(msg.ID, cancel) {
+	if !ss.link.track(msg.ID, cancel) {
 		writeError(w, http.StatusBadRequest, msg.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Request id %s is already in use in this session", msg.ID))
 		return
 	}
-	defer ss.untrack(msg.ID)
+	defer ss.link.untrack(msg.ID)
 	rs := newRequestStream(w, r, ss, false)
 	caller := &router.Caller{ProtocolVersion: ss.version, Session: ss.id, Capabilities: ss.capabilities, LogLevel: ss.logLevel(), Host: rs}
 	reply := s.d.Dispatch(ctx, caller, msg)

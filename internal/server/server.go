@@ -24,7 +24,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -256,6 +255,8 @@ type session struct {
 	closeOnce sync.Once
 	// out holds the change notifications for the GET stream.
 	out *outbox
+	// link tracks the requests running both ways.
+	link hostLink
 
 	mu sync.Mutex // guards the fields below
 	// streaming is set while a GET stream is open; one at a time.
@@ -264,89 +265,14 @@ type session struct {
 	lastUsed time.Time
 	// level is the log level the host set with logging/setLevel.
 	level string
-	// inflight maps the raw ids of the host's requests in progress to
-	// the cancel of their contexts.
-	inflight map[string]context.CancelFunc
-	// waiting maps the ids of the gateway's requests to the host to the
-	// channels their answers go to.
-	waiting map[string]chan *jsonrpc.Message
-	// nextID numbers the gateway's requests to the host.
-	nextID uint64
 }
 
 // close ends the session and cancels everything it had in flight.
 func (ss *session) close() {
 	ss.closeOnce.Do(func() {
 		close(ss.done)
-		ss.mu.Lock()
-		for _, cancel := range ss.inflight {
-			cancel()
-		}
-		ss.mu.Unlock()
+		ss.link.cancelAll()
 	})
-}
-
-// track records a request in progress; false when its id is in use.
-func (ss *session) track(id json.RawMessage, cancel context.CancelFunc) bool {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if ss.inflight == nil {
-		ss.inflight = map[string]context.CancelFunc{}
-	}
-	if _, dup := ss.inflight[string(id)]; dup {
-		return false
-	}
-	ss.inflight[string(id)] = cancel
-	return true
-}
-
-func (ss *session) untrack(id json.RawMessage) {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	delete(ss.inflight, string(id))
-}
-
-// cancel cancels the host's request id (notifications/cancelled).
-func (ss *session) cancel(id json.RawMessage) {
-	ss.mu.Lock()
-	cancel := ss.inflight[string(id)]
-	ss.mu.Unlock()
-	if cancel != nil {
-		cancel()
-	}
-}
-
-// expect allocates the id of a request to the host and the channel its
-// answer will arrive on.
-func (ss *session) expect() (json.RawMessage, chan *jsonrpc.Message) {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	ss.nextID++
-	id := jsonrpc.String("gw-" + strconv.FormatUint(ss.nextID, 10))
-	ch := make(chan *jsonrpc.Message, 1)
-	if ss.waiting == nil {
-		ss.waiting = map[string]chan *jsonrpc.Message{}
-	}
-	ss.waiting[string(id)] = ch
-	return id, ch
-}
-
-func (ss *session) forget(id json.RawMessage) {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	delete(ss.waiting, string(id))
-}
-
-// resolve hands the host's answer to whoever waits for it. The message
-// aliases the request body, which is not reused.
-func (ss *session) resolve(msg *jsonrpc.Message) {
-	ss.mu.Lock()
-	ch := ss.waiting[string(msg.ID)]
-	delete(ss.waiting, string(msg.ID))
-	ss.mu.Unlock()
-	if ch != nil {
-		ch <- msg
-	}
 }
 
 func (ss *session) logLevel() string {

@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"slices"
-	"strconv"
 	"sync"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
@@ -34,6 +33,9 @@ type Stdio struct {
 	writeMu sync.Mutex // guards out
 	out     *bufio.Writer
 
+	// link tracks the requests running both ways.
+	link hostLink
+
 	mu sync.Mutex // guards the fields below
 	// version is the legacy session's version once initialize succeeded.
 	version string
@@ -41,12 +43,6 @@ type Stdio struct {
 	// logging/setLevel.
 	capabilities json.RawMessage
 	level        string
-	// inflight maps a request id to the cancel of its context.
-	inflight map[string]context.CancelFunc
-	// waiting maps the ids of the gateway's requests to the host to the
-	// channels their answers go to; nextID numbers them.
-	waiting map[string]chan *jsonrpc.Message
-	nextID  uint64
 	// listeners are the host's modern subscriptions/listen requests, by
 	// raw request id.
 	listeners map[string]*listener
@@ -57,8 +53,7 @@ const stdioSession = "stdio"
 
 // NewStdio returns a stdio front that writes to out.
 func NewStdio(d Dispatcher, out io.Writer, logger *slog.Logger) *Stdio {
-	return &Stdio{d: d, out: bufio.NewWriter(out), log: telemetry.Discard(logger),
-		inflight: map[string]context.CancelFunc{}, waiting: map[string]chan *jsonrpc.Message{}, listeners: map[string]*listener{}}
+	return &Stdio{d: d, out: bufio.NewWriter(out), log: telemetry.Discard(logger), listeners: map[string]*listener{}}
 }
 
 // Serve reads the host's messages from in until it ends (the host closed
@@ -141,17 +136,8 @@ func (sr stdioRequest) Request(ctx context.Context, method string, params json.R
 		return nil, router.ErrHostUnreachable
 	}
 	st := sr.st
-	st.mu.Lock()
-	st.nextID++
-	id := jsonrpc.String("gw-" + strconv.FormatUint(st.nextID, 10))
-	answer := make(chan *jsonrpc.Message, 1)
-	st.waiting[string(id)] = answer
-	st.mu.Unlock()
-	defer func() {
-		st.mu.Lock()
-		delete(st.waiting, string(id))
-		st.mu.Unlock()
-	}()
+	id, answer := st.link.expect()
+	defer st.link.forget(id)
 	st.write(jsonrpc.AppendRequest(nil, id, method, params))
 	select {
 	case resp := <-answer:
@@ -175,25 +161,16 @@ func (st *Stdio) handle(ctx context.Context, wg *sync.WaitGroup, line []byte) {
 	}
 	switch {
 	case msg.IsResponse():
-		st.mu.Lock()
-		answer := st.waiting[string(msg.ID)]
-		delete(st.waiting, string(msg.ID))
-		st.mu.Unlock()
-		if answer != nil {
-			answer <- msg
-		}
+		st.link.resolve(msg)
 		return
 	case msg.IsNotification():
 		if msg.Method == "notifications/cancelled" {
 			if id, ok := jsonrpc.Field(msg.Params, "requestId"); ok {
+				st.link.cancel(id)
 				st.mu.Lock()
-				cancel := st.inflight[string(id)]
 				l := st.listeners[string(id)]
 				delete(st.listeners, string(id))
 				st.mu.Unlock()
-				if cancel != nil {
-					cancel()
-				}
 				if l != nil {
 					st.d.HostGone(l.key)
 				}
@@ -221,21 +198,14 @@ func (st *Stdio) handle(ctx context.Context, wg *sync.WaitGroup, line []byte) {
 		return
 	}
 	reqCtx, cancel := context.WithCancel(ctx)
-	key := string(msg.ID)
-	st.mu.Lock()
-	if _, dup := st.inflight[key]; dup {
-		st.mu.Unlock()
+	if !st.link.track(msg.ID, cancel) {
 		cancel()
-		st.write(jsonrpc.AppendError(nil, msg.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Request id %s is already in use", key)))
+		st.write(jsonrpc.AppendError(nil, msg.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Request id %s is already in use", msg.ID)))
 		return
 	}
-	st.inflight[key] = cancel
-	st.mu.Unlock()
 	wg.Go(func() {
 		defer func() {
-			st.mu.Lock()
-			delete(st.inflight, key)
-			st.mu.Unlock()
+			st.link.untrack(msg.ID)
 			cancel()
 		}()
 		caller.Host = stdioRequest{st: st, modern: modern, done: ctx.Done()}

@@ -61,8 +61,8 @@ func (rs *requestStream) Request(ctx context.Context, method string, params json
 	if ss == nil || !rs.acceptsSSE() {
 		return nil, router.ErrHostUnreachable
 	}
-	id, answer := ss.expect()
-	defer ss.forget(id)
+	id, answer := ss.link.expect()
+	defer ss.link.forget(id)
 	rs.mu.Lock()
 	if rs.done {
 		rs.mu.Unlock()
