@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/config"
+)
+
+// TestPerClientSessions: with session: per-client each legacy host gets
+// its own stdio process, which sees the host's own capabilities; with
+// session: shared every host shares one process, which sees what relay
+// declares.
+func TestPerClientSessions(t *testing.T) {
+	shared := stdioUpstream("shared", "echo-legacy", nil)
+	shared.Relay = []string{"roots"}
+	perClient := stdioUpstream("own", "echo-legacy", nil)
+	perClient.Session = config.SessionPerClient
+	cfg := config.Default()
+	cfg.Upstreams = []config.Upstream{shared, perClient}
+	url, _ := startGateway(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	connectWith := func(opts *mcp.ClientOptions) *mcp.ClientSession {
+		client := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "1"}, opts)
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cs.Close() })
+		return cs
+	}
+	sampler := connectWith(&mcp.ClientOptions{CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+		return &mcp.CreateMessageResult{}, nil
+	}})
+	plain := connectWith(&mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
+
+	caps := func(cs *mcp.ClientSession, tool string) string {
+		t.Helper()
+		got, err := callText(ctx, cs, tool, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	// Shared: both hosts reach one process that saw the relayed roots
+	// capability, whatever the hosts declared.
+	if a, b := caps(sampler, "shared__capabilities"), caps(plain, "shared__capabilities"); a != b || !strings.Contains(a, "roots") || strings.Contains(a, "sampling") {
+		t.Errorf("shared upstream saw %s and %s, want the relayed capabilities for both", a, b)
+	}
+	// Per-client: each host's own process saw the host's own capabilities.
+	if got := caps(sampler, "own__capabilities"); !strings.Contains(got, "sampling") {
+		t.Errorf("the sampling host's own session saw %s", got)
+	}
+	if got := caps(plain, "own__capabilities"); strings.Contains(got, "sampling") {
+		t.Errorf("the plain host's own session saw %s", got)
+	}
+}
