@@ -156,6 +156,13 @@ func (s *Server) postLegacy(w http.ResponseWriter, r *http.Request, id string, m
 	rs := newRequestStream(w, r, ss, false)
 	caller := &router.Caller{ProtocolVersion: ss.version, Session: ss.id, Capabilities: ss.capabilities, LogLevel: ss.logLevel(), Host: rs}
 	reply := s.d.Dispatch(ctx, caller, msg)
+	if ctx.Err() != nil && r.Context().Err() == nil {
+		// The host cancelled the request (notifications/cancelled or the
+		// session's end): it gets no response (2025-11-25
+		// basic/utilities/cancellation), only the end of this one.
+		rs.abandon()
+		return
+	}
 	if msg.Method == "logging/setLevel" && reply.Error == nil {
 		level, _ := jsonrpc.StringField(msg.Params, "level")
 		ss.setLogLevel(level)

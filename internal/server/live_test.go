@@ -181,11 +181,16 @@ func TestCancellationReachesTheDispatcher(t *testing.T) {
 	}
 	sid := initSession(t, ts, `{}`)
 	h := map[string]string{"Mcp-Session-Id": sid}
-	go func() { do(t, ts, "POST", h, `{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"x"}}`) }()
+	answered := make(chan response, 1)
+	go func() { answered <- do(t, ts, "POST", h, `{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"x"}}`) }()
 	<-started
 	do(t, ts, "POST", h, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a"}}`)
 	if got := <-cancelled; got != `"a"` {
 		t.Errorf("cancelled %s", got)
+	}
+	// A cancelled request gets no JSON-RPC response.
+	if r := <-answered; r.status != http.StatusNoContent || r.body != "" {
+		t.Errorf("the cancelled request was answered: %d %q", r.status, r.body)
 	}
 	go func() { do(t, ts, "POST", h, `{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"x"}}`) }()
 	<-started

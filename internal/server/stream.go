@@ -111,6 +111,17 @@ func (rs *requestStream) answer(status int, write func(io.Writer) error) {
 	_ = write(rs.w)
 }
 
+// abandon ends the request without an answer: an SSE stream just ends; a
+// plain response is 204 No Content.
+func (rs *requestStream) abandon() {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.done = true
+	if !rs.sse {
+		rs.w.WriteHeader(http.StatusNoContent)
+	}
+}
+
 // writeEvent writes one message as an SSE event and flushes it.
 func writeEvent(w io.Writer, msg []byte) {
 	_, _ = io.WriteString(w, "event: message\ndata: ")

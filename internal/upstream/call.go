@@ -76,6 +76,10 @@ type callOpts struct {
 	// accepted as a request).
 	noCancel  bool
 	handshake bool
+	// drain, after a cancellation, waits this long for the server's
+	// answer to the cancelled request, so that the server has finished
+	// with it (see Client.Subscribe on stdio).
+	drain time.Duration
 }
 
 // roundTrip sends a request on w and waits for its response.
@@ -132,6 +136,15 @@ func (c *Client) roundTrip(ctx context.Context, w wire, method string, params js
 	case <-tctx.Done():
 		if !o.noCancel {
 			c.cancelRemote(w, id)
+		}
+		if o.drain > 0 {
+			t := time.NewTimer(o.drain)
+			defer t.Stop()
+			select {
+			case <-ch:
+			case <-dead:
+			case <-t.C:
+			}
 		}
 		return nil, c.ctxErr(ctx, method)
 	case <-dead:

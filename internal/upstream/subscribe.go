@@ -121,9 +121,27 @@ func (c *Client) Subscribe(ctx context.Context, s Subscriptions) error {
 	case current != nil && current.want.equal(&s):
 		return nil
 	}
+	// On stdio every listen request shares the server's one session, and
+	// a server may keep its subscriptions per session (the Go SDK v1.8.0
+	// does): ending the old stream after the new one is acknowledged would
+	// then end the new one's subscriptions too. So on stdio the old stream
+	// ends first — its stop waits for the server's answer to the
+	// cancellation, which comes after the server's cleanup — and the new
+	// one replays its list changes once acknowledged (see replayLists).
+	_, stdio := w.(*stdioWire)
+	if stdio && current != nil {
+		current.stop()
+		c.mu.Lock()
+		c.sub = nil
+		c.mu.Unlock()
+	}
 	var next *subscription
 	if !s.empty() {
-		if next, err = c.openSubscription(ctx, w, s); err != nil {
+		replay := replayNone
+		if stdio && current != nil {
+			replay = replayLists
+		}
+		if next, err = c.openSubscription(ctx, w, s, replay); err != nil {
 			return err
 		}
 	}
@@ -138,7 +156,7 @@ func (c *Client) Subscribe(ctx context.Context, s Subscriptions) error {
 }
 
 // openSubscription opens a stream and waits for its acknowledgement.
-func (c *Client) openSubscription(ctx context.Context, w wire, want Subscriptions) (*subscription, error) {
+func (c *Client) openSubscription(ctx context.Context, w wire, want Subscriptions, replay replayMode) (*subscription, error) {
 	f, err := json.Marshal(want.filter())
 	if err != nil {
 		return nil, c.errorf(methodListen, err)
@@ -150,7 +168,7 @@ func (c *Client) openSubscription(ctx context.Context, w wire, want Subscription
 	}
 	lctx, cancel := context.WithCancel(c.life)
 	sub := &subscription{want: want, params: params, header: header, cancel: cancel, done: make(chan struct{})}
-	l := newListener(c, false)
+	l := newListener(c, replay)
 	first := make(chan error, 1)
 	if !c.spawn(func() { c.keepListening(lctx, w, sub, l, first) }) {
 		cancel()
@@ -183,7 +201,7 @@ func (c *Client) keepListening(ctx context.Context, w wire, sub *subscription, l
 	defer close(sub.done)
 	var delay time.Duration
 	for {
-		resp, err := c.roundTrip(ctx, w, methodListen, sub.params, callOpts{header: sub.header, handler: l, listen: true})
+		resp, err := c.roundTrip(ctx, w, methodListen, sub.params, callOpts{header: sub.header, handler: l, listen: true, drain: c.listenDrain(w)})
 		ackedAt, acked := l.ackTime()
 		if first != nil && !acked {
 			if err == nil && resp.Error == nil {
@@ -218,7 +236,7 @@ func (c *Client) keepListening(ctx context.Context, w wire, sub *subscription, l
 		if w, err = c.readyWire(methodListen); err != nil {
 			return
 		}
-		l = newListener(c, true)
+		l = newListener(c, replayAll)
 	}
 }
 
@@ -234,12 +252,30 @@ func (c *Client) listenFailure(resp *jsonrpc.Message, err error) error {
 	return c.errorf(methodListen, errors.New("the server ended the subscription"))
 }
 
+// replayMode says which events a new listen stream reports as having
+// happened once it is acknowledged.
+type replayMode int
+
+const (
+	// replayNone: a first stream, or one that replaced another only once
+	// acknowledged: nothing can have been missed.
+	replayNone replayMode = iota
+	// replayLists: a stream that replaced one ended on purpose just
+	// before (stdio): the list changes are replayed, which the gateway
+	// checks against the lists it has, but not resource updates, which
+	// would reach every host that subscribed for a change that is
+	// unlikely to have happened in those milliseconds.
+	replayLists
+	// replayAll: a stream that replaces one that dropped, for an unknown
+	// while: every event it carries is replayed.
+	replayAll
+)
+
 // listener is the CallHandler of one subscriptions/listen request.
 type listener struct {
 	c *Client
-	// replay: report every kind of event the stream carries once it is
-	// acknowledged (it replaces one that dropped).
-	replay bool
+	// replay says what to report once acknowledged.
+	replay replayMode
 	acked  chan struct{} // closed on the acknowledgement
 	once   sync.Once
 
@@ -248,7 +284,7 @@ type listener struct {
 	granted json.RawMessage // the acknowledged filter
 }
 
-func newListener(c *Client, replay bool) *listener {
+func newListener(c *Client, replay replayMode) *listener {
 	return &listener{c: c, replay: replay, acked: make(chan struct{})}
 }
 
@@ -263,8 +299,12 @@ func (l *listener) Notify(n *jsonrpc.Message) {
 		l.ackedAt, l.granted = time.Now(), clone(granted)
 		l.mu.Unlock()
 		close(l.acked)
-		if l.replay {
-			l.c.replay(l.grantedFilter())
+		switch f := l.grantedFilter(); l.replay {
+		case replayLists:
+			f.ResourceURIs = nil
+			l.c.replay(f)
+		case replayAll:
+			l.c.replay(f)
 		}
 	})
 }
@@ -315,3 +355,13 @@ func (c *Client) replay(f Subscriptions) {
 }
 
 var _ CallHandler = (*listener)(nil)
+
+// listenDrain is how long a cancelled listen request waits for the
+// server's answer: on stdio only, where it tells that the server has
+// finished with the request (see Subscribe).
+func (c *Client) listenDrain(w wire) time.Duration {
+	if _, stdio := w.(*stdioWire); stdio {
+		return min(c.timeout, 5*time.Second)
+	}
+	return 0
+}
