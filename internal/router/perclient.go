@@ -259,7 +259,9 @@ func (r *Router) janitor(every time.Duration) {
 // sends outside a call's own stream is attributed among its own calls.
 func (r *Router) handlers(u *upstreamState, calls *callSet) Handlers {
 	return Handlers{
-		Notify:  func(n *jsonrpc.Message) { r.upstreamNotification(u, calls, n) },
-		Request: func(ctx context.Context, req *jsonrpc.Message) *jsonrpc.Message { return r.upstreamRequest(ctx, u, calls, req) },
+		Notify: func(n *jsonrpc.Message) { r.upstreamNotification(u, calls, n) },
+		Request: func(ctx context.Context, req *jsonrpc.Message) *jsonrpc.Message {
+			return r.upstreamRequest(ctx, u, calls, req)
+		},
 	}
 }

@@ -182,7 +182,9 @@ func TestCancellationReachesTheDispatcher(t *testing.T) {
 	sid := initSession(t, ts, `{}`)
 	h := map[string]string{"Mcp-Session-Id": sid}
 	answered := make(chan response, 1)
-	go func() { answered <- do(t, ts, "POST", h, `{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"x"}}`) }()
+	go func() {
+		answered <- do(t, ts, "POST", h, `{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"x"}}`)
+	}()
 	<-started
 	do(t, ts, "POST", h, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a"}}`)
 	if got := <-cancelled; got != `"a"` {
