@@ -121,9 +121,9 @@ teams:
 	}
 
 	// Settings this version does not enforce are refused, not ignored.
-	unsupported := writeConfig(t, map[string]any{"auth": map[string]any{"mode": "api_key"}, "teams": []map[string]any{{"name": "data", "api_keys": []string{"sha256:" + strings.Repeat("ab", 32)}}}}, "echo")
+	unsupported := writeConfig(t, map[string]any{"auth": map[string]any{"mode": "jwt"}}, "echo")
 	code, _, errOut = runCLI(t, "validate", "--config", unsupported)
-	if code != exitError || !strings.Contains(errOut, "teams: teams is not supported") || !strings.Contains(errOut, `auth.mode: auth mode "api_key" is not supported`) {
+	if code != exitError || !strings.Contains(errOut, `auth.mode: auth mode "jwt" is not supported`) {
 		t.Errorf("unsupported settings: code %d, stderr:\n%s", code, errOut)
 	}
 
@@ -152,20 +152,28 @@ func TestToolsCommand(t *testing.T) {
 	}
 	var listing struct {
 		Tools []struct {
-			Name, Upstream   string
-			DescriptionChars int `json:"description_chars"`
+			Name, Upstream string
+			TokensBefore   int `json:"tokens_before"`
+			TokensAfter    int `json:"tokens_after"`
 		}
-		Upstreams []struct{ Name, State string }
+		TokensBefore int `json:"tokens_before"`
+		TokensAfter  int `json:"tokens_after"`
+		Upstreams    []struct{ Name, State string }
 	}
 	if err := json.Unmarshal([]byte(out), &listing); err != nil {
 		t.Fatalf("tools --json output %q: %v", out, err)
 	}
 	names := map[string]bool{}
+	sum := 0
 	for _, tool := range listing.Tools {
-		names[tool.Name] = tool.Upstream == "echo" && tool.DescriptionChars > 0
+		names[tool.Name] = tool.Upstream == "echo" && tool.TokensBefore > 0 && tool.TokensAfter > 0
+		sum += tool.TokensAfter
 	}
 	if !names["echo__echo"] || !names["echo__add"] {
-		t.Errorf("tools --json lacks echo__echo or echo__add with a description: %s", out)
+		t.Errorf("tools --json lacks echo__echo or echo__add with token figures: %s", out)
+	}
+	if sum != listing.TokensAfter || listing.TokensBefore == 0 {
+		t.Errorf("totals %d/%d do not add up (sum after %d)", listing.TokensBefore, listing.TokensAfter, sum)
 	}
 	if len(listing.Upstreams) != 2 || listing.Upstreams[1].State != "failed" {
 		t.Errorf("upstreams: %+v, want the crashing one failed", listing.Upstreams)

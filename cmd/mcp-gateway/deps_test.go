@@ -20,7 +20,7 @@ var allowedImports = map[string][]string{
 	"jsonrpc":   {},
 	"mcpheader": {"jsonrpc"},
 	"namespace": {},
-	"policy":    {"namespace", "config"},
+	"policy":    {"namespace", "config", "jsonrpc"},
 	"telemetry": {},
 	"upstream":  {"jsonrpc", "config", "telemetry", "mcpheader"},
 	"router":    {"upstream", "namespace", "policy", "jsonrpc", "telemetry", "mcpheader"},

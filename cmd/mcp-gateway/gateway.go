@@ -60,10 +60,7 @@ func loadConfig(path string, w io.Writer) (*config.Config, error) {
 	unsupported := func(p, what string) {
 		problems = append(problems, config.Problem{Path: p, Message: what + " is not supported by this version of mcp-gateway yet"})
 	}
-	if len(cfg.Teams) > 0 {
-		unsupported("teams", "teams")
-	}
-	if cfg.Auth.Mode != config.AuthNone {
+	if cfg.Auth.Mode == config.AuthJWT {
 		unsupported("auth.mode", fmt.Sprintf("auth mode %q", cfg.Auth.Mode))
 	}
 	if cfg.Telemetry.OTLPEndpoint != "" {
@@ -73,9 +70,6 @@ func loadConfig(path string, w io.Writer) (*config.Config, error) {
 		src := u.Source
 		if src == "" {
 			src = fmt.Sprintf("upstreams[%d]", i)
-		}
-		if len(u.Tools.Rename) > 0 {
-			unsupported(src+".tools.rename", "renaming tools")
 		}
 	}
 	for _, p := range problems {
@@ -109,11 +103,7 @@ func newLogger(cfg *config.Config, stderr io.Writer) *slog.Logger {
 // newRouter translates the config into upstream clients and a router.
 // onChange receives the changes hosts should hear of.
 func newRouter(cfg *config.Config, log *slog.Logger, onChange func(router.Change)) (*router.Router, error) {
-	rules := policy.Rules{
-		MaxTools:            cfg.Policy.MaxTools,
-		DescriptionMaxChars: cfg.Policy.DescriptionMaxChars,
-		Upstreams:           map[string]policy.UpstreamRules{},
-	}
+	rules := policyRules(cfg)
 	info := upstream.Implementation{Name: "mcp-gateway", Version: version}
 	var ups []router.UpstreamConfig
 	for _, u := range cfg.Upstreams {
@@ -151,7 +141,6 @@ func newRouter(cfg *config.Config, log *slog.Logger, onChange func(router.Change
 			Required:   u.Required,
 			Timeout:    u.Timeout,
 		})
-		rules.Upstreams[u.Name] = policy.UpstreamRules{Allow: u.Tools.Allow, Deny: u.Tools.Deny, MaxTools: u.MaxTools}
 	}
 	return router.New(&router.Options{
 		Upstreams:  ups,
@@ -161,6 +150,49 @@ func newRouter(cfg *config.Config, log *slog.Logger, onChange func(router.Change
 		OnChange:   onChange,
 		Logger:     log,
 	})
+}
+
+// policyRules translates the policy settings of the config.
+func policyRules(cfg *config.Config) policy.Rules {
+	rules := policy.Rules{
+		MaxTools:            cfg.Policy.MaxTools,
+		MaxTokens:           cfg.Policy.MaxTokens,
+		DescriptionMaxChars: cfg.Policy.DescriptionMaxChars,
+		SlimSchemas:         cfg.Policy.SlimSchemas,
+		Priority:            cfg.Policy.Priority,
+		Upstreams:           map[string]policy.UpstreamRules{},
+	}
+	for _, u := range cfg.Upstreams {
+		rename := map[string]string{}
+		for _, r := range u.Tools.Rename {
+			rename[r.From] = r.To
+		}
+		rules.Upstreams[u.Name] = policy.UpstreamRules{
+			Allow: u.Tools.Allow, Deny: u.Tools.Deny, MaxTools: u.MaxTools,
+			Rename: rename, Descriptions: u.Tools.Descriptions,
+		}
+	}
+	for _, t := range cfg.Teams {
+		rules.Teams = append(rules.Teams, policy.Team{Name: t.Name, Allow: t.Allow, Deny: t.Deny, MaxTools: t.MaxTools, MaxTokens: t.MaxTokens})
+	}
+	return rules
+}
+
+// identify returns the authentication of the config's auth mode; nil for
+// mode none.
+func identify(cfg *config.Config) (func(string) (policy.Identity, error), error) {
+	if cfg.Auth.Mode != config.AuthAPIKey {
+		return nil, nil
+	}
+	teamKeys := map[string][]string{}
+	for _, t := range cfg.Teams {
+		teamKeys[t.Name] = t.APIKeys
+	}
+	keys, err := policy.NewAPIKeys(teamKeys)
+	if err != nil {
+		return nil, err
+	}
+	return keys.Identify, nil
 }
 
 // relayCapabilities are the client capabilities the gateway declares to
@@ -191,7 +223,12 @@ func newGateway(cfg *config.Config, log *slog.Logger) (*gateway, error) {
 	if err != nil {
 		return nil, err
 	}
+	auth, err := identify(cfg)
+	if err != nil {
+		return nil, err
+	}
 	srv = server.New(rt, &server.Options{
+		Identify:       auth,
 		Endpoint:       cfg.Endpoint,
 		AllowedOrigins: cfg.AllowedOrigins,
 		LoopbackOnly:   isLoopbackAddr(cfg.Listen),
@@ -263,17 +300,22 @@ func isLoopbackAddr(listen string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// serveStdio serves the catalog to one host over stdin and stdout. Logs go
-// to stderr, as the stdio transport allows.
-func serveStdio(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout, stderr io.Writer) int {
+// serveStdio serves the catalog to one host over stdin and stdout, in the
+// view of team (empty: the default view). Logs go to stderr, as the
+// stdio transport allows.
+func serveStdio(ctx context.Context, cfg *config.Config, team string, stdin io.Reader, stdout, stderr io.Writer) int {
 	log := newLogger(cfg, stderr)
+	if !hasTeam(cfg, team) {
+		fmt.Fprintf(stderr, "mcp-gateway stdio: no team %q in the config\n", team)
+		return exitUsage
+	}
 	var host *server.Stdio
 	rt, err := newRouter(cfg, log, func(c router.Change) { host.Deliver(c) })
 	if err != nil {
 		log.Error("invalid upstream", telemetry.KeyErr, err)
 		return exitError
 	}
-	host = server.NewStdio(rt, stdout, log)
+	host = server.NewStdio(rt, stdout, team, log)
 	rt.Start(ctx)
 	err = host.Serve(ctx, stdin)
 	if cerr := rt.Close(); cerr != nil {
@@ -286,10 +328,39 @@ func serveStdio(ctx context.Context, cfg *config.Config, stdin io.Reader, stdout
 	return exitOK
 }
 
+func hasTeam(cfg *config.Config, team string) bool {
+	if team == "" {
+		return true
+	}
+	for _, t := range cfg.Teams {
+		if t.Name == team {
+			return true
+		}
+	}
+	return false
+}
+
+// toolRow is one line of `mcp-gateway tools`.
+type toolRow struct {
+	Name     string `json:"name"`
+	Upstream string `json:"upstream"`
+	Original string `json:"original_name"`
+	// TokensBefore is the size of the upstream's own definition, and
+	// TokensAfter of the definition hosts see (renamed, trimmed), both
+	// counted with the cl100k_base tokenizer.
+	TokensBefore int `json:"tokens_before"`
+	TokensAfter  int `json:"tokens_after"`
+}
+
 // listTools starts the upstreams, waits for their first start, and prints
-// the catalog a session would see.
-func listTools(ctx context.Context, cfg *config.Config, asJSON bool, stdout, stderr io.Writer) int {
+// the catalog a caller of the view sees, with each tool's size in tokens
+// before and after trimming, the totals, and what limits cut.
+func listTools(ctx context.Context, cfg *config.Config, team string, asJSON bool, stdout, stderr io.Writer) int {
 	log := newLogger(cfg, stderr)
+	if !hasTeam(cfg, team) {
+		fmt.Fprintf(stderr, "mcp-gateway tools: no team %q in the config\n", team)
+		return exitUsage
+	}
 	rt, err := newRouter(cfg, log, nil)
 	if err != nil {
 		log.Error("invalid upstream", telemetry.KeyErr, err)
@@ -300,26 +371,39 @@ func listTools(ctx context.Context, cfg *config.Config, asJSON bool, stdout, std
 	if err := rt.WaitStarted(ctx); err != nil {
 		return exitError
 	}
-	tools := rt.Tools()
+	view, _ := rt.Tools(team)
+	rows := make([]toolRow, 0, len(view.Tools))
+	before, after := 0, 0
+	for _, t := range view.Tools {
+		row := toolRow{Name: t.Name, Upstream: t.Upstream, Original: t.Original,
+			TokensBefore: policy.Tokens(t.Raw), TokensAfter: policy.Tokens(t.Definition)}
+		before += row.TokensBefore
+		after += row.TokensAfter
+		rows = append(rows, row)
+	}
 	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(struct {
-			Tools     []router.ToolInfo       `json:"tools"`
-			Upstreams []router.UpstreamStatus `json:"upstreams"`
-		}{tools, rt.Status()})
+			View         string                  `json:"view"`
+			Tools        []toolRow               `json:"tools"`
+			TokensBefore int                     `json:"tokens_before"`
+			TokensAfter  int                     `json:"tokens_after"`
+			Cut          []policy.Cut            `json:"cut"`
+			Upstreams    []router.UpstreamStatus `json:"upstreams"`
+		}{team, rows, before, after, view.Cut, rt.Status()})
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOOL\tUPSTREAM\tDESCRIPTION CHARS\tDEFINITION BYTES")
-	totalDesc, totalBytes := 0, 0
-	for _, t := range tools {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", t.Name, t.Upstream, t.DescriptionChars, t.DefinitionBytes)
-		totalDesc += t.DescriptionChars
-		totalBytes += t.DefinitionBytes
+	fmt.Fprintln(tw, "TOOL\tUPSTREAM\tTOKENS\tTRIMMED")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\n", r.Name, r.Upstream, r.TokensBefore, r.TokensAfter)
 	}
-	fmt.Fprintf(tw, "total: %d tools\t\t%d\t%d\n", len(tools), totalDesc, totalBytes)
+	fmt.Fprintf(tw, "total: %d tools\t\t%d\t%d\n", len(rows), before, after)
 	_ = tw.Flush()
+	for _, c := range view.Cut {
+		fmt.Fprintf(stdout, "cut by %s: %s\n", c.Limit, c.Name)
+	}
 	for _, s := range rt.Status() {
 		if s.State != router.PhaseReady {
 			fmt.Fprintf(stderr, "upstream %s: %s: %s\n", s.Name, s.State, s.Error)

@@ -4,9 +4,9 @@
 // Usage:
 //
 //	mcp-gateway [serve] [--config gateway.yaml] [--listen ADDR]
-//	mcp-gateway stdio [--config F]
+//	mcp-gateway stdio [--config F] [--team T]
 //	mcp-gateway validate [--config F]
-//	mcp-gateway tools [--config F] [--json]
+//	mcp-gateway tools [--config F] [--team T] [--json]
 //	mcp-gateway version
 package main
 
@@ -44,14 +44,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs := flag.NewFlagSet("mcp-gateway "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "gateway.yaml", "path of the config file (gateway.yaml, or a claude_desktop_config.json)")
-	var listen *string
+	var listen, team *string
 	var asJSON *bool
 	switch cmd {
 	case "serve":
 		listen = fs.String("listen", "", "address to listen on, host:port (overrides the config's listen)")
 	case "tools":
 		asJSON = fs.Bool("json", false, "print JSON instead of a table")
-	case "stdio", "validate":
+		team = fs.String("team", "", "show the catalog of this team's view (default: the policy view)")
+	case "stdio":
+		team = fs.String("team", "", "serve this team's view (default: the policy view)")
+	case "validate":
 	case "version":
 		fmt.Fprintln(stdout, versionString())
 		return exitOK
@@ -88,9 +91,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		return serve(ctx, cfg, stderr)
 	case "stdio":
-		return serveStdio(ctx, cfg, stdin, stdout, stderr)
+		return serveStdio(ctx, cfg, *team, stdin, stdout, stderr)
 	case "tools":
-		return listTools(ctx, cfg, *asJSON, stdout, stderr)
+		return listTools(ctx, cfg, *team, *asJSON, stdout, stderr)
 	}
 	return exitUsage
 }
@@ -98,9 +101,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 func usage(w io.Writer) {
 	fmt.Fprint(w, `Usage:
   mcp-gateway [serve] [--config gateway.yaml] [--listen ADDR]   run the gateway (default)
-  mcp-gateway stdio [--config F]                                serve the catalog over stdin/stdout
+  mcp-gateway stdio [--config F] [--team T]                     serve the catalog over stdin/stdout
   mcp-gateway validate [--config F]                             check the config; every problem on its own line
-  mcp-gateway tools [--config F] [--json]                       start the upstreams and print the catalog
+  mcp-gateway tools [--config F] [--team T] [--json]            start the upstreams, print the catalog and its tokens
   mcp-gateway version                                           print version information
 `)
 }

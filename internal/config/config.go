@@ -281,6 +281,10 @@ type ToolFilter struct {
 	// Rename gives tools other names before the prefix is added.
 	// Key: rename, a list of {from, to}.
 	Rename []Rename
+	// Descriptions replace the descriptions of tools, by original name,
+	// with shorter or clearer ones of the operator's. Key: descriptions.
+	// Names keep their case.
+	Descriptions map[string]string
 }
 
 // Rename gives one tool another name.
@@ -308,6 +312,18 @@ type Policy struct {
 	// MaxTools caps the number of tools in a catalog; upstreams earlier in
 	// the list keep theirs first. Key: max_tools. 0 means no limit.
 	MaxTools int
+	// MaxTokens caps the estimated size of a whole tools/list, in tokens
+	// (cl100k_base): tools are kept in priority order while they fit.
+	// Key: max_tokens. 0 means no limit.
+	MaxTokens int
+	// SlimSchemas removes the description, title, examples and $comment
+	// keywords inside tool input and output schemas, which only decorate.
+	// Key: slim_schemas. Default false.
+	SlimSchemas bool
+	// Priority lists glob patterns on exposed names: when a limit cuts
+	// tools, those matching an earlier pattern are kept first, then the
+	// rest in upstream order. Key: priority.
+	Priority []string
 	// DescriptionMaxChars trims longer tool descriptions to this many
 	// characters. Key: description_max_chars. 0 means no limit.
 	DescriptionMaxChars int
@@ -332,6 +348,9 @@ type Team struct {
 	// MaxTools caps the team's catalog. Key: max_tools. 0 means the policy
 	// limit only.
 	MaxTools int
+	// MaxTokens caps the estimated size of the team's tools/list. Key:
+	// max_tokens. 0 means the policy limit only.
+	MaxTokens int
 }
 
 // AuthMode says how callers authenticate.

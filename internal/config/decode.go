@@ -439,7 +439,10 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 			"policy": func(p string, v *yaml.Node) {
 				d.object(p, v, schema{fields: map[string]field{
 					"max_tools":             func(p string, v *yaml.Node) { d.integer(p, v, &c.Policy.MaxTools) },
+					"max_tokens":            func(p string, v *yaml.Node) { d.integer(p, v, &c.Policy.MaxTokens) },
 					"description_max_chars": func(p string, v *yaml.Node) { d.integer(p, v, &c.Policy.DescriptionMaxChars) },
+					"slim_schemas":          func(p string, v *yaml.Node) { d.boolean(p, v, &c.Policy.SlimSchemas) },
+					"priority":              func(p string, v *yaml.Node) { c.Policy.Priority = d.strings(p, v) },
 				}})
 			},
 			"teams": func(p string, v *yaml.Node) {
@@ -619,8 +622,9 @@ func (d *decoder) finish(u *Upstream) {
 
 func (d *decoder) tools(p string, n *yaml.Node, t *ToolFilter) {
 	d.object(p, n, schema{fields: map[string]field{
-		"allow": func(p string, v *yaml.Node) { t.Allow = d.strings(p, v) },
-		"deny":  func(p string, v *yaml.Node) { t.Deny = d.strings(p, v) },
+		"allow":        func(p string, v *yaml.Node) { t.Allow = d.strings(p, v) },
+		"deny":         func(p string, v *yaml.Node) { t.Deny = d.strings(p, v) },
+		"descriptions": func(p string, v *yaml.Node) { t.Descriptions = d.stringMap(p, v) },
 		"rename": func(p string, v *yaml.Node) {
 			d.list(p, v, func(p string, v *yaml.Node) {
 				var r Rename
@@ -647,11 +651,12 @@ func (d *decoder) team(p string, n *yaml.Node) (Team, bool) {
 	}
 	var t Team
 	d.object(p, n, schema{fields: map[string]field{
-		"name":      func(p string, v *yaml.Node) { t.Name = d.str(p, v) },
-		"api_keys":  func(p string, v *yaml.Node) { t.APIKeys = d.strings(p, v) },
-		"allow":     func(p string, v *yaml.Node) { t.Allow = d.strings(p, v) },
-		"deny":      func(p string, v *yaml.Node) { t.Deny = d.strings(p, v) },
-		"max_tools": func(p string, v *yaml.Node) { d.integer(p, v, &t.MaxTools) },
+		"name":       func(p string, v *yaml.Node) { t.Name = d.str(p, v) },
+		"api_keys":   func(p string, v *yaml.Node) { t.APIKeys = d.strings(p, v) },
+		"allow":      func(p string, v *yaml.Node) { t.Allow = d.strings(p, v) },
+		"deny":       func(p string, v *yaml.Node) { t.Deny = d.strings(p, v) },
+		"max_tools":  func(p string, v *yaml.Node) { d.integer(p, v, &t.MaxTools) },
+		"max_tokens": func(p string, v *yaml.Node) { d.integer(p, v, &t.MaxTokens) },
 	}})
 	return t, true
 }

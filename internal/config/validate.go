@@ -138,6 +138,10 @@ func (c *Config) Validate() error {
 	if c.Policy.DescriptionMaxChars < 0 {
 		ps.add("policy.description_max_chars", "must be 0 (no limit) or more")
 	}
+	if c.Policy.MaxTokens < 0 {
+		ps.add("policy.max_tokens", "must be 0 (no limit) or more")
+	}
+	validateGlobs(&ps, "policy.priority", c.Policy.Priority)
 
 	c.validateTeams(&ps)
 
@@ -204,6 +208,9 @@ func (c *Config) validateTeams(ps *problems) {
 		validateGlobs(ps, p+".deny", t.Deny)
 		if t.MaxTools < 0 {
 			ps.add(p+".max_tools", "must be 0 (no limit) or more")
+		}
+		if t.MaxTokens < 0 {
+			ps.add(p+".max_tokens", "must be 0 (no limit) or more")
 		}
 	}
 }

@@ -1,72 +1,143 @@
 // Package policy decides what a caller may see and call: which of an
-// upstream's tools, prompts and resources are exposed, how many, and how
-// their definitions are trimmed.
+// upstream's tools, prompts and resources are exposed, to which team, how
+// many, and how their definitions are trimmed.
 //
-// The router applies a Rules value to every upstream catalog before it
-// names and merges the entries, so an entry a rule removes is absent from
-// every list and cannot be called: the router resolves calls only against
-// what a view holds.
+// A view is what one identity sees: the default view (everyone, when
+// there are no teams) or a team's. The router builds every view from the
+// same rendered catalog and resolves each call only against the caller's
+// view, so an entry a rule hides is absent from every list the caller
+// gets and cannot be called: it is unknown.
 //
-// Today there is one view shared by every caller. Teams and identities
-// (api_key, jwt) come later and will choose among several views; the
-// Rules type is the seam they extend.
+// Limits cut in a deterministic priority: the Priority patterns first,
+// then catalog order (upstream order, then each upstream's own order).
+// What a limit cuts is reported, never silent.
 package policy
 
 import (
+	"cmp"
 	"fmt"
-	"path"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 )
 
-// Rules are the policy settings of gateway.yaml that apply to every
-// caller. The zero value allows everything and limits nothing.
+// Rules are the policy settings of gateway.yaml. The zero value allows
+// everything and limits nothing.
 type Rules struct {
 	// Upstreams holds the per-upstream rules, keyed by upstream name. An
 	// upstream without an entry allows everything.
 	Upstreams map[string]UpstreamRules
-	// MaxTools caps the number of tools in a view, across all upstreams;
-	// 0 means no limit. Tools are kept in catalog order (upstream order,
-	// then each upstream's own order) until the limit is reached.
+	// MaxTools caps the number of tools in every view; 0 means no limit.
 	MaxTools int
+	// MaxTokens caps the estimated size of every view's tools/list, in
+	// tokens; 0 means no limit.
+	MaxTokens int
 	// DescriptionMaxChars cuts tool and prompt descriptions longer than
 	// this many characters at a word boundary and appends an ellipsis; 0
 	// means no limit.
 	DescriptionMaxChars int
+	// SlimSchemas strips the decorating keywords of tool schemas (see
+	// StripSchemaDecorations).
+	SlimSchemas bool
+	// Priority lists patterns (see Match) on exposed names: when a limit
+	// cuts, names matching an earlier pattern are kept first.
+	Priority []string
+	// Teams are the views besides the default one.
+	Teams []Team
 }
 
-// UpstreamRules are the rules of one upstream.
+// UpstreamRules are the rules of one upstream, on the names the upstream
+// itself uses.
 type UpstreamRules struct {
-	// Allow lists glob patterns (path.Match syntax) on the upstream's
-	// original tool names; when not empty, only matching tools are kept.
+	// Allow lists patterns on the upstream's original tool names; when
+	// not empty, only matching tools are kept.
 	Allow []string
-	// Deny lists glob patterns on original tool names; a matching tool is
+	// Deny lists patterns on original tool names; a matching tool is
 	// removed even when Allow matches it too.
 	Deny []string
 	// MaxTools caps the number of tools kept from this upstream, in the
 	// upstream's order; 0 means no limit.
 	MaxTools int
+	// Rename gives tools other names (original -> new) before the
+	// prefix is added; the upstream is still called with the original.
+	Rename map[string]string
+	// Descriptions replace tool descriptions, by original name.
+	Descriptions map[string]string
 }
 
-// Validate reports malformed glob patterns and negative limits.
+// Team is one team's view: patterns on exposed names and its own limits,
+// which apply on top of the policy's.
+type Team struct {
+	Name        string
+	Allow, Deny []string
+	MaxTools    int
+	MaxTokens   int
+}
+
+// View is the rules of one view, as the router applies them.
+type View struct {
+	// Name is the team's name, or "" for the default view.
+	Name string
+	// Allow and Deny are the team's patterns on keys: exposed names of
+	// tools and prompts, and <upstream><separator><URI> of resources.
+	Allow, Deny []string
+	// MaxTools and MaxTokens are the limits that apply: the smaller of
+	// the team's and the policy's, where set.
+	MaxTools, MaxTokens int
+	// Priority is the policy's priority patterns.
+	Priority []string
+}
+
+// Views returns the default view and one per team, in that order.
+func (r *Rules) Views() []View {
+	views := []View{{MaxTools: r.MaxTools, MaxTokens: r.MaxTokens, Priority: r.Priority}}
+	for _, t := range r.Teams {
+		views = append(views, View{
+			Name: t.Name, Allow: t.Allow, Deny: t.Deny,
+			MaxTools:  tighter(r.MaxTools, t.MaxTools),
+			MaxTokens: tighter(r.MaxTokens, t.MaxTokens),
+			Priority:  r.Priority,
+		})
+	}
+	return views
+}
+
+// tighter returns the smaller of two limits where 0 means none.
+func tighter(a, b int) int {
+	switch {
+	case a == 0:
+		return b
+	case b == 0:
+		return a
+	}
+	return min(a, b)
+}
+
+// Validate reports malformed patterns and negative limits.
 func (r *Rules) Validate() error {
 	var problems []string
-	if r.MaxTools < 0 {
-		problems = append(problems, "max_tools must not be negative")
-	}
-	if r.DescriptionMaxChars < 0 {
-		problems = append(problems, "description_max_chars must not be negative")
-	}
-	for name, u := range r.Upstreams {
-		for _, p := range append(append([]string(nil), u.Allow...), u.Deny...) {
-			if _, err := path.Match(p, ""); err != nil {
-				problems = append(problems, fmt.Sprintf("upstream %s: bad pattern %q: %v", name, p, err))
+	check := func(what string, patterns []string) {
+		for _, p := range patterns {
+			if err := ValidPattern(p); err != nil {
+				problems = append(problems, fmt.Sprintf("%s: bad pattern %q: %v", what, p, err))
 			}
 		}
+	}
+	if r.MaxTools < 0 || r.MaxTokens < 0 || r.DescriptionMaxChars < 0 {
+		problems = append(problems, "limits must not be negative")
+	}
+	check("priority", r.Priority)
+	for name, u := range r.Upstreams {
+		check("upstream "+name, u.Allow)
+		check("upstream "+name, u.Deny)
 		if u.MaxTools < 0 {
 			problems = append(problems, fmt.Sprintf("upstream %s: max_tools must not be negative", name))
 		}
+	}
+	for _, t := range r.Teams {
+		check("team "+t.Name, t.Allow)
+		check("team "+t.Name, t.Deny)
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("policy: %s", strings.Join(problems, "; "))
@@ -87,18 +158,94 @@ func (r *Rules) AllowTool(upstream, name string) bool {
 	return !matchAny(u.Deny, name)
 }
 
+// UpstreamLimit returns the MaxTools of one upstream (0 = no limit).
+func (r *Rules) UpstreamLimit(upstream string) int {
+	return r.Upstreams[upstream].MaxTools
+}
+
+// Rename returns the name a tool is exposed under before prefixing.
+func (r *Rules) Rename(upstream, name string) string {
+	if to, ok := r.Upstreams[upstream].Rename[name]; ok {
+		return to
+	}
+	return name
+}
+
+// Description returns the configured description of a tool, if any.
+func (r *Rules) Description(upstream, name string) (string, bool) {
+	d, ok := r.Upstreams[upstream].Descriptions[name]
+	return d, ok
+}
+
 func matchAny(patterns []string, name string) bool {
 	for _, p := range patterns {
-		if ok, _ := path.Match(p, name); ok {
+		if Match(p, name) {
 			return true
 		}
 	}
 	return false
 }
 
-// UpstreamLimit returns the MaxTools of one upstream (0 = no limit).
-func (r *Rules) UpstreamLimit(upstream string) int {
-	return r.Upstreams[upstream].MaxTools
+// Allows reports whether the view's patterns let its callers see key.
+func (v *View) Allows(key string) bool {
+	if len(v.Allow) > 0 && !matchAny(v.Allow, key) {
+		return false
+	}
+	return !matchAny(v.Deny, key)
+}
+
+// Private reports whether the view's lists differ per caller (a team's):
+// caches must not share them across callers (2026-07-28 caching).
+func (v *View) Private() bool { return v.Name != "" }
+
+// Cut is one entry a limit removed from a view.
+type Cut struct {
+	Name string `json:"name"`
+	// Limit is "max_tools" or "max_tokens".
+	Limit string `json:"limit"`
+}
+
+// Limit applies the view's limits to the names of its tools, given in
+// catalog order, with tokens(i) the size of tool i (called only when a
+// token limit is set). It returns the indices kept, in catalog order,
+// and what was cut. Tools are taken in priority order — the Priority
+// patterns, then catalog order — and each is kept if it still fits:
+// a tool too large for what is left is cut, and smaller ones after it
+// may still fit.
+func (v *View) Limit(names []string, tokens func(i int) int) (keep []int, cut []Cut) {
+	order := make([]int, len(names))
+	for i := range order {
+		order[i] = i
+	}
+	if len(v.Priority) > 0 {
+		rank := func(i int) int {
+			for r, p := range v.Priority {
+				if Match(p, names[i]) {
+					return r
+				}
+			}
+			return len(v.Priority)
+		}
+		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(rank(a), rank(b)) })
+	}
+	used := 0
+	for _, i := range order {
+		switch {
+		case v.MaxTools > 0 && len(keep) >= v.MaxTools:
+			cut = append(cut, Cut{names[i], "max_tools"})
+			continue
+		case v.MaxTokens > 0:
+			t := tokens(i)
+			if used+t > v.MaxTokens {
+				cut = append(cut, Cut{names[i], "max_tokens"})
+				continue
+			}
+			used += t
+		}
+		keep = append(keep, i)
+	}
+	slices.Sort(keep)
+	return keep, cut
 }
 
 // Trim cuts s to at most max characters (runes), at the last word

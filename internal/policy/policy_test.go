@@ -1,9 +1,15 @@
 package policy
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 func TestAllowTool(t *testing.T) {
@@ -40,7 +46,7 @@ func TestValidate(t *testing.T) {
 	if err == nil {
 		t.Fatal("Validate accepted a bad pattern and a negative limit")
 	}
-	for _, want := range []string{"max_tools", `"[x"`} {
+	for _, want := range []string{"limits must not be negative", `"[x"`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate error %q does not mention %s", err, want)
 		}
@@ -74,5 +80,82 @@ func TestTrim(t *testing.T) {
 				t.Errorf("Trim(%q, %d) = %q is %d runes, over the limit", tt.in, tt.max, got, utf8.RuneCountInString(got))
 			}
 		})
+	}
+}
+
+func TestViewsCombineLimits(t *testing.T) {
+	r := &Rules{MaxTools: 10, MaxTokens: 500, Priority: []string{"a__*"}, Teams: []Team{
+		{Name: "small", MaxTools: 3},
+		{Name: "loose", MaxTools: 50, MaxTokens: 0},
+	}}
+	views := r.Views()
+	want := []struct {
+		name          string
+		tools, tokens int
+		private       bool
+	}{{"", 10, 500, false}, {"small", 3, 500, true}, {"loose", 10, 500, true}}
+	for i, w := range want {
+		v := views[i]
+		if v.Name != w.name || v.MaxTools != w.tools || v.MaxTokens != w.tokens || v.Private() != w.private {
+			t.Errorf("view %d = %+v, want %+v", i, v, w)
+		}
+	}
+}
+
+func TestLimit(t *testing.T) {
+	names := []string{"b__one", "a__two", "b__three", "a__four"}
+	sizes := []int{10, 40, 10, 30}
+	tests := []struct {
+		name string
+		view View
+		keep []int
+		cut  []Cut
+	}{
+		{"no limits", View{}, []int{0, 1, 2, 3}, nil},
+		{"max tools in catalog order", View{MaxTools: 2}, []int{0, 1}, []Cut{{"b__three", "max_tools"}, {"a__four", "max_tools"}}},
+		{"max tools with priority", View{MaxTools: 2, Priority: []string{"a__*"}}, []int{1, 3}, []Cut{{"b__one", "max_tools"}, {"b__three", "max_tools"}}},
+		{"max tokens first fit", View{MaxTokens: 55}, []int{0, 1}, []Cut{{"b__three", "max_tokens"}, {"a__four", "max_tokens"}}},
+		{"max tokens skips a large one", View{MaxTokens: 55, Priority: []string{"a__four", "a__two"}}, []int{0, 2, 3}, []Cut{{"a__two", "max_tokens"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			keep, cut := tt.view.Limit(names, func(i int) int { return sizes[i] })
+			if diff := cmp.Diff(tt.keep, keep, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("keep (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.cut, cut); diff != "" {
+				t.Errorf("cut (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestAPIKeys(t *testing.T) {
+	secret := "a-long-enough-secret-for-team-b"
+	digest := sha256.Sum256([]byte(secret))
+	keys, err := NewAPIKeys(map[string][]string{
+		"a": {"key-for-team-a-0123456789"},
+		"b": {"sha256:" + hex.EncodeToString(digest[:])},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := keys.Identify("key-for-team-a-0123456789"); err != nil || id.Team != "a" {
+		t.Errorf("team a's key: %+v, %v", id, err)
+	}
+	if id, err := keys.Identify(secret); err != nil || id.Team != "b" {
+		t.Errorf("team b's key by digest: %+v, %v", id, err)
+	}
+	if _, err := keys.Identify(""); !errors.Is(err, ErrUnauthenticated) {
+		t.Errorf("no key: %v", err)
+	}
+	if _, err := keys.Identify("wrong"); !errors.Is(err, ErrInvalidCredentials) {
+		t.Errorf("wrong key: %v", err)
+	}
+	if _, err := NewAPIKeys(map[string][]string{"x": {"sha256:zz"}}); err == nil {
+		t.Error("a malformed digest was accepted")
+	}
+	if _, err := NewAPIKeys(nil); err == nil {
+		t.Error("no keys at all was accepted")
 	}
 }

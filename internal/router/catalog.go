@@ -1,8 +1,10 @@
 package router
 
 import (
+	"bytes"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/yosida95/uritemplate/v3"
@@ -14,9 +16,16 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
 )
 
-// catalog is one merged, policy-filtered view of every serving upstream.
-// It is immutable once built: a change builds a new one.
+// catalog is the merged catalog of every serving upstream, as each view
+// sees it. It is immutable once built: a change builds a new one.
 type catalog struct {
+	// views are by view name: "" for the default view, else a team's.
+	views map[string]*view
+}
+
+// view is what the callers of one view see and may call.
+type view struct {
+	rules   policy.View
 	tools   named
 	prompts named
 
@@ -29,10 +38,15 @@ type catalog struct {
 
 	// The list results' item arrays, rendered once per catalog.
 	toolsJSON, promptsJSON, resourcesJSON, templatesJSON []byte
+
+	// cut is what the view's limits removed; tokens is the estimated
+	// size of its tools when a token limit applies (else 0).
+	cut    []policy.Cut
+	tokens int
 }
 
-// named is the tools or the prompts of a catalog: entries in catalog
-// order, and an index by exposed name.
+// named is the tools or the prompts of a view: entries in catalog order,
+// and an index by exposed name.
 type named struct {
 	entries []*entry
 	byName  map[string]*entry
@@ -43,31 +57,46 @@ type entry struct {
 	exposed  string
 	original string
 	up       *upstreamState
-	// def is the definition as hosts see it.
-	def json.RawMessage
+	// raw is the upstream's definition; def is the definition as hosts
+	// see it.
+	raw, def json.RawMessage
 	// bindings are a tool's x-mcp-header annotations.
 	bindings []mcpheader.Binding
+	// tokens is the estimated size of def, when a token limit needed it.
+	tokens int
 }
 
 type templateEntry struct {
 	up  *upstreamState
-	tpl *uritemplate.Template // nil when the upstream's template does not parse
+	key string          // <upstream><separator><uriTemplate>, for views
+	raw json.RawMessage // the upstream's definition
+	tpl *uritemplate.Template
+}
+
+type resourceEntry struct {
+	up  *upstreamState
+	uri string
+	raw json.RawMessage
 }
 
 // candidate is an upstream item on its way into the catalog.
 type candidate struct {
-	up   *upstreamState
-	name string
-	raw  json.RawMessage
+	up       *upstreamState
+	name     string // as exposed before prefixing (renamed)
+	original string // as the upstream knows it
+	raw      json.RawMessage
 }
+
+// view returns the view of name; nil for an unknown name.
+func (c *catalog) view(name string) *view { return c.views[name] }
 
 func (r *Router) buildCatalog() *catalog {
 	var toolCands, promptCands []candidate
-	var resources []json.RawMessage
-	owner := map[string]*upstreamState{}
+	var resources []resourceEntry
 	var templates []templateEntry
-	var templatesRaw []json.RawMessage
+	seenURI := map[string]*upstreamState{}
 	seenTemplate := map[string]bool{}
+	rules := &r.opts.Rules
 
 	for _, u := range r.upstreams {
 		u.mu.Lock()
@@ -79,18 +108,18 @@ func (r *Router) buildCatalog() *catalog {
 		u.mu.Unlock()
 
 		kept := 0
-		limit := r.opts.Rules.UpstreamLimit(u.Name)
+		limit := rules.UpstreamLimit(u.Name)
 		for _, raw := range tools {
 			name, ok := jsonrpc.StringField(raw, "name")
 			if !ok || name == "" {
 				r.log.Warn("upstream tool without a name skipped", telemetry.KeyUpstream, u.Name)
 				continue
 			}
-			if !r.opts.Rules.AllowTool(u.Name, name) || (limit > 0 && kept >= limit) {
+			if !rules.AllowTool(u.Name, name) || (limit > 0 && kept >= limit) {
 				continue
 			}
 			kept++
-			toolCands = append(toolCands, candidate{u, name, raw})
+			toolCands = append(toolCands, candidate{u, rules.Rename(u.Name, name), name, raw})
 		}
 		for _, raw := range prompts {
 			name, ok := jsonrpc.StringField(raw, "name")
@@ -98,7 +127,7 @@ func (r *Router) buildCatalog() *catalog {
 				r.log.Warn("upstream prompt without a name skipped", telemetry.KeyUpstream, u.Name)
 				continue
 			}
-			promptCands = append(promptCands, candidate{u, name, raw})
+			promptCands = append(promptCands, candidate{u, name, name, raw})
 		}
 		for _, raw := range res {
 			uri, ok := jsonrpc.StringField(raw, "uri")
@@ -106,13 +135,13 @@ func (r *Router) buildCatalog() *catalog {
 				r.log.Warn("upstream resource without a uri skipped", telemetry.KeyUpstream, u.Name)
 				continue
 			}
-			if prev, dup := owner[uri]; dup {
+			if prev, dup := seenURI[uri]; dup {
 				r.log.Warn("resource listed by two upstreams; the first wins",
 					"uri", uri, telemetry.KeyUpstream, u.Name, "owner", prev.Name)
 				continue
 			}
-			owner[uri] = u
-			resources = append(resources, raw)
+			seenURI[uri] = u
+			resources = append(resources, resourceEntry{u, uri, raw})
 		}
 		for _, raw := range tpls {
 			s, ok := jsonrpc.StringField(raw, "uriTemplate")
@@ -124,75 +153,168 @@ func (r *Router) buildCatalog() *catalog {
 			if err != nil {
 				r.log.Warn("upstream resource template does not parse", telemetry.KeyUpstream, u.Name, "template", s, telemetry.KeyErr, err)
 			}
-			templates = append(templates, templateEntry{up: u, tpl: tpl})
-			templatesRaw = append(templatesRaw, raw)
+			templates = append(templates, templateEntry{up: u, key: r.resourceKey(u, s), raw: raw, tpl: tpl})
 		}
 	}
 
-	cat := &catalog{
-		resources:     resources,
-		resourceOwner: owner,
-		templates:     templates,
+	tools := r.name(toolCands, true)
+	prompts := r.name(promptCands, false)
+	views := rules.Views()
+	if slices.ContainsFunc(views, func(v policy.View) bool { return v.MaxTokens > 0 }) {
+		for _, e := range tools {
+			e.tokens = r.tokens(e.def)
+		}
 	}
-	var toolItems, promptItems []json.RawMessage
-	cat.tools, toolItems = r.name(toolCands, r.opts.Rules.MaxTools)
-	cat.prompts, promptItems = r.name(promptCands, 0)
-	cat.toolsJSON = joinArray(toolItems)
-	cat.promptsJSON = joinArray(promptItems)
-	cat.resourcesJSON = joinArray(resources)
-	cat.templatesJSON = joinArray(templatesRaw)
+	cat := &catalog{views: map[string]*view{}}
+	for _, v := range views {
+		cat.views[v.Name] = r.buildView(v, tools, prompts, resources, templates)
+	}
 	return cat
 }
 
-// name gives candidates their exposed names, applies the global limit in
-// catalog order, and renders each definition as hosts see it.
-func (r *Router) name(cands []candidate, limit int) (named, []json.RawMessage) {
+// buildView selects and limits what one view sees.
+func (r *Router) buildView(rules policy.View, tools, prompts []*entry, resources []resourceEntry, templates []templateEntry) *view {
+	v := &view{rules: rules, resourceOwner: map[string]*upstreamState{}}
+
+	var visible []*entry
+	var names []string
+	for _, e := range tools {
+		if rules.Allows(e.exposed) {
+			visible = append(visible, e)
+			names = append(names, e.exposed)
+		}
+	}
+	keep, cut := rules.Limit(names, func(i int) int { return visible[i].tokens })
+	v.cut = cut
+	kept := make([]*entry, 0, len(keep))
+	for _, i := range keep {
+		kept = append(kept, visible[i])
+		if rules.MaxTokens > 0 {
+			v.tokens += visible[i].tokens
+		}
+	}
+	v.tools, v.toolsJSON = index(kept)
+
+	var shown []*entry
+	for _, e := range prompts {
+		if rules.Allows(e.exposed) {
+			shown = append(shown, e)
+		}
+	}
+	v.prompts, v.promptsJSON = index(shown)
+
+	var res, tpls []json.RawMessage
+	for _, re := range resources {
+		if rules.Allows(r.resourceKey(re.up, re.uri)) {
+			v.resources = append(v.resources, re.raw)
+			v.resourceOwner[re.uri] = re.up
+			res = append(res, re.raw)
+		}
+	}
+	for _, t := range templates {
+		if rules.Allows(t.key) {
+			v.templates = append(v.templates, t)
+			tpls = append(tpls, t.raw)
+		}
+	}
+	v.resourcesJSON = joinArray(res)
+	v.templatesJSON = joinArray(tpls)
+	return v
+}
+
+// index builds a named table and its list items.
+func index(entries []*entry) (named, []byte) {
+	n := named{entries: entries, byName: make(map[string]*entry, len(entries))}
+	items := make([]json.RawMessage, len(entries))
+	for i, e := range entries {
+		n.byName[e.exposed] = e
+		items[i] = e.def
+	}
+	return n, joinArray(items)
+}
+
+// resourceKey is what view patterns match for a resource or template:
+// the upstream's prefix and the URI, like an exposed name.
+func (r *Router) resourceKey(u *upstreamState, uri string) string {
+	sep := r.opts.Namespace.Separator
+	if sep == "" {
+		sep = namespace.DefaultSeparator
+	}
+	return u.Name + sep + uri
+}
+
+// tokens estimates the size of a definition in tokens.
+func (r *Router) tokens(def json.RawMessage) int {
+	if r.opts.Tokens != nil {
+		return r.opts.Tokens(def)
+	}
+	return policy.Tokens(def)
+}
+
+// name gives candidates their exposed names and renders each definition
+// as hosts see it. tools says whether they are tools (whose schemas the
+// policy may slim).
+func (r *Router) name(cands []candidate, tools bool) []*entry {
 	entries := make([]namespace.Entry, len(cands))
 	for i, c := range cands {
 		entries[i] = namespace.Entry{Upstream: c.up.Name, Name: c.name}
 	}
 	table := namespace.Build(entries, &r.opts.Namespace)
-	n := named{byName: make(map[string]*entry, len(cands))}
-	var items []json.RawMessage
+	seen := map[string]bool{}
+	var out []*entry
 	for _, c := range cands {
-		if limit > 0 && len(n.entries) >= limit {
-			break
-		}
 		exposed, ok := table.Exposed(namespace.Entry{Upstream: c.up.Name, Name: c.name})
-		if !ok || n.byName[exposed] != nil {
+		if !ok || seen[exposed] {
 			continue // a duplicate name within one upstream: the first wins
 		}
-		raw, err := r.render(c.raw, exposed)
+		def, err := r.render(c, exposed, tools)
 		if err != nil {
-			r.log.Warn("upstream entry skipped", telemetry.KeyUpstream, c.up.Name, "name", c.name, telemetry.KeyErr, err)
+			r.log.Warn("upstream entry skipped", telemetry.KeyUpstream, c.up.Name, "name", c.original, telemetry.KeyErr, err)
 			continue
 		}
-		// The upstream client already left out tools whose annotations
-		// are invalid; an error here only means no bindings.
-		bindings, _ := mcpheader.Bindings(raw)
-		e := &entry{exposed: exposed, original: c.name, up: c.up, def: raw, bindings: bindings}
-		n.entries = append(n.entries, e)
-		n.byName[exposed] = e
-		items = append(items, raw)
+		seen[exposed] = true
+		e := &entry{exposed: exposed, original: c.original, up: c.up, raw: c.raw, def: def}
+		if tools {
+			// The upstream client already left out tools whose annotations
+			// are invalid; an error here only means no bindings.
+			e.bindings, _ = mcpheader.Bindings(def)
+		}
+		out = append(out, e)
 	}
-	return n, items
+	return out
 }
 
-// render rewrites a definition's name and trims its description. Every
+// render rewrites a definition as hosts see it: its exposed name, the
+// configured description, trimmed, and for tools slimmed schemas. Every
 // other byte of the upstream's definition is kept.
-func (r *Router) render(raw json.RawMessage, exposed string) (json.RawMessage, error) {
-	out, err := jsonrpc.SetField(raw, "name", jsonrpc.String(exposed))
+func (r *Router) render(c candidate, exposed string, tool bool) (json.RawMessage, error) {
+	rules := &r.opts.Rules
+	out, err := jsonrpc.SetField(c.raw, "name", jsonrpc.String(exposed))
 	if err != nil {
 		return nil, err
 	}
-	if max := r.opts.Rules.DescriptionMaxChars; max > 0 {
-		if d, ok := jsonrpc.StringField(out, "description"); ok {
-			if t := policy.Trim(d, max); t != d {
-				return jsonrpc.SetField(out, "description", jsonrpc.String(t))
+	desc, has := jsonrpc.StringField(out, "description")
+	if tool {
+		if d, ok := rules.Description(c.up.Name, c.original); ok {
+			desc, has = d, true
+		}
+	}
+	if has {
+		if t := policy.Trim(desc, rules.DescriptionMaxChars); !bytes.Equal(jsonrpc.String(t), fieldOrNil(out, "description")) {
+			if out, err = jsonrpc.SetField(out, "description", jsonrpc.String(t)); err != nil {
+				return nil, err
 			}
 		}
 	}
+	if tool && rules.SlimSchemas {
+		return policy.StripSchemaDecorations(out)
+	}
 	return out, nil
+}
+
+func fieldOrNil(obj json.RawMessage, key string) json.RawMessage {
+	v, _ := jsonrpc.Field(obj, key)
+	return v
 }
 
 func joinArray(items []json.RawMessage) []byte {
@@ -211,9 +333,6 @@ func joinArray(items []json.RawMessage) []byte {
 	return append(out, ']')
 }
 
-func (c *catalog) countTools(upstream int) int   { return c.tools.count(upstream) }
-func (c *catalog) countPrompts(upstream int) int { return c.prompts.count(upstream) }
-
 func (n named) count(upstream int) int {
 	k := 0
 	for _, e := range n.entries {
@@ -224,24 +343,25 @@ func (n named) count(upstream int) int {
 	return k
 }
 
-// resourceUpstream finds the upstream that serves a resource URI: the one
-// that listed it, else the one whose template matches it, else the only
-// upstream offering resources at all.
-func (c *catalog) resourceUpstream(uri string, all []*upstreamState, log *slog.Logger) *upstreamState {
-	if u, ok := c.resourceOwner[uri]; ok {
+// resourceUpstream finds the upstream that serves a resource URI in this
+// view: the one that listed it, else the one whose template matches it,
+// else the only upstream offering resources whose resources the view may
+// see at all.
+func (v *view) resourceUpstream(r *Router, uri string, log *slog.Logger) *upstreamState {
+	if u, ok := v.resourceOwner[uri]; ok {
 		return u
 	}
-	for _, t := range c.templates {
+	for _, t := range v.templates {
 		if t.tpl != nil && t.tpl.Match(uri) != nil {
 			return t.up
 		}
 	}
 	var only *upstreamState
-	for _, u := range all {
+	for _, u := range r.upstreams {
 		u.mu.Lock()
 		offers := u.serving() && parseCapabilities(u.Client.Capabilities()).resources
 		u.mu.Unlock()
-		if !offers {
+		if !offers || !v.rules.Allows(r.resourceKey(u, uri)) {
 			continue
 		}
 		if only != nil {
@@ -253,7 +373,7 @@ func (c *catalog) resourceUpstream(uri string, all []*upstreamState, log *slog.L
 	return only
 }
 
-// ToolInfo describes one tool of the catalog, for `mcp-gateway tools`.
+// ToolInfo describes one tool of a view, for `mcp-gateway tools`.
 type ToolInfo struct {
 	Name     string `json:"name"`
 	Upstream string `json:"upstream"`
@@ -261,29 +381,45 @@ type ToolInfo struct {
 	// DescriptionChars is the length of the description hosts see, in
 	// characters.
 	DescriptionChars int `json:"description_chars"`
-	// DefinitionBytes is the size of the whole definition hosts see.
-	DefinitionBytes int `json:"definition_bytes"`
+	// Raw and Definition are the upstream's definition and the one hosts
+	// see.
+	Raw        json.RawMessage `json:"-"`
+	Definition json.RawMessage `json:"-"`
 }
 
-// Tools returns the catalog's tools in catalog order.
-func (r *Router) Tools() []ToolInfo {
-	cat := r.catalog()
-	out := make([]ToolInfo, 0, len(cat.tools.entries))
-	for _, e := range cat.tools.entries {
+// ViewInfo is one view's tools and what its limits cut.
+type ViewInfo struct {
+	Name  string       `json:"view"`
+	Tools []ToolInfo   `json:"tools"`
+	Cut   []policy.Cut `json:"cut,omitempty"`
+}
+
+// Tools returns the tools of the named view ("" = default) in catalog
+// order, and what its limits cut; false for an unknown view.
+func (r *Router) Tools(viewName string) (ViewInfo, bool) {
+	v := r.catalog().view(viewName)
+	if v == nil {
+		return ViewInfo{}, false
+	}
+	info := ViewInfo{Name: viewName, Cut: v.cut, Tools: make([]ToolInfo, 0, len(v.tools.entries))}
+	for _, e := range v.tools.entries {
 		d, _ := jsonrpc.StringField(e.def, "description")
-		out = append(out, ToolInfo{
+		info.Tools = append(info.Tools, ToolInfo{
 			Name: e.exposed, Upstream: e.up.Name, Original: e.original,
-			DescriptionChars: utf8.RuneCountInString(d), DefinitionBytes: len(e.def),
+			DescriptionChars: utf8.RuneCountInString(d), Raw: e.raw, Definition: e.def,
 		})
 	}
-	return out
+	return info, true
 }
 
-// ParamBindings returns the x-mcp-header bindings of the exposed tool
-// name; nil for a tool without any, or a name the catalog does not hold.
+// ParamBindings returns the x-mcp-header bindings of a tool by exposed
+// name in any view; nil for a tool without any, or a name no view holds.
+// (Which tools a caller may call is checked when the call is routed.)
 func (r *Router) ParamBindings(name string) []mcpheader.Binding {
-	if e := r.catalog().tools.byName[name]; e != nil {
-		return e.bindings
+	for _, v := range r.catalog().views {
+		if e := v.tools.byName[name]; e != nil {
+			return e.bindings
+		}
 	}
 	return nil
 }

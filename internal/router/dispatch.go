@@ -34,6 +34,9 @@ type Caller struct {
 	// Host is the way back to the host for this request; nil when there
 	// is none.
 	Host Host
+	// View is the caller's view: its team's name, or "" for the default
+	// view. A view that does not exist sees nothing.
+	View string
 }
 
 // Modern reports whether the caller speaks the stateless era.
@@ -103,22 +106,29 @@ func (r *Router) Dispatch(ctx context.Context, c *Caller, req *jsonrpc.Message) 
 		return &Reply{Result: json.RawMessage(`{}`), LacksResultType: true}
 	case "server/discover":
 		return &Reply{Result: r.DiscoverResult()}
+	}
+	v := r.catalog().view(c.View)
+	if v == nil {
+		r.log.Error("request for a view that does not exist", telemetry.KeyTeam, c.View)
+		return errorReply(jsonrpc.CodeInternalError, "Internal error: no view for this caller")
+	}
+	switch req.Method {
 	case "tools/list":
-		return r.list(ctx, c, req, "tools", func(cat *catalog) []byte { return cat.toolsJSON })
+		return r.list(c, v, req, "tools", v.toolsJSON)
 	case "prompts/list":
-		return r.list(ctx, c, req, "prompts", func(cat *catalog) []byte { return cat.promptsJSON })
+		return r.list(c, v, req, "prompts", v.promptsJSON)
 	case "resources/list":
-		return r.list(ctx, c, req, "resources", func(cat *catalog) []byte { return cat.resourcesJSON })
+		return r.list(c, v, req, "resources", v.resourcesJSON)
 	case "resources/templates/list":
-		return r.list(ctx, c, req, "resourceTemplates", func(cat *catalog) []byte { return cat.templatesJSON })
+		return r.list(c, v, req, "resourceTemplates", v.templatesJSON)
 	case "tools/call":
-		return r.callNamed(ctx, c, req, r.catalog().tools, "tool")
+		return r.callNamed(ctx, c, req, v.tools, "tool")
 	case "prompts/get":
-		return r.callNamed(ctx, c, req, r.catalog().prompts, "prompt")
+		return r.callNamed(ctx, c, req, v.prompts, "prompt")
 	case "resources/read":
-		return r.readResource(ctx, c, req)
+		return r.readResource(ctx, c, v, req)
 	case "completion/complete":
-		return r.complete(ctx, c, req)
+		return r.complete(ctx, c, v, req)
 	case "logging/setLevel":
 		return r.setLogLevel(ctx, c, req)
 	case "resources/subscribe", "resources/unsubscribe":
@@ -158,30 +168,33 @@ func (r *Router) awaitFirstStart(ctx context.Context) {
 	_ = r.WaitStarted(waitCtx) // after the wait, serve what is ready
 }
 
-// list answers a list method from the catalog. The gateway returns the
-// whole list in one page: a cursor it never issued is invalid.
-func (r *Router) list(ctx context.Context, c *Caller, req *jsonrpc.Message, key string, items func(*catalog) []byte) *Reply {
+// list answers a list method from the caller's view. The gateway returns
+// the whole list in one page: a cursor it never issued is invalid.
+func (r *Router) list(c *Caller, v *view, req *jsonrpc.Message, key string, body []byte) *Reply {
 	if cursor, ok := jsonrpc.Field(req.Params, "cursor"); ok && string(cursor) != "null" {
 		return errorReply(jsonrpc.CodeInvalidParams, "Invalid cursor: the gateway returns every %s in one page", key)
 	}
-	body := items(r.catalog())
 	out := make([]byte, 0, len(body)+len(key)+96)
 	out = append(out, '{')
 	out = jsonrpc.AppendString(out, key)
 	out = append(out, ':')
 	out = append(out, body...)
 	if c.Modern() {
-		out = r.appendCacheable(out)
+		out = r.appendCacheable(out, v.rules.Private())
 	}
 	return &Reply{Result: append(out, '}')}
 }
 
 // appendCacheable adds the members every modern cacheable result carries
-// (2026-07-28 server/utilities/caching). One view is shared by every
-// caller, so lists are public.
-func (r *Router) appendCacheable(out []byte) []byte {
+// (2026-07-28 server/utilities/caching). A team's view differs per
+// caller, so its lists are private; the default view is the same for
+// everyone, so its lists are public.
+func (r *Router) appendCacheable(out []byte, private bool) []byte {
 	out = append(out, `,"resultType":"complete","ttlMs":`...)
 	out = strconv.AppendInt(out, r.opts.ListTTL.Milliseconds(), 10)
+	if private {
+		return append(out, `,"cacheScope":"private"`...)
+	}
 	return append(out, `,"cacheScope":"public"`...)
 }
 
@@ -269,12 +282,12 @@ func isTimeout(err error) bool {
 }
 
 // readResource routes resources/read by URI.
-func (r *Router) readResource(ctx context.Context, c *Caller, req *jsonrpc.Message) *Reply {
+func (r *Router) readResource(ctx context.Context, c *Caller, v *view, req *jsonrpc.Message) *Reply {
 	uri, ok := jsonrpc.StringField(req.Params, "uri")
 	if !ok {
 		return errorReply(jsonrpc.CodeInvalidParams, "resources/read needs params.uri")
 	}
-	u := r.catalog().resourceUpstream(uri, r.upstreams, r.log)
+	u := v.resourceUpstream(r, uri, r.log)
 	if u == nil {
 		return resourceNotFound(c, uri)
 	}
@@ -316,7 +329,7 @@ func addCacheHints(result json.RawMessage) json.RawMessage {
 
 // complete routes completion/complete by its reference: a prompt by
 // exposed name, a resource template by URI.
-func (r *Router) complete(ctx context.Context, c *Caller, req *jsonrpc.Message) *Reply {
+func (r *Router) complete(ctx context.Context, c *Caller, v *view, req *jsonrpc.Message) *Reply {
 	ref, ok := jsonrpc.Field(req.Params, "ref")
 	if !ok {
 		return errorReply(jsonrpc.CodeInvalidParams, "completion/complete needs params.ref")
@@ -325,7 +338,7 @@ func (r *Router) complete(ctx context.Context, c *Caller, req *jsonrpc.Message) 
 	switch typ {
 	case "ref/prompt":
 		name, _ := jsonrpc.StringField(ref, "name")
-		e := r.catalog().prompts.byName[name]
+		e := v.prompts.byName[name]
 		if e == nil {
 			return errorReply(jsonrpc.CodeInvalidParams, "Unknown prompt: %s", name)
 		}
@@ -340,7 +353,7 @@ func (r *Router) complete(ctx context.Context, c *Caller, req *jsonrpc.Message) 
 		return r.forward(ctx, c, e.up, req.Method, params, name)
 	case "ref/resource":
 		uri, _ := jsonrpc.StringField(ref, "uri")
-		u := r.catalog().resourceUpstream(uri, r.upstreams, r.log)
+		u := v.resourceUpstream(r, uri, r.log)
 		if u == nil {
 			return resourceNotFound(c, uri)
 		}
@@ -428,7 +441,7 @@ func (r *Router) DiscoverResult() json.RawMessage {
 		out = append(out, `,"instructions":`...)
 		out = jsonrpc.AppendString(out, ins)
 	}
-	out = r.appendCacheable(out)
+	out = r.appendCacheable(out, false)
 	return append(out, '}')
 }
 

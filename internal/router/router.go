@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -115,6 +116,9 @@ type Options struct {
 	// ListTTL is the ttlMs hint on list results for modern hosts; 0 means
 	// 60s.
 	ListTTL time.Duration
+	// Tokens estimates the size of a definition in tokens, for token
+	// limits; nil means policy.Tokens.
+	Tokens func([]byte) int
 	// OnChange, if set, is told of every change hosts should hear of:
 	// a list that changed, or a subscribed resource that was updated. It
 	// is called from the router's goroutines and must not block.
@@ -134,8 +138,10 @@ type Change struct {
 	Params json.RawMessage
 	// Subscribers, for resources/updated, are the keys that subscribed
 	// to the resource (see SubscribeResource); nil for list changes,
-	// which go to every host.
+	// which go to every host of View.
 	Subscribers []string
+	// View is the view whose list changed ("" = the default view).
+	View string
 }
 
 // Router merges and routes. Create it with New, call Start once, and
@@ -412,18 +418,35 @@ func (r *Router) rebuild() {
 	if r.opts.OnChange == nil {
 		return
 	}
-	for _, c := range []struct {
-		method   string
-		old, new []byte
-	}{
-		{"notifications/tools/list_changed", old.toolsJSON, cat.toolsJSON},
-		{"notifications/prompts/list_changed", old.promptsJSON, cat.promptsJSON},
-		{"notifications/resources/list_changed", append(old.resourcesJSON, old.templatesJSON...), append(cat.resourcesJSON, cat.templatesJSON...)},
-	} {
-		if !bytes.Equal(c.old, c.new) {
-			r.opts.OnChange(Change{Method: c.method})
+	for name, nv := range cat.views {
+		ov := old.views[name]
+		if ov == nil {
+			continue
+		}
+		if !slices.Equal(ov.cut, nv.cut) {
+			r.log.Info("limits cut tools from a view", telemetry.KeyTeam, name, "tools", len(nv.tools.entries), "cut", len(nv.cut), "cut_tools", cutNames(nv.cut))
+		}
+		for _, c := range []struct {
+			method   string
+			old, new []byte
+		}{
+			{"notifications/tools/list_changed", ov.toolsJSON, nv.toolsJSON},
+			{"notifications/prompts/list_changed", ov.promptsJSON, nv.promptsJSON},
+			{"notifications/resources/list_changed", append(ov.resourcesJSON[:len(ov.resourcesJSON):len(ov.resourcesJSON)], ov.templatesJSON...), append(nv.resourcesJSON[:len(nv.resourcesJSON):len(nv.resourcesJSON)], nv.templatesJSON...)},
+		} {
+			if !bytes.Equal(c.old, c.new) {
+				r.opts.OnChange(Change{Method: c.method, View: name})
+			}
 		}
 	}
+}
+
+func cutNames(cut []policy.Cut) []string {
+	names := make([]string, len(cut))
+	for i, c := range cut {
+		names[i] = c.Name + " (" + c.Limit + ")"
+	}
+	return names
 }
 
 // relist re-lists an upstream after it said its lists changed. Bursts
@@ -535,9 +558,10 @@ type UpstreamStatus struct {
 	Since    time.Time `json:"since"`
 }
 
-// Status returns every upstream's status, in configuration order.
+// Status returns every upstream's status, in configuration order, with
+// its tool and prompt counts in the default view.
 func (r *Router) Status() []UpstreamStatus {
-	cat := r.catalog()
+	v := r.catalog().view("")
 	out := make([]UpstreamStatus, 0, len(r.upstreams))
 	for _, u := range r.upstreams {
 		u.mu.Lock()
@@ -553,8 +577,28 @@ func (r *Router) Status() []UpstreamStatus {
 			}
 		}
 		u.mu.Unlock()
-		s.Tools, s.Prompts = cat.countTools(u.index), cat.countPrompts(u.index)
+		s.Tools, s.Prompts = v.tools.count(u.index), v.prompts.count(u.index)
 		out = append(out, s)
+	}
+	return out
+}
+
+// ViewStatus is one view's size and what its limits cut, as /readyz
+// shows it.
+type ViewStatus struct {
+	Name   string       `json:"view"`
+	Tools  int          `json:"tools"`
+	Tokens int          `json:"tokens,omitempty"`
+	Cut    []policy.Cut `json:"cut,omitempty"`
+}
+
+// Views returns the status of every view, the default first.
+func (r *Router) Views() []ViewStatus {
+	cat := r.catalog()
+	var out []ViewStatus
+	for _, rules := range r.opts.Rules.Views() {
+		v := cat.view(rules.Name)
+		out = append(out, ViewStatus{Name: rules.Name, Tools: len(v.tools.entries), Tokens: v.tokens, Cut: v.cut})
 	}
 	return out
 }

@@ -40,7 +40,11 @@ type modernSubscriber interface {
 // listen stream's key) to a resource URI. The first subscriber of a URI
 // subscribes the upstream that serves it.
 func (r *Router) SubscribeResource(ctx context.Context, c *Caller, key, uri string) *jsonrpc.Error {
-	u := r.catalog().resourceUpstream(uri, r.upstreams, r.log)
+	v := r.catalog().view(c.View)
+	var u *upstreamState
+	if v != nil {
+		u = v.resourceUpstream(r, uri, r.log)
+	}
 	if u == nil {
 		return resourceNotFound(c, uri).Error
 	}

@@ -33,6 +33,10 @@ const (
 )
 
 func (s *Server) post(w http.ResponseWriter, r *http.Request) {
+	view, ok := s.authenticate(w, r)
+	if !ok {
+		return
+	}
 	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
 		writeError(w, http.StatusUnsupportedMediaType, nil,
 			jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Unsupported Media Type: Content-Type must be application/json, got %q", ct))
@@ -65,17 +69,17 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	}
 
 	if id := r.Header.Get(headerSessionID); id != "" {
-		s.postLegacy(w, r, id, msg)
+		s.postLegacy(w, r, id, view, msg)
 		return
 	}
 	// A modern request is recognised first: "initialize" with modern
 	// _meta is a modern request for a method that era removed.
 	if isModernRequest(r, msg) {
-		s.postModern(w, r, msg)
+		s.postModern(w, r, view, msg)
 		return
 	}
 	if msg.Method == "initialize" {
-		s.initialize(w, r, msg)
+		s.initialize(w, r, view, msg)
 		return
 	}
 	if msg.IsResponse() || msg.IsNotification() {
@@ -89,7 +93,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 }
 
 // initialize opens a legacy session (2025-11-25 basic/lifecycle).
-func (s *Server) initialize(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message) {
+func (s *Server) initialize(w http.ResponseWriter, r *http.Request, view string, msg *jsonrpc.Message) {
 	if !msg.IsRequest() {
 		writeError(w, http.StatusBadRequest, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "initialize must be a request"))
 		return
@@ -100,7 +104,7 @@ func (s *Server) initialize(w http.ResponseWriter, r *http.Request, msg *jsonrpc
 		return
 	}
 	version := router.NegotiateLegacy(requested)
-	ss, err := s.newSession(version)
+	ss, err := s.newSession(version, view)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, msg.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, "Cannot open a session: %v", err))
 		return
@@ -113,10 +117,9 @@ func (s *Server) initialize(w http.ResponseWriter, r *http.Request, msg *jsonrpc
 }
 
 // postLegacy handles a message on an existing legacy session.
-func (s *Server) postLegacy(w http.ResponseWriter, r *http.Request, id string, msg *jsonrpc.Message) {
-	ss := s.session(id)
+func (s *Server) postLegacy(w http.ResponseWriter, r *http.Request, id, view string, msg *jsonrpc.Message) {
+	ss := s.sessionFor(w, id, view, msg.ID)
 	if ss == nil {
-		writeError(w, http.StatusNotFound, msg.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Session not found: it expired or was deleted; initialize a new one"))
 		return
 	}
 	if msg.Method == "initialize" {
@@ -154,7 +157,7 @@ func (s *Server) postLegacy(w http.ResponseWriter, r *http.Request, id string, m
 	}
 	defer ss.link.untrack(msg.ID)
 	rs := newRequestStream(w, r, ss, false)
-	caller := &router.Caller{ProtocolVersion: ss.version, Session: ss.id, Capabilities: ss.capabilities, LogLevel: ss.logLevel(), Host: rs}
+	caller := &router.Caller{ProtocolVersion: ss.version, Session: ss.id, Capabilities: ss.capabilities, LogLevel: ss.logLevel(), Host: rs, View: ss.view}
 	reply := s.d.Dispatch(ctx, caller, msg)
 	if ctx.Err() != nil && r.Context().Err() == nil {
 		// The host cancelled the request (notifications/cancelled or the
@@ -184,7 +187,7 @@ func isModernRequest(r *http.Request, msg *jsonrpc.Message) bool {
 
 // postModern serves a stateless request (2026-07-28
 // basic/transports/streamable-http "Server Validation").
-func (s *Server) postModern(w http.ResponseWriter, r *http.Request, msg *jsonrpc.Message) {
+func (s *Server) postModern(w http.ResponseWriter, r *http.Request, view string, msg *jsonrpc.Message) {
 	if msg.IsResponse() {
 		writeError(w, http.StatusBadRequest, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Bad Request: clients must not send responses in protocol version %s", router.ModernVersion))
 		return
@@ -207,7 +210,7 @@ func (s *Server) postModern(w http.ResponseWriter, r *http.Request, msg *jsonrpc
 	rs := newRequestStream(w, r, nil, true)
 	caps, _ := jsonrpc.Field(meta, metaClientCapabilities)
 	level, _ := jsonrpc.StringField(meta, metaLogLevel)
-	caller := &router.Caller{ProtocolVersion: declared, Capabilities: caps, LogLevel: level, Host: rs}
+	caller := &router.Caller{ProtocolVersion: declared, Capabilities: caps, LogLevel: level, Host: rs, View: view}
 	if msg.Method == "subscriptions/listen" {
 		s.listen(w, r, caller, msg)
 		return
@@ -281,6 +284,10 @@ func (s *Server) validateModern(r *http.Request, msg *jsonrpc.Message) *jsonrpc.
 // get opens the stream on which a legacy session receives server
 // messages. Modern hosts have no GET stream (2026-07-28 removed it).
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
+	view, ok := s.authenticate(w, r)
+	if !ok {
+		return
+	}
 	id := r.Header.Get(headerSessionID)
 	if id == "" {
 		w.Header().Set("Allow", "POST")
@@ -292,9 +299,8 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotAcceptable, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Not Acceptable: Accept must list text/event-stream"))
 		return
 	}
-	ss := s.session(id)
+	ss := s.sessionFor(w, id, view, nil)
 	if ss == nil {
-		writeError(w, http.StatusNotFound, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Session not found"))
 		return
 	}
 	ss.mu.Lock()
@@ -317,11 +323,18 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 
 // delete ends a legacy session.
 func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
+	view, ok := s.authenticate(w, r)
+	if !ok {
+		return
+	}
 	id := r.Header.Get(headerSessionID)
 	if id == "" {
 		w.Header().Set("Allow", "POST")
 		writeError(w, http.StatusMethodNotAllowed, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
 			"Method Not Allowed: DELETE needs an %s", headerSessionID))
+		return
+	}
+	if s.sessionFor(w, id, view, nil) == nil {
 		return
 	}
 	if !s.endSession(id) {

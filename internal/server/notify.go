@@ -97,6 +97,8 @@ type listener struct {
 	id  json.RawMessage
 	key string
 	out *outbox
+	// view is the caller's view: it hears of its own list changes only.
+	view string
 
 	toolsListChanged, promptsListChanged, resourcesListChanged bool
 }
@@ -138,10 +140,12 @@ func (s *Server) Deliver(c router.Change) {
 	var listeners []*listener
 	if c.Subscribers == nil {
 		for _, ss := range s.sessions {
-			sessions = append(sessions, ss)
+			if ss.view == c.View {
+				sessions = append(sessions, ss)
+			}
 		}
 		for l := range s.listeners {
-			if l.wants(c.Method) {
+			if l.view == c.View && l.wants(c.Method) {
 				listeners = append(listeners, l)
 			}
 		}
@@ -181,6 +185,7 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request, caller *router.C
 	s.mu.Lock()
 	s.nextListener++
 	l := f.listener(msg.ID, "listen-"+strconv.FormatUint(s.nextListener, 10))
+	l.view = caller.View
 	closing := s.closing
 	s.listeners[l] = struct{}{}
 	s.listenersByKey[l.key] = l

@@ -32,6 +32,7 @@ import (
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/mcpheader"
+	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 	"github.com/mcp-gateway/mcp-gateway/internal/router"
 	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
 )
@@ -48,6 +49,7 @@ type Dispatcher interface {
 	// against which a modern request's Mcp-Param-* headers are checked.
 	ParamBindings(tool string) []mcpheader.Binding
 	Status() []router.UpstreamStatus
+	Views() []router.ViewStatus
 	Ready() bool
 }
 
@@ -77,6 +79,11 @@ type Options struct {
 	// KeepAlive is the interval of SSE comment lines on idle GET
 	// streams; 0 means 25s.
 	KeepAlive time.Duration
+	// Identify authenticates a request's bearer token (the text after
+	// "Bearer " in Authorization) and returns the caller's identity, whose
+	// team is the view the caller sees. nil means no authentication:
+	// every caller gets the default view.
+	Identify func(token string) (policy.Identity, error)
 	// Metrics, if set, is served at /metrics.
 	Metrics http.Handler
 	// Logger receives the server's logs; nil discards them.
@@ -175,12 +182,13 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 }
 
 // readyz reports 200 once every required upstream is serving, and each
-// upstream's state either way.
+// upstream's state and each view's size and cuts either way.
 func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	body := struct {
 		Ready     bool                    `json:"ready"`
 		Upstreams []router.UpstreamStatus `json:"upstreams"`
-	}{s.d.Ready(), s.d.Status()}
+		Views     []router.ViewStatus     `json:"views"`
+	}{s.d.Ready(), s.d.Status(), s.d.Views()}
 	w.Header().Set("Content-Type", "application/json")
 	if !body.Ready {
 		w.WriteHeader(http.StatusServiceUnavailable)
@@ -234,6 +242,50 @@ func isLoopbackHost(h string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// authenticate returns the caller's view, or writes 401 and reports
+// false (2025-11-25 basic/authorization: a missing or invalid token is
+// 401 with WWW-Authenticate). The token itself is never logged.
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (string, bool) {
+	if s.opts.Identify == nil {
+		return "", true
+	}
+	token, isBearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !isBearer {
+		token = ""
+	}
+	id, err := s.opts.Identify(strings.TrimSpace(token))
+	if err == nil {
+		return id.Team, true
+	}
+	challenge := `Bearer realm="mcp-gateway"`
+	message := "Unauthorized: send an API key as Authorization: Bearer <key>"
+	if !errors.Is(err, policy.ErrUnauthenticated) {
+		challenge += `, error="invalid_token"`
+		message = "Unauthorized: the API key is not valid"
+	}
+	s.log.Warn("request not authenticated", "remote", r.RemoteAddr, "reason", err.Error())
+	w.Header().Set("WWW-Authenticate", challenge)
+	writeError(w, http.StatusUnauthorized, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "%s", message))
+	return "", false
+}
+
+// sessionFor returns the session id's session when the caller's view is
+// the session's; otherwise it writes the error (404 unknown session, 403
+// a session of another identity) and returns nil.
+func (s *Server) sessionFor(w http.ResponseWriter, id, view string, msgID json.RawMessage) *session {
+	ss := s.session(id)
+	switch {
+	case ss == nil:
+		writeError(w, http.StatusNotFound, msgID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Session not found: it expired or was deleted; initialize a new one"))
+		return nil
+	case ss.view != view:
+		s.log.Warn("request for a session of another identity", telemetry.KeySession, id)
+		writeError(w, http.StatusForbidden, msgID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Forbidden: the session belongs to another identity"))
+		return nil
+	}
+	return ss
+}
+
 // newSessionID returns 128 random bits, hex encoded: visible ASCII, as
 // the spec requires, and unguessable.
 func newSessionID() string {
@@ -246,6 +298,9 @@ func newSessionID() string {
 type session struct {
 	id      string
 	version string
+	// view is the caller's view, fixed when the session opens: every
+	// later request must come from the same identity.
+	view string
 	// capabilities are the client capabilities the host declared in
 	// initialize; set before the session is shared.
 	capabilities json.RawMessage
@@ -301,7 +356,7 @@ func (ss *session) touch(now time.Time) {
 	ss.mu.Unlock()
 }
 
-func (s *Server) newSession(version string) (*session, error) {
+func (s *Server) newSession(version, view string) (*session, error) {
 	now := time.Now()
 	s.mu.Lock()
 	if s.closed {
@@ -314,7 +369,7 @@ func (s *Server) newSession(version string) (*session, error) {
 	}
 	var ss *session
 	if len(s.sessions) < s.opts.MaxSessions {
-		ss = &session{id: newSessionID(), version: version, done: make(chan struct{}), lastUsed: now, out: newOutbox()}
+		ss = &session{id: newSessionID(), version: version, view: view, done: make(chan struct{}), lastUsed: now, out: newOutbox()}
 		s.sessions[ss.id] = ss
 	}
 	s.mu.Unlock()

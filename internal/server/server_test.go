@@ -61,6 +61,7 @@ func (d *fakeDispatcher) ParamBindings(tool string) []mcpheader.Binding {
 	return nil
 }
 func (d *fakeDispatcher) Status() []router.UpstreamStatus { return nil }
+func (d *fakeDispatcher) Views() []router.ViewStatus      { return nil }
 func (d *fakeDispatcher) SubscribeResource(_ context.Context, _ *router.Caller, key, uri string) *jsonrpc.Error {
 	d.mu.Lock()
 	defer d.mu.Unlock()

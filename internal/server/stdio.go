@@ -27,8 +27,9 @@ const maxStdioMessage = 64 << 20
 // NewStdio, pass its Deliver to the router as the change callback, then
 // call Serve once.
 type Stdio struct {
-	d   Dispatcher
-	log *slog.Logger
+	d    Dispatcher
+	log  *slog.Logger
+	view string
 
 	writeMu sync.Mutex // guards out
 	out     *bufio.Writer
@@ -51,9 +52,11 @@ type Stdio struct {
 // stdioSession is the subscriber key of the stdio host's legacy session.
 const stdioSession = "stdio"
 
-// NewStdio returns a stdio front that writes to out.
-func NewStdio(d Dispatcher, out io.Writer, logger *slog.Logger) *Stdio {
-	return &Stdio{d: d, out: bufio.NewWriter(out), log: telemetry.Discard(logger), listeners: map[string]*listener{}}
+// NewStdio returns a stdio front that writes to out and serves the host
+// the named view ("" = the default view): a local host launched the
+// gateway itself, so its operator chooses its identity.
+func NewStdio(d Dispatcher, out io.Writer, view string, logger *slog.Logger) *Stdio {
+	return &Stdio{d: d, out: bufio.NewWriter(out), view: view, log: telemetry.Discard(logger), listeners: map[string]*listener{}}
 }
 
 // Serve reads the host's messages from in until it ends (the host closed
@@ -234,7 +237,7 @@ func (st *Stdio) caller(msg *jsonrpc.Message) (*router.Caller, bool, *jsonrpc.Er
 		}
 		caps, _ := jsonrpc.Field(meta, metaClientCapabilities)
 		level, _ := jsonrpc.StringField(meta, metaLogLevel)
-		return &router.Caller{ProtocolVersion: declared, Capabilities: caps, LogLevel: level}, true, nil
+		return &router.Caller{ProtocolVersion: declared, Capabilities: caps, LogLevel: level, View: st.view}, true, nil
 	}
 	st.mu.Lock()
 	version, caps, level := st.version, st.capabilities, st.level
@@ -243,7 +246,7 @@ func (st *Stdio) caller(msg *jsonrpc.Message) (*router.Caller, bool, *jsonrpc.Er
 		return nil, false, jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
 			"Send initialize first, or declare protocol version %s in params._meta[%q]", router.ModernVersion, metaProtocolVersion)
 	}
-	return &router.Caller{ProtocolVersion: version, Session: stdioSession, Capabilities: caps, LogLevel: level}, false, nil
+	return &router.Caller{ProtocolVersion: version, Session: stdioSession, Capabilities: caps, LogLevel: level, View: st.view}, false, nil
 }
 
 // write sends one message as one line. Raw values from HTTP upstreams may
@@ -292,6 +295,9 @@ func (st *Stdio) listen(ctx context.Context, caller *router.Caller, msg *jsonrpc
 // legacy session and to the listen requests that asked, resource updates
 // to their subscribers.
 func (st *Stdio) Deliver(c router.Change) {
+	if c.Subscribers == nil && c.View != st.view {
+		return // another view's list changed
+	}
 	st.mu.Lock()
 	legacy := st.version != ""
 	var ls []*listener
