@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -20,7 +21,9 @@ var ErrBadPattern = errors.New("syntax error in pattern")
 // path.Match, '*' and '?' cross '/': team patterns apply to exposed tool
 // names and to "<upstream>__<resource URI>" keys, so "everything__*"
 // must cover "everything__test://static/x". Characters are runes; a
-// byte that is not valid UTF-8 is one character.
+// byte that is not valid UTF-8 is one character, equal only to itself.
+// A '*' never stops inside a multibyte character, which path.Match's
+// can: it matches "é" with "*[^é]".
 //
 // A malformed pattern matches nothing; check patterns with ValidPattern
 // when they are loaded.
@@ -33,9 +36,12 @@ func Match(pattern, name string) bool {
 }
 
 // ValidPattern reports why pattern is not a valid Match pattern: an
-// unclosed or empty class, a range whose ends are out of order, a '-'
-// or ']' that should have been escaped inside a class, or a trailing
-// backslash. The error wraps ErrBadPattern.
+// unclosed or empty class, a '-' or ']' that should have been escaped
+// inside a class, a byte that is not UTF-8 inside a class, or a trailing
+// backslash, as path.Match does; and, which
+// path.Match accepts, a range whose ends are reversed, such as "[z-a]":
+// it could match nothing, so a deny rule holding it would silently deny
+// nothing. The error wraps ErrBadPattern.
 func ValidPattern(pattern string) error {
 	_, err := compileGlob(pattern)
 	return err
@@ -46,7 +52,7 @@ func ValidPattern(pattern string) error {
 // only to the last star.
 type globElem struct {
 	kind   globKind
-	r      rune        // globLiteral
+	lit    string      // globLiteral: the character's bytes
 	ranges []runeRange // globClass
 	negate bool        // globClass
 }
@@ -88,13 +94,13 @@ func compileGlob(pattern string) (glob, error) {
 			if i+1 >= len(pattern) {
 				return nil, fmt.Errorf("%w: %q ends with a lone backslash", ErrBadPattern, pattern)
 			}
-			r, n := utf8.DecodeRuneInString(pattern[i+1:])
+			_, n := utf8.DecodeRuneInString(pattern[i+1:])
+			g = append(g, globElem{kind: globLiteral, lit: pattern[i+1 : i+1+n]})
 			i += 1 + n
-			g = append(g, globElem{kind: globLiteral, r: r})
 		default:
-			r, n := utf8.DecodeRuneInString(pattern[i:])
+			_, n := utf8.DecodeRuneInString(pattern[i:])
+			g = append(g, globElem{kind: globLiteral, lit: pattern[i : i+n]})
 			i += n
-			g = append(g, globElem{kind: globLiteral, r: r})
 		}
 	}
 	return g, nil
@@ -139,18 +145,22 @@ func classChar(s string) (rune, int, error) {
 	case s == "":
 		return 0, 0, errors.New("unclosed [")
 	case s[0] == ']':
-		return 0, 0, errors.New("empty class")
+		return 0, 0, errors.New("unescaped ] in class")
 	case s[0] == '-':
 		return 0, 0, errors.New("unescaped - in class")
-	case s[0] == '\\':
+	}
+	esc := 0
+	if s[0] == '\\' {
 		if len(s) == 1 {
 			return 0, 0, errors.New("unclosed [")
 		}
-		r, n := utf8.DecodeRuneInString(s[1:])
-		return r, 1 + n, nil
+		esc = 1
 	}
-	r, n := utf8.DecodeRuneInString(s)
-	return r, n, nil
+	r, n := utf8.DecodeRuneInString(s[esc:])
+	if r == utf8.RuneError && n == 1 {
+		return 0, 0, errors.New("invalid UTF-8 in class")
+	}
+	return r, esc + n, nil
 }
 
 // match runs the classic wildcard algorithm: on a mismatch, retry from
@@ -169,8 +179,7 @@ func (g glob) match(name string) bool {
 				pi++
 				continue
 			}
-			r, n := utf8.DecodeRuneInString(name[ni:])
-			if e.matches(r) {
+			if n := e.matchLen(name[ni:]); n > 0 {
 				pi++
 				ni += n
 				continue
@@ -190,13 +199,18 @@ func (g glob) match(name string) bool {
 	return pi == len(g)
 }
 
-func (e globElem) matches(r rune) bool {
-	switch e.kind {
-	case globLiteral:
-		return r == e.r
-	case globAny:
-		return true
-	case globClass:
+// matchLen returns how many bytes of s, which is not empty, e matches,
+// or 0. A literal compares bytes, as path.Match does, so that two
+// different bytes that are not valid UTF-8 stay different.
+func (e globElem) matchLen(s string) int {
+	if e.kind == globLiteral {
+		if strings.HasPrefix(s, e.lit) {
+			return len(e.lit)
+		}
+		return 0
+	}
+	r, n := utf8.DecodeRuneInString(s)
+	if e.kind == globClass {
 		in := false
 		for _, rr := range e.ranges {
 			if rr.lo <= r && r <= rr.hi {
@@ -204,7 +218,9 @@ func (e globElem) matches(r rune) bool {
 				break
 			}
 		}
-		return in != e.negate
+		if in == e.negate {
+			return 0
+		}
 	}
-	return false
+	return n
 }

@@ -15,8 +15,8 @@ var ErrInvalidDefinition = errors.New("definition is not a JSON object")
 
 // schemaDecorations are the JSON Schema keywords that only annotate a
 // schema: removing them leaves what the schema accepts unchanged
-// (JSON Schema 2020-12 Validation, sections 8 and 9; "$comment" is in
-// Core, section 8.3).
+// (JSON Schema 2020-12 Validation, section 9, "basic meta-data
+// annotations"; "$comment" is in Core, section 8.3).
 var schemaDecorations = []string{"description", "title", "examples", "$comment"}
 
 // StripSchemaDecorations returns a copy of the tool definition def
