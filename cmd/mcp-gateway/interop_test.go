@@ -207,3 +207,62 @@ func TestReferenceServersThroughTheGateway(t *testing.T) {
 		}
 	})
 }
+
+// TestToolsReportsTrimmedTokens runs `mcp-gateway tools` on the reference
+// servers with description_max_chars: 200 (the README's table): every
+// tool has token figures before and after, the totals add up, and the
+// trim shrinks the long description of sequential-thinking.
+func TestToolsReportsTrimmedTokens(t *testing.T) {
+	dir := interopDir(t)
+	files := t.TempDir()
+	cfg := map[string]any{
+		"policy": map[string]any{"description_max_chars": 200},
+		"upstreams": []map[string]any{
+			{"name": "everything", "command": node(dir), "args": []string{npmServer(dir, "server-everything"), "stdio"}},
+			{"name": "memory", "command": node(dir), "args": []string{npmServer(dir, "server-memory")}, "env": map[string]string{"MEMORY_FILE_PATH": filepath.Join(t.TempDir(), "m.jsonl")}},
+			{"name": "files", "command": node(dir), "args": []string{npmServer(dir, "server-filesystem"), files}},
+			{"name": "thinking", "command": node(dir), "args": []string{npmServer(dir, "server-sequential-thinking")}},
+		},
+	}
+	raw, _ := json.Marshal(cfg)
+	path := filepath.Join(t.TempDir(), "gateway.yaml")
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "tools", "--config", path, "--json")
+	if code != exitOK {
+		t.Fatalf("tools: exit %d: %s", code, errOut)
+	}
+	var listing struct {
+		Tools []struct {
+			Name         string
+			Upstream     string
+			TokensBefore int `json:"tokens_before"`
+			TokensAfter  int `json:"tokens_after"`
+		}
+		TokensBefore int `json:"tokens_before"`
+		TokensAfter  int `json:"tokens_after"`
+	}
+	if err := json.Unmarshal([]byte(out), &listing); err != nil {
+		t.Fatal(err)
+	}
+	upstreams := map[string]int{}
+	before, after := 0, 0
+	for _, tl := range listing.Tools {
+		upstreams[tl.Upstream]++
+		before += tl.TokensBefore
+		after += tl.TokensAfter
+		if tl.TokensBefore <= 0 || tl.TokensAfter <= 0 {
+			t.Errorf("%s: tokens %d -> %d", tl.Name, tl.TokensBefore, tl.TokensAfter)
+		}
+		if tl.Name == "thinking__sequentialthinking" && tl.TokensAfter >= tl.TokensBefore/2 {
+			t.Errorf("trimming to 200 characters left sequentialthinking at %d of %d tokens", tl.TokensAfter, tl.TokensBefore)
+		}
+	}
+	if len(upstreams) != 4 {
+		t.Errorf("tools from %v, want all four servers", upstreams)
+	}
+	if before != listing.TokensBefore || after != listing.TokensAfter || after >= before {
+		t.Errorf("totals %d -> %d, rows sum %d -> %d", listing.TokensBefore, listing.TokensAfter, before, after)
+	}
+}
