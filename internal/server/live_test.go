@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -205,4 +207,48 @@ func TestCancellationReachesTheDispatcher(t *testing.T) {
 	if len(d.dropped) != 1 || d.dropped[0] != sid {
 		t.Errorf("dropped subscribers %v, want the deleted session", d.dropped)
 	}
+}
+
+// TestSlowHostDoesNotBlockSenders: a host that sends a request and never
+// reads its stream must not hold up whoever sends it events (in the
+// gateway, the goroutine reading a shared upstream), nor other hosts.
+func TestSlowHostDoesNotBlockSenders(t *testing.T) {
+	ts, d, _ := newTestServerWith(t, nil)
+	notified := make(chan struct{})
+	release := make(chan struct{})
+	d.interactive = func(ctx context.Context, c *router.Caller, req *jsonrpc.Message) *router.Reply {
+		if name, _ := jsonrpc.StringField(req.Params, "name"); name == "flood" {
+			big := json.RawMessage(`{"progressToken":1,"message":"` + strings.Repeat("x", 64<<10) + `"}`)
+			for range 2000 { // 128 MB: far more than any socket buffer
+				c.Host.Notify("notifications/progress", big)
+			}
+			close(notified)
+			<-release
+		}
+		return &router.Reply{Result: json.RawMessage(`{"content":[]}`)}
+	}
+	sid := initSession(t, ts, `{}`)
+	h := map[string]string{"Mcp-Session-Id": sid}
+
+	// The slow host: a raw connection that sends the request and never
+	// reads a byte of the answer.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(ts.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"jsonrpc":"2.0","id":"flood","method":"tools/call","params":{"name":"flood"}}`
+	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: %s\r\nContent-Length: %d\r\n\r\n%s",
+		strings.TrimPrefix(ts.URL, "http://"), sid, len(body), body)
+
+	select {
+	case <-notified:
+	case <-time.After(30 * time.Second):
+		t.Fatal("sending events to a host that does not read blocked the sender")
+	}
+	// Another host is served meanwhile.
+	if r := do(t, ts, "POST", h, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"other"}}`); r.status != 200 {
+		t.Errorf("another request while a host is stuck: %d", r.status)
+	}
+	close(release)
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/router"
@@ -20,18 +21,40 @@ import (
 // something must reach the host before the answer — progress, a log
 // message, a server request — when the host accepts text/event-stream
 // (2025-11-25 and 2026-07-28 streamable-http "Sending Messages").
+//
+// Events are written by a goroutine of the stream's own, from a bounded
+// queue: whoever sends one (often the goroutine reading a shared
+// upstream) never waits for a slow host. A host that does not read its
+// stream for writeTimeout is cut off; progress and log messages that do
+// not fit in the queue are dropped.
 type requestStream struct {
 	w       http.ResponseWriter
 	accept  string
 	modern  bool
 	session *session // nil for modern requests
 
-	mu sync.Mutex // guards the fields below, and writes to w
-	// sse is set once the SSE headers are out.
+	mu sync.Mutex // guards the fields below
+	// sse is set once the response is an SSE stream.
 	sse bool
-	// done is set once the answer is written: nothing may follow it.
+	// done is set once the answer is queued or written: nothing may
+	// follow it.
 	done bool
+	// queue holds the events the writer has not written yet.
+	queue []func(io.Writer)
+	// writer is set while the writer goroutine runs; it closes finished
+	// when it ends.
+	writer   bool
+	wake     chan struct{}
+	finished chan struct{}
+	// broken is set when a write failed: the host is gone or too slow.
+	broken bool
 }
+
+// Bounds of a request's event stream.
+const (
+	streamQueueLimit = 256
+	writeTimeout     = 30 * time.Second
+)
 
 func newRequestStream(w http.ResponseWriter, r *http.Request, ss *session, modern bool) *requestStream {
 	return &requestStream{w: w, accept: r.Header.Get("Accept"), session: ss, modern: modern}
@@ -42,15 +65,15 @@ func (rs *requestStream) acceptsSSE() bool {
 	return rs.accept == "" || strings.Contains(rs.accept, "text/event-stream") || strings.Contains(rs.accept, "*/*")
 }
 
-// Notify sends a notification that belongs to the request.
+// Notify queues a notification that belongs to the request.
 func (rs *requestStream) Notify(method string, params json.RawMessage) {
+	msg := jsonrpc.AppendNotification(nil, method, params)
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	if rs.done || !rs.acceptsSSE() {
+	if rs.done || rs.broken || !rs.acceptsSSE() || len(rs.queue) >= streamQueueLimit {
 		return
 	}
-	rs.startLocked()
-	writeEvent(rs.w, jsonrpc.AppendNotification(nil, method, params))
+	rs.enqueueLocked(func(w io.Writer) { writeEvent(w, msg) })
 }
 
 // Request sends a server request on the request's stream and waits for
@@ -63,13 +86,17 @@ func (rs *requestStream) Request(ctx context.Context, method string, params json
 	}
 	id, answer := ss.link.expect()
 	defer ss.link.forget(id)
+	msg := jsonrpc.AppendRequest(nil, id, method, params)
 	rs.mu.Lock()
-	if rs.done {
+	switch {
+	case rs.done:
 		rs.mu.Unlock()
 		return nil, fmt.Errorf("%w: the request it belongs to is answered", router.ErrHostUnreachable)
+	case rs.broken:
+		rs.mu.Unlock()
+		return nil, fmt.Errorf("%w: its stream is broken", router.ErrHostUnreachable)
 	}
-	rs.startLocked()
-	writeEvent(rs.w, jsonrpc.AppendRequest(nil, id, method, params))
+	rs.enqueueLocked(func(w io.Writer) { writeEvent(w, msg) })
 	rs.mu.Unlock()
 	select {
 	case resp := <-answer:
@@ -81,45 +108,96 @@ func (rs *requestStream) Request(ctx context.Context, method string, params json
 	}
 }
 
-// startLocked turns the response into an SSE stream. rs.mu must be held.
-func (rs *requestStream) startLocked() {
-	if !rs.sse {
+// enqueueLocked queues an event and makes sure the writer runs. rs.mu
+// must be held.
+func (rs *requestStream) enqueueLocked(ev func(io.Writer)) {
+	rs.queue = append(rs.queue, ev)
+	if !rs.writer {
+		rs.writer = true
+		rs.wake = make(chan struct{}, 1)
+		rs.finished = make(chan struct{})
+		go rs.write()
+	}
+	select {
+	case rs.wake <- struct{}{}:
+	default:
+	}
+}
+
+// write is the writer goroutine: it turns the response into an SSE
+// stream, then writes the queued events until the answer is written or a
+// write fails.
+func (rs *requestStream) write() {
+	defer close(rs.finished)
+	rc := http.NewResponseController(rs.w)
+	for range rs.wake {
+		rs.mu.Lock()
+		batch := rs.queue
+		rs.queue = nil
+		last := rs.done
+		start := !rs.sse
 		rs.sse = true
-		startSSE(rs.w)
+		rs.mu.Unlock()
+		_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		if start {
+			startSSE(rs.w)
+		}
+		for _, ev := range batch {
+			ev(rs.w)
+		}
+		if err := rc.Flush(); err != nil {
+			rs.mu.Lock()
+			rs.broken, rs.queue = true, nil
+			rs.mu.Unlock()
+			return
+		}
+		if last {
+			return
+		}
 	}
 }
 
 // answer writes the final message: as the last event of the SSE stream
 // when it became one, else as JSON (or as one event for a host that
-// accepts only SSE). write emits the message.
+// accepts only SSE). write emits the message. It returns once the
+// message is written or the stream broke.
 func (rs *requestStream) answer(status int, write func(io.Writer) error) {
 	rs.mu.Lock()
-	defer rs.mu.Unlock()
 	rs.done = true
-	if !rs.sse && wantsSSEOnly(rs.accept) {
-		rs.startLocked()
-	}
-	if rs.sse {
-		_, _ = io.WriteString(rs.w, "event: message\ndata: ")
-		_ = write(oneLine{rs.w})
-		_, _ = io.WriteString(rs.w, "\n\n")
-		flush(rs.w)
+	if !rs.writer && !wantsSSEOnly(rs.accept) {
+		// Nothing was streamed: a plain JSON response, written here.
+		rs.mu.Unlock()
+		rs.w.Header().Set("Content-Type", "application/json")
+		rs.w.WriteHeader(status)
+		_ = write(rs.w)
 		return
 	}
-	rs.w.Header().Set("Content-Type", "application/json")
-	rs.w.WriteHeader(status)
-	_ = write(rs.w)
+	if !rs.broken {
+		rs.enqueueLocked(func(w io.Writer) {
+			_, _ = io.WriteString(w, "event: message\ndata: ")
+			_ = write(oneLine{w})
+			_, _ = io.WriteString(w, "\n\n")
+		})
+	}
+	finished := rs.finished
+	rs.mu.Unlock()
+	<-finished
 }
 
 // abandon ends the request without an answer: an SSE stream just ends; a
 // plain response is 204 No Content.
 func (rs *requestStream) abandon() {
 	rs.mu.Lock()
-	defer rs.mu.Unlock()
 	rs.done = true
-	if !rs.sse {
+	if !rs.writer {
+		rs.mu.Unlock()
 		rs.w.WriteHeader(http.StatusNoContent)
+		return
 	}
+	rs.enqueueLocked(func(io.Writer) {})
+	finished := rs.finished
+	rs.mu.Unlock()
+	<-finished
 }
 
 // writeEvent writes one message as an SSE event and flushes it.
