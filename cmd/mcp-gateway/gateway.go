@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -103,6 +105,12 @@ func newLogger(cfg *config.Config, stderr io.Writer) *slog.Logger {
 // newRouter translates the config into upstream clients and a router.
 // onChange receives the changes hosts should hear of.
 func newRouter(cfg *config.Config, log *slog.Logger, onChange func(router.Change)) (*router.Router, error) {
+	return router.New(routerOptions(cfg, log, onChange))
+}
+
+// routerOptions translates the config into the router's options, with
+// one client factory per upstream.
+func routerOptions(cfg *config.Config, log *slog.Logger, onChange func(router.Change)) *router.Options {
 	rules := policyRules(cfg)
 	info := upstream.Implementation{Name: "mcp-gateway", Version: version}
 	var ups []router.UpstreamConfig
@@ -112,7 +120,8 @@ func newRouter(cfg *config.Config, log *slog.Logger, onChange func(router.Change
 			transport = ""
 		}
 		ups = append(ups, router.UpstreamConfig{
-			Name: u.Name,
+			Name:        u.Name,
+			Fingerprint: fingerprint(u),
 			Connect: func(o router.ConnectOptions) (router.Upstream, error) {
 				caps := o.Capabilities
 				if caps == nil {
@@ -142,14 +151,22 @@ func newRouter(cfg *config.Config, log *slog.Logger, onChange func(router.Change
 			Timeout:    u.Timeout,
 		})
 	}
-	return router.New(&router.Options{
+	return &router.Options{
 		Upstreams:  ups,
 		Namespace:  namespace.Options{Separator: cfg.Separator, Mode: namespace.Mode(cfg.Prefix)},
 		Rules:      rules,
 		ServerInfo: router.Implementation{Name: "mcp-gateway", Version: version},
 		OnChange:   onChange,
 		Logger:     log,
-	})
+	}
+}
+
+// fingerprint identifies an upstream's settings: a reload restarts an
+// upstream whose fingerprint changed and leaves the others running.
+func fingerprint(u config.Upstream) string {
+	b, _ := json.Marshal(u) // maps marshal in key order
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // policyRules translates the policy settings of the config.
@@ -213,13 +230,16 @@ const shutdownTimeout = 10 * time.Second
 type gateway struct {
 	router *router.Router
 	server *server.Server
+	// onChange is the router's change callback, kept for reloads.
+	onChange func(router.Change)
 }
 
 func newGateway(cfg *config.Config, log *slog.Logger) (*gateway, error) {
 	// The router tells the server of changes; the server is made after
 	// the router, and the router sends nothing before it starts.
 	var srv *server.Server
-	rt, err := newRouter(cfg, log, func(c router.Change) { srv.Deliver(c) })
+	onChange := func(c router.Change) { srv.Deliver(c) }
+	rt, err := newRouter(cfg, log, onChange)
 	if err != nil {
 		return nil, err
 	}
@@ -235,13 +255,13 @@ func newGateway(cfg *config.Config, log *slog.Logger) (*gateway, error) {
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		Logger:         log,
 	})
-	return &gateway{router: rt, server: srv}, nil
+	return &gateway{router: rt, server: srv, onChange: onChange}, nil
 }
 
 // serve runs the HTTP gateway until ctx is done (SIGINT or SIGTERM), then
 // shuts down in order: stop accepting and drain requests, end sessions,
 // stop the upstreams.
-func serve(ctx context.Context, cfg *config.Config, stderr io.Writer) int {
+func serve(ctx context.Context, path string, cfg *config.Config, stderr io.Writer) int {
 	log := newLogger(cfg, stderr)
 	g, err := newGateway(cfg, log)
 	if err != nil {
@@ -267,6 +287,16 @@ func serve(ctx context.Context, cfg *config.Config, stderr io.Writer) int {
 	log.Info("gateway listening", "address", "http://"+ln.Addr().String()+cfg.Endpoint, "upstreams", len(cfg.Upstreams))
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- httpSrv.Serve(ln) }()
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		g.watchConfig(watchCtx, path, cfg, log)
+	}()
+	defer func() {
+		stopWatch()
+		<-watched
+	}()
 
 	code := exitOK
 	select {

@@ -89,7 +89,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if *listen != "" {
 			cfg.Listen = *listen
 		}
-		return serve(ctx, cfg, stderr)
+		return serve(ctx, *configPath, cfg, stderr)
 	case "stdio":
 		return serveStdio(ctx, cfg, *team, stdin, stdout, stderr)
 	case "tools":

@@ -26,6 +26,7 @@ type catalog struct {
 // view is what the callers of one view see and may call.
 type view struct {
 	rules   policy.View
+	names   *namespace.Options
 	tools   named
 	prompts named
 
@@ -96,9 +97,9 @@ func (r *Router) buildCatalog() *catalog {
 	var templates []templateEntry
 	seenURI := map[string]*upstreamState{}
 	seenTemplate := map[string]bool{}
-	rules := &r.opts.Rules
+	rules, names := r.settings()
 
-	for _, u := range r.upstreams {
+	for _, u := range r.upstreams() {
 		u.mu.Lock()
 		if !u.serving() {
 			u.mu.Unlock()
@@ -153,12 +154,12 @@ func (r *Router) buildCatalog() *catalog {
 			if err != nil {
 				r.log.Warn("upstream resource template does not parse", telemetry.KeyUpstream, u.Name, "template", s, telemetry.KeyErr, err)
 			}
-			templates = append(templates, templateEntry{up: u, key: r.resourceKey(u, s), raw: raw, tpl: tpl})
+			templates = append(templates, templateEntry{up: u, key: resourceKey(names, u, s), raw: raw, tpl: tpl})
 		}
 	}
 
-	tools := r.name(toolCands, true)
-	prompts := r.name(promptCands, false)
+	tools := r.name(rules, names, toolCands, true)
+	prompts := r.name(rules, names, promptCands, false)
 	views := rules.Views()
 	if slices.ContainsFunc(views, func(v policy.View) bool { return v.MaxTokens > 0 }) {
 		for _, e := range tools {
@@ -167,24 +168,24 @@ func (r *Router) buildCatalog() *catalog {
 	}
 	cat := &catalog{views: map[string]*view{}}
 	for _, v := range views {
-		cat.views[v.Name] = r.buildView(v, tools, prompts, resources, templates)
+		cat.views[v.Name] = r.buildView(v, names, tools, prompts, resources, templates)
 	}
 	return cat
 }
 
 // buildView selects and limits what one view sees.
-func (r *Router) buildView(rules policy.View, tools, prompts []*entry, resources []resourceEntry, templates []templateEntry) *view {
-	v := &view{rules: rules, resourceOwner: map[string]*upstreamState{}}
+func (r *Router) buildView(rules policy.View, names *namespace.Options, tools, prompts []*entry, resources []resourceEntry, templates []templateEntry) *view {
+	v := &view{rules: rules, names: names, resourceOwner: map[string]*upstreamState{}}
 
 	var visible []*entry
-	var names []string
+	var exposed []string
 	for _, e := range tools {
 		if rules.Allows(e.exposed) {
 			visible = append(visible, e)
-			names = append(names, e.exposed)
+			exposed = append(exposed, e.exposed)
 		}
 	}
-	keep, cut := rules.Limit(names, func(i int) int { return visible[i].tokens })
+	keep, cut := rules.Limit(exposed, func(i int) int { return visible[i].tokens })
 	v.cut = cut
 	kept := make([]*entry, 0, len(keep))
 	for _, i := range keep {
@@ -205,7 +206,7 @@ func (r *Router) buildView(rules policy.View, tools, prompts []*entry, resources
 
 	var res, tpls []json.RawMessage
 	for _, re := range resources {
-		if rules.Allows(r.resourceKey(re.up, re.uri)) {
+		if rules.Allows(resourceKey(names, re.up, re.uri)) {
 			v.resources = append(v.resources, re.raw)
 			v.resourceOwner[re.uri] = re.up
 			res = append(res, re.raw)
@@ -235,8 +236,8 @@ func index(entries []*entry) (named, []byte) {
 
 // resourceKey is what view patterns match for a resource or template:
 // the upstream's prefix and the URI, like an exposed name.
-func (r *Router) resourceKey(u *upstreamState, uri string) string {
-	sep := r.opts.Namespace.Separator
+func resourceKey(names *namespace.Options, u *upstreamState, uri string) string {
+	sep := names.Separator
 	if sep == "" {
 		sep = namespace.DefaultSeparator
 	}
@@ -254,12 +255,12 @@ func (r *Router) tokens(def json.RawMessage) int {
 // name gives candidates their exposed names and renders each definition
 // as hosts see it. tools says whether they are tools (whose schemas the
 // policy may slim).
-func (r *Router) name(cands []candidate, tools bool) []*entry {
+func (r *Router) name(rules *policy.Rules, names *namespace.Options, cands []candidate, tools bool) []*entry {
 	entries := make([]namespace.Entry, len(cands))
 	for i, c := range cands {
 		entries[i] = namespace.Entry{Upstream: c.up.Name, Name: c.name}
 	}
-	table := namespace.Build(entries, &r.opts.Namespace)
+	table := namespace.Build(entries, names)
 	seen := map[string]bool{}
 	var out []*entry
 	for _, c := range cands {
@@ -267,7 +268,7 @@ func (r *Router) name(cands []candidate, tools bool) []*entry {
 		if !ok || seen[exposed] {
 			continue // a duplicate name within one upstream: the first wins
 		}
-		def, err := r.render(c, exposed, tools)
+		def, err := render(rules, c, exposed, tools)
 		if err != nil {
 			r.log.Warn("upstream entry skipped", telemetry.KeyUpstream, c.up.Name, "name", c.original, telemetry.KeyErr, err)
 			continue
@@ -287,8 +288,7 @@ func (r *Router) name(cands []candidate, tools bool) []*entry {
 // render rewrites a definition as hosts see it: its exposed name, the
 // configured description, trimmed, and for tools slimmed schemas. Every
 // other byte of the upstream's definition is kept.
-func (r *Router) render(c candidate, exposed string, tool bool) (json.RawMessage, error) {
-	rules := &r.opts.Rules
+func render(rules *policy.Rules, c candidate, exposed string, tool bool) (json.RawMessage, error) {
 	out, err := jsonrpc.SetField(c.raw, "name", jsonrpc.String(exposed))
 	if err != nil {
 		return nil, err
@@ -333,10 +333,10 @@ func joinArray(items []json.RawMessage) []byte {
 	return append(out, ']')
 }
 
-func (n named) count(upstream int) int {
+func (n named) count(u *upstreamState) int {
 	k := 0
 	for _, e := range n.entries {
-		if e.up.index == upstream {
+		if e.up == u {
 			k++
 		}
 	}
@@ -357,11 +357,11 @@ func (v *view) resourceUpstream(r *Router, uri string, log *slog.Logger) *upstre
 		}
 	}
 	var only *upstreamState
-	for _, u := range r.upstreams {
+	for _, u := range r.upstreams() {
 		u.mu.Lock()
 		offers := u.serving() && parseCapabilities(u.Client.Capabilities()).resources
 		u.mu.Unlock()
-		if !offers || !v.rules.Allows(r.resourceKey(u, uri)) {
+		if !offers || !v.rules.Allows(resourceKey(v.names, u, uri)) {
 			continue
 		}
 		if only != nil {

@@ -377,7 +377,7 @@ func (r *Router) setLogLevel(ctx context.Context, c *Caller, req *jsonrpc.Messag
 		return errorReply(jsonrpc.CodeInvalidParams, "Invalid params: level must be one of %s", strings.Join(logLevels, ", "))
 	}
 	var wg sync.WaitGroup
-	for _, u := range r.upstreams {
+	for _, u := range r.upstreams() {
 		u.mu.Lock()
 		eligible := u.serving() && !u.modern && parseCapabilities(u.Client.Capabilities()).logging
 		u.mu.Unlock()
@@ -454,7 +454,7 @@ func (r *Router) appendServerInfo(out []byte) []byte {
 // under its upstream's name, so that a model knows which server says what.
 func (r *Router) instructions() string {
 	var b strings.Builder
-	for _, u := range r.upstreams {
+	for _, u := range r.upstreams() {
 		u.mu.Lock()
 		serving := u.serving()
 		u.mu.Unlock()

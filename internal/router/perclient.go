@@ -190,7 +190,7 @@ func (hc *hostConn) close() {
 // sweepIdle closes the per-client sessions unused for longer than their
 // upstream's idle timeout.
 func (r *Router) sweepIdle(now time.Time) {
-	for _, u := range r.upstreams {
+	for _, u := range r.upstreams() {
 		if u.pool == nil {
 			continue
 		}
@@ -210,7 +210,7 @@ func (r *Router) sweepIdle(now time.Time) {
 
 // dropHost closes the per-client sessions of a host that is gone.
 func (r *Router) dropHost(key string) {
-	for _, u := range r.upstreams {
+	for _, u := range r.upstreams() {
 		if u.pool == nil {
 			continue
 		}
@@ -225,17 +225,9 @@ func (r *Router) dropHost(key string) {
 // closePools closes every per-client session.
 func (r *Router) closePools() {
 	var wg sync.WaitGroup
-	for _, u := range r.upstreams {
-		if u.pool == nil {
-			continue
-		}
-		u.pool.mu.Lock()
-		u.pool.lru.Purge()
-		retired := u.pool.retired
-		u.pool.retired = nil
-		u.pool.mu.Unlock()
-		for _, hc := range retired {
-			wg.Go(hc.close)
+	for _, u := range r.upstreams() {
+		if u.pool != nil {
+			wg.Go(func() { r.closePool(u) })
 		}
 	}
 	wg.Wait()

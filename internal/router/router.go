@@ -68,6 +68,10 @@ type UpstreamConfig struct {
 	// ClientIdle closes a per-client session unused for this long; 0
 	// means 10 minutes.
 	ClientIdle time.Duration
+	// Fingerprint identifies the upstream's settings: Reconfigure keeps
+	// running an upstream whose name and fingerprint are unchanged, and
+	// restarts one whose fingerprint changed.
+	Fingerprint string
 	// Required upstreams must be ready for Ready to report true.
 	Required bool
 	// Timeout bounds the start and each list request; 0 means 60s.
@@ -99,7 +103,8 @@ type Implementation struct {
 
 // Options configure a Router.
 type Options struct {
-	// Upstreams in priority order: catalog order follows it.
+	// Upstreams in priority order: catalog order follows it. Names must
+	// be unique.
 	Upstreams []UpstreamConfig
 	// Namespace controls exposed names (separator, prefix mode).
 	Namespace namespace.Options
@@ -147,9 +152,8 @@ type Change struct {
 // Router merges and routes. Create it with New, call Start once, and
 // Close when done.
 type Router struct {
-	opts      Options
-	log       *slog.Logger
-	upstreams []*upstreamState
+	opts Options
+	log  *slog.Logger
 
 	// started is closed when every upstream has finished its first start
 	// attempt, successfully or not.
@@ -158,6 +162,8 @@ type Router struct {
 
 	// rebuildMu serialises catalog rebuilds (see rebuild).
 	rebuildMu sync.Mutex
+	// reloadMu serialises Reconfigure.
+	reloadMu sync.Mutex
 	// subs are the hosts' resource subscriptions.
 	subs resourceSubs
 	// parked are the legacy upstream calls waiting for a modern host's
@@ -165,6 +171,14 @@ type Router struct {
 	parked parking
 
 	mu sync.Mutex // guards the fields below
+	// ups are the upstreams, in priority order; Reconfigure replaces the
+	// slice (never changes it in place), so a copy taken under mu can be
+	// used freely.
+	ups []*upstreamState
+	// rules and names are the policy and naming in force; Reconfigure
+	// replaces them.
+	rules *policy.Rules
+	names *namespace.Options
 	// life is the router's lifetime, from Start to Close; cancel ends it.
 	life   context.Context
 	cancel context.CancelFunc
@@ -182,7 +196,6 @@ type Router struct {
 // upstreamState is the router's record of one upstream.
 type upstreamState struct {
 	UpstreamConfig
-	index  int // position in Options.Upstreams
 	Client Upstream
 
 	// calls are the calls in flight on the shared session, for
@@ -229,29 +242,55 @@ func New(opts *Options) (*Router, error) {
 	if r.opts.ListTTL == 0 {
 		r.opts.ListTTL = 60 * time.Second
 	}
-	for i, u := range opts.Upstreams {
-		if u.Timeout <= 0 {
-			u.Timeout = 60 * time.Second
-		}
-		if u.MaxClients <= 0 {
-			u.MaxClients = 64
-		}
-		if u.ClientIdle <= 0 {
-			u.ClientIdle = 10 * time.Minute
-		}
-		us := &upstreamState{UpstreamConfig: u, index: i, phase: PhaseStarting, since: time.Now()}
-		client, err := u.Connect(ConnectOptions{Handlers: r.handlers(us, &us.calls)})
+	rules, names := opts.Rules, opts.Namespace
+	r.rules, r.names = &rules, &names
+	for _, u := range opts.Upstreams {
+		us, err := r.newUpstream(u)
 		if err != nil {
-			return nil, fmt.Errorf("upstream %s: %w", u.Name, err)
+			return nil, err
 		}
-		us.Client = client
-		if u.PerClient {
-			us.pool = newClientPool(u.MaxClients)
-		}
-		r.upstreams = append(r.upstreams, us)
+		r.ups = append(r.ups, us)
 	}
 	r.cat = r.buildCatalog()
 	return r, nil
+}
+
+// newUpstream makes the state of one configured upstream, with its
+// client; nothing starts.
+func (r *Router) newUpstream(u UpstreamConfig) (*upstreamState, error) {
+	if u.Timeout <= 0 {
+		u.Timeout = 60 * time.Second
+	}
+	if u.MaxClients <= 0 {
+		u.MaxClients = 64
+	}
+	if u.ClientIdle <= 0 {
+		u.ClientIdle = 10 * time.Minute
+	}
+	us := &upstreamState{UpstreamConfig: u, phase: PhaseStarting, since: time.Now()}
+	client, err := u.Connect(ConnectOptions{Handlers: r.handlers(us, &us.calls)})
+	if err != nil {
+		return nil, fmt.Errorf("upstream %s: %w", u.Name, err)
+	}
+	us.Client = client
+	if u.PerClient {
+		us.pool = newClientPool(u.MaxClients)
+	}
+	return us, nil
+}
+
+// upstreams returns the upstreams in force, in priority order.
+func (r *Router) upstreams() []*upstreamState {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ups
+}
+
+// settings returns the policy and naming in force.
+func (r *Router) settings() (*policy.Rules, *namespace.Options) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.rules, r.names
 }
 
 // Start starts every upstream in parallel and returns at once. Each
@@ -263,7 +302,7 @@ func (r *Router) Start(ctx context.Context) {
 	r.life, r.cancel = ctx, cancel
 	r.mu.Unlock()
 	var first sync.WaitGroup
-	for _, u := range r.upstreams {
+	for _, u := range r.upstreams() {
 		first.Add(1)
 		r.wg.Add(1)
 		go func() {
@@ -288,7 +327,7 @@ func (r *Router) Start(ctx context.Context) {
 // 0 without per-client upstreams.
 func (r *Router) sweepInterval() time.Duration {
 	var every time.Duration
-	for _, u := range r.upstreams {
+	for _, u := range r.upstreams() {
 		if u.pool != nil && (every == 0 || u.ClientIdle/4 < every) {
 			every = u.ClientIdle / 4
 		}
@@ -530,7 +569,7 @@ func (r *Router) Close() error {
 	var errs []error
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for _, u := range r.upstreams {
+	for _, u := range r.upstreams() {
 		wg.Go(func() {
 			if err := u.Client.Close(); err != nil {
 				mu.Lock()
@@ -562,8 +601,9 @@ type UpstreamStatus struct {
 // its tool and prompt counts in the default view.
 func (r *Router) Status() []UpstreamStatus {
 	v := r.catalog().view("")
-	out := make([]UpstreamStatus, 0, len(r.upstreams))
-	for _, u := range r.upstreams {
+	ups := r.upstreams()
+	out := make([]UpstreamStatus, 0, len(ups))
+	for _, u := range ups {
 		u.mu.Lock()
 		s := UpstreamStatus{Name: u.Name, State: u.phase, Required: u.Required, Since: u.since}
 		if u.err != nil {
@@ -577,7 +617,7 @@ func (r *Router) Status() []UpstreamStatus {
 			}
 		}
 		u.mu.Unlock()
-		s.Tools, s.Prompts = v.tools.count(u.index), v.prompts.count(u.index)
+		s.Tools, s.Prompts = v.tools.count(u), v.prompts.count(u)
 		out = append(out, s)
 	}
 	return out
@@ -596,7 +636,8 @@ type ViewStatus struct {
 func (r *Router) Views() []ViewStatus {
 	cat := r.catalog()
 	var out []ViewStatus
-	for _, rules := range r.opts.Rules.Views() {
+	rules, _ := r.settings()
+	for _, rules := range rules.Views() {
 		v := cat.view(rules.Name)
 		out = append(out, ViewStatus{Name: rules.Name, Tools: len(v.tools.entries), Tokens: v.tokens, Cut: v.cut})
 	}
@@ -605,7 +646,7 @@ func (r *Router) Views() []ViewStatus {
 
 // Ready reports whether every required upstream is serving.
 func (r *Router) Ready() bool {
-	for _, u := range r.upstreams {
+	for _, u := range r.upstreams() {
 		u.mu.Lock()
 		ok := !u.Required || u.serving()
 		u.mu.Unlock()

@@ -35,6 +35,9 @@ type fakeUpstream struct {
 	// answer produces the response to a call; nil echoes the params.
 	answer func(method string, params json.RawMessage) (*jsonrpc.Message, error)
 
+	// closedCh, when set, is closed by the first Close.
+	closedCh chan struct{}
+
 	mu       sync.Mutex
 	calls    []recordedCall
 	closed   bool
@@ -70,6 +73,9 @@ func (f *fakeUpstream) Start(ctx context.Context) error {
 func (f *fakeUpstream) Close() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if !f.closed && f.closedCh != nil {
+		close(f.closedCh)
+	}
 	f.closed = true
 	return nil
 }

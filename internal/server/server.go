@@ -26,6 +26,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -96,6 +97,8 @@ type Server struct {
 	opts    Options
 	log     *slog.Logger
 	origins map[string]bool
+	// identify is Options.Identify, replaced by SetIdentify on a reload.
+	identify atomic.Pointer[func(string) (policy.Identity, error)]
 
 	mu sync.Mutex // guards the fields below
 	// sessions holds the live legacy sessions by id.
@@ -115,6 +118,9 @@ func New(d Dispatcher, opts *Options) *Server {
 	s := &Server{d: d, log: telemetry.Discard(opts.Logger), sessions: map[string]*session{}, origins: map[string]bool{},
 		listeners: map[*listener]struct{}{}, listenersByKey: map[string]*listener{}, closing: make(chan struct{})}
 	s.opts = *opts
+	if opts.Identify != nil {
+		s.identify.Store(&opts.Identify)
+	}
 	if s.opts.Endpoint == "" {
 		s.opts.Endpoint = "/mcp"
 	}
@@ -242,18 +248,29 @@ func isLoopbackHost(h string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// SetIdentify replaces Options.Identify (a reloaded config's keys); nil
+// turns authentication off. Sessions keep the identity they opened with.
+func (s *Server) SetIdentify(identify func(string) (policy.Identity, error)) {
+	if identify == nil {
+		s.identify.Store(nil)
+		return
+	}
+	s.identify.Store(&identify)
+}
+
 // authenticate returns the caller's view, or writes 401 and reports
 // false (2025-11-25 basic/authorization: a missing or invalid token is
 // 401 with WWW-Authenticate). The token itself is never logged.
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (string, bool) {
-	if s.opts.Identify == nil {
+	identify := s.identify.Load()
+	if identify == nil {
 		return "", true
 	}
 	token, isBearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !isBearer {
 		token = ""
 	}
-	id, err := s.opts.Identify(strings.TrimSpace(token))
+	id, err := (*identify)(strings.TrimSpace(token))
 	if err == nil {
 		return id.Team, true
 	}

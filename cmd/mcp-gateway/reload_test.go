@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/mcptest"
+)
+
+// writeUpstreams writes a config with the named echo fakes.
+func writeUpstreams(t *testing.T, path string, names ...string) {
+	t.Helper()
+	var ups []map[string]any
+	for _, name := range names {
+		command, args, env := mcptest.StdioCommand("echo")
+		ups = append(ups, map[string]any{"name": name, "command": command, "args": args, "env": env})
+	}
+	raw, _ := json.Marshal(map[string]any{"upstreams": ups, "telemetry": map[string]any{"log_level": "warn"}})
+	// Write then rename, as editors do, so the watcher never reads half
+	// a file.
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReloadDuringLoad runs the real serve command, keeps a steady load of
+// calls on one upstream, and reloads the config twice — by editing the
+// file, then with SIGHUP — adding one upstream and removing another each
+// time. No call of the load may fail.
+func TestReloadDuringLoad(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gateway.yaml")
+	writeUpstreams(t, path, "steady", "old")
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	ctx, stop := context.WithCancel(context.Background())
+	exited := make(chan int, 1)
+	go func() { exited <- run(ctx, []string{"serve", "--config", path, "--listen", addr}, nil, io.Discard, io.Discard) }()
+	defer func() {
+		stop()
+		if code := <-exited; code != exitOK {
+			t.Errorf("serve exited with %d", code)
+		}
+	}()
+	waitReady(t, "http://"+addr+"/readyz")
+
+	listChanged := make(chan struct{}, 16)
+	client := mcp.NewClient(&mcp.Implementation{Name: "load", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case listChanged <- struct{}{}:
+			default:
+			}
+		},
+	})
+	cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cs, err := client.Connect(cctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+
+	// The steady load: workers call steady__echo until told to stop.
+	var calls, failures atomic.Int64
+	var firstErr atomic.Value
+	loadDone := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-loadDone:
+					return
+				default:
+				}
+				want := fmt.Sprintf("w%d-%d", w, i)
+				got, err := callText(cctx, cs, "steady__echo", map[string]any{"text": want})
+				calls.Add(1)
+				if err != nil || got != want {
+					failures.Add(1)
+					firstErr.CompareAndSwap(nil, fmt.Sprintf("%q: %q, %v", want, got, err))
+				}
+			}
+		})
+	}
+	waitTools := func(want, gone string) {
+		t.Helper()
+		for {
+			res, err := cs.ListTools(cctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, tool := range res.Tools {
+				names = append(names, tool.Name)
+			}
+			if slices.Contains(names, want) && !slices.Contains(names, gone) {
+				return
+			}
+			select {
+			case <-listChanged:
+			case <-cctx.Done():
+				t.Fatalf("waiting for %s to appear and %s to go: %v", want, gone, names)
+			}
+		}
+	}
+
+	writeUpstreams(t, path, "steady", "new")
+	waitTools("new__echo", "old__echo")
+	// The file watch may see this write too, which only applies the same
+	// config twice.
+	writeUpstreams(t, path, "steady", "newer")
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitTools("newer__echo", "new__echo")
+	// A config with problems is rejected; the running one stays.
+	if err := os.WriteFile(path, []byte("upstreams: [{name: bad name}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := callText(cctx, cs, "newer__echo", map[string]any{"text": "still"}); err != nil || got != "still" {
+		t.Errorf("after a rejected reload: %q, %v", got, err)
+	}
+	close(loadDone)
+	wg.Wait()
+	if n := failures.Load(); n > 0 {
+		t.Errorf("%d of %d calls failed during the reloads; first: %v", n, calls.Load(), firstErr.Load())
+	}
+	if calls.Load() == 0 {
+		t.Error("no call ran during the reloads")
+	}
+	t.Logf("%d calls during two reloads and a rejected one", calls.Load())
+}
+
+// waitReady polls /readyz until it answers 200: the server is coming up
+// in another goroutine, and there is nothing to wait on but the socket.
+func waitReady(t *testing.T, url string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not become ready: %v", url, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,73 @@
+package router
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestReconfigure(t *testing.T) {
+	changed := make(chan string, 64)
+	a := &fakeUpstream{lists: map[string][]string{"tools/list": tools("one")}, closedCh: make(chan struct{})}
+	b, arrived, release := blockingUpstream()
+	c := &fakeUpstream{lists: map[string][]string{"tools/list": tools("three")}}
+	opts := Options{ListWait: -1, OnChange: func(ch Change) { changed <- ch.Method }}
+	opts.Upstreams = []UpstreamConfig{
+		{Name: "a", Connect: a.connect, Fingerprint: "a1"},
+		{Name: "b", Connect: b.connect, Fingerprint: "b1"},
+	}
+	r, err := New(&opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Start(context.Background())
+	defer r.Close()
+	if err := r.WaitStarted(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	// A call to b is in flight while a is removed and c added.
+	done := make(chan *Reply, 1)
+	go func() {
+		done <- r.Dispatch(context.Background(), legacyCaller, request("tools/call", `{"name":"b__work"}`))
+	}()
+	<-arrived
+	opts.Upstreams = []UpstreamConfig{
+		{Name: "b", Connect: b.connect, Fingerprint: "b1"},
+		{Name: "c", Connect: c.connect, Fingerprint: "c1"},
+	}
+	if err := r.Reconfigure(&opts); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if reply := <-done; reply.Error != nil {
+		t.Errorf("the call in flight on the kept upstream failed: %v", reply.Error)
+	}
+	<-a.closedCh // the removed upstream is stopped
+	// c becomes ready on its own goroutine; hosts hear of it.
+	want := []string{"b__work", "c__three"}
+	for {
+		got := listNames(t, r.Dispatch(context.Background(), legacyCaller, request("tools/list", `{}`)), "tools")
+		if cmp.Equal(want, got) {
+			break
+		}
+		if slices.Contains(got, "a__one") {
+			t.Fatalf("the removed upstream is still listed: %v", got)
+		}
+		<-changed
+	}
+	statuses := map[string]Phase{}
+	for _, s := range r.Status() {
+		statuses[s.Name] = s.State
+	}
+	if len(statuses) != 2 || statuses["b"] != PhaseReady || statuses["c"] != PhaseReady {
+		t.Errorf("statuses after reload: %v", statuses)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		t.Error("the kept upstream was restarted or closed")
+	}
+}
