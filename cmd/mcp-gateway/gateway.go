@@ -279,20 +279,25 @@ func serve(ctx context.Context, path string, cfg *config.Config, stderr io.Write
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	// Session GET streams never go idle on their own: end them when
-	// Shutdown starts, so that it can drain.
-	httpSrv.RegisterOnShutdown(g.server.Close)
+	// Session GET streams and listen streams never go idle on their own:
+	// end them when Shutdown starts, so that it can drain, while requests
+	// in progress finish.
+	httpSrv.RegisterOnShutdown(g.server.Drain)
 
-	g.router.Start(ctx)
-	log.Info("gateway listening", "address", "http://"+ln.Addr().String()+cfg.Endpoint, "upstreams", len(cfg.Upstreams))
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- httpSrv.Serve(ln) }()
+	// The watch starts before the gateway is ready, so that no change
+	// made from then on is missed.
+	current := cfg
+	watch := newConfigWatch(path, log, func() { current = g.reload(path, current, log) })
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
-		g.watchConfig(watchCtx, path, cfg, log)
+		watch.run(watchCtx)
 	}()
+	g.router.Start(ctx)
+	log.Info("gateway listening", "address", "http://"+ln.Addr().String()+cfg.Endpoint, "upstreams", len(cfg.Upstreams))
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- httpSrv.Serve(ln) }()
 	defer func() {
 		stopWatch()
 		<-watched
@@ -311,6 +316,8 @@ func serve(ctx context.Context, path string, cfg *config.Config, stderr io.Write
 	if err := httpSrv.Shutdown(shutdownCtx); err != nil {
 		log.Warn("graceful shutdown incomplete", telemetry.KeyErr, err)
 	}
+	// What did not finish in time is cancelled; the upstreams hear of it.
+	g.server.Close()
 	if err := g.router.Close(); err != nil {
 		log.Warn("stopping upstreams", telemetry.KeyErr, err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -21,43 +22,100 @@ import (
 // before the gateway reads it.
 const reloadDebounce = 250 * time.Millisecond
 
-// watchConfig reloads the gateway when its config file changes (a file
-// watch on its folder, so that editors that replace the file are seen)
-// or on SIGHUP, until ctx is done. A config with problems is rejected
-// with each problem logged, and the running config stays.
-func (g *gateway) watchConfig(ctx context.Context, path string, current *config.Config, log *slog.Logger) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+// reloadPoll is how often the config file is read for changes when the
+// operating system's file watch is unavailable (out of inotify instances,
+// say).
+const reloadPoll = 2 * time.Second
 
-	var events <-chan fsnotify.Event
-	if w, err := fsnotify.NewWatcher(); err != nil {
-		log.Warn("config file watch unavailable: reload with SIGHUP", telemetry.KeyErr, err)
-	} else {
-		defer w.Close()
-		if err := w.Add(filepath.Dir(path)); err != nil {
-			log.Warn("config file watch unavailable: reload with SIGHUP", telemetry.KeyErr, err)
-		} else {
-			events = w.Events
+// configWatch reloads the gateway when its config file's contents change
+// or on SIGHUP. The file watch is on the file's folder, and any event
+// there leads to a read of the file: editors replace the file rather
+// than write it, and Kubernetes swaps a symlink (..data) beside it, so
+// the event may not name the file at all. A reload happens only when the
+// bytes differ from those last applied; SIGHUP always reloads.
+type configWatch struct {
+	path      string
+	log       *slog.Logger
+	apply     func() // reads and applies the file; called from run only
+	applied   [sha256.Size]byte
+	hup       chan os.Signal
+	watcher   *fsnotify.Watcher // nil: poll every pollEvery instead
+	pollEvery time.Duration
+}
+
+// newConfigWatch starts listening for SIGHUP and file events at once, so
+// that a change made as soon as the gateway is ready is not missed.
+func newConfigWatch(path string, log *slog.Logger, apply func()) *configWatch {
+	cw := &configWatch{path: path, log: log, apply: apply, hup: make(chan os.Signal, 1), pollEvery: reloadPoll}
+	if raw, err := os.ReadFile(path); err == nil {
+		cw.applied = sha256.Sum256(raw)
+	}
+	signal.Notify(cw.hup, syscall.SIGHUP)
+	w, err := fsnotify.NewWatcher()
+	if err == nil {
+		if err = w.Add(filepath.Dir(path)); err != nil {
+			w.Close()
 		}
 	}
-	name := filepath.Clean(path)
+	if err != nil {
+		log.Warn("config file watch unavailable: polling the file instead", "every", reloadPoll, telemetry.KeyErr, err)
+	} else {
+		cw.watcher = w
+	}
+	return cw
+}
+
+// run reloads on changes until ctx is done, then releases the watch.
+func (cw *configWatch) run(ctx context.Context) {
+	defer signal.Stop(cw.hup)
+	var events <-chan fsnotify.Event
+	var watchErrs <-chan error
+	var poll <-chan time.Time
+	if cw.watcher != nil {
+		defer cw.watcher.Close()
+		events, watchErrs = cw.watcher.Events, cw.watcher.Errors
+	} else {
+		ticker := time.NewTicker(cw.pollEvery)
+		defer ticker.Stop()
+		poll = ticker.C
+	}
 	var debounce <-chan time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-hup:
-			current = g.reload(path, current, log)
-		case ev := <-events:
-			if filepath.Clean(ev.Name) == name && ev.Op&(fsnotify.Write|fsnotify.Create|fsnotify.Rename) != 0 {
-				debounce = time.After(reloadDebounce)
-			}
+		case <-cw.hup:
+			cw.reload(true)
+		case <-events:
+			debounce = time.After(reloadDebounce)
+		case err := <-watchErrs:
+			// Events may have been dropped (queue overflow): read the file.
+			cw.log.Warn("config file watch", telemetry.KeyErr, err)
+			debounce = time.After(reloadDebounce)
+		case <-poll:
+			cw.reload(false)
 		case <-debounce:
 			debounce = nil
-			current = g.reload(path, current, log)
+			cw.reload(false)
 		}
 	}
+}
+
+// reload applies the file if forced or if its bytes changed.
+func (cw *configWatch) reload(force bool) {
+	raw, err := os.ReadFile(cw.path)
+	if err != nil {
+		cw.log.Error("config reload rejected", telemetry.KeyErr, err)
+		return
+	}
+	sum := sha256.Sum256(raw)
+	if !force && sum == cw.applied {
+		return
+	}
+	// A rejected file counts as seen: it is not re-read and re-rejected
+	// at every event until it changes again.
+	cw.applied = sum
+	cw.apply()
 }
 
 // reload applies the config file's new contents and returns the config
@@ -85,5 +143,6 @@ func (g *gateway) reload(path string, current *config.Config, log *slog.Logger) 
 		return current
 	}
 	g.server.SetIdentify(auth)
+	log.Info("config reloaded", "upstreams", len(next.Upstreams))
 	return next
 }

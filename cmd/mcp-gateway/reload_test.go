@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -28,7 +31,7 @@ func writeUpstreams(t *testing.T, path string, names ...string) {
 		command, args, env := mcptest.StdioCommand("echo")
 		ups = append(ups, map[string]any{"name": name, "command": command, "args": args, "env": env})
 	}
-	raw, _ := json.Marshal(map[string]any{"upstreams": ups, "telemetry": map[string]any{"log_level": "warn"}})
+	raw, _ := json.Marshal(map[string]any{"upstreams": ups, "telemetry": map[string]any{"log_level": "info"}})
 	// Write then rename, as editors do, so the watcher never reads half
 	// a file.
 	tmp := path + ".tmp"
@@ -50,11 +53,17 @@ func TestReloadDuringLoad(t *testing.T) {
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	ctx, stop := context.WithCancel(context.Background())
 	exited := make(chan int, 1)
-	go func() { exited <- run(ctx, []string{"serve", "--config", path, "--listen", addr}, nil, io.Discard, io.Discard) }()
+	logs := &lockedBuffer{}
+	go func() {
+		exited <- run(ctx, []string{"serve", "--config", path, "--listen", addr}, nil, io.Discard, logs)
+	}()
 	defer func() {
 		stop()
 		if code := <-exited; code != exitOK {
 			t.Errorf("serve exited with %d", code)
+		}
+		if t.Failed() {
+			t.Logf("gateway log:\n%s", logs.String())
 		}
 	}()
 	waitReady(t, "http://"+addr+"/readyz")
@@ -169,4 +178,140 @@ func waitReady(t *testing.T, url string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// lockedBuffer collects a gateway's log while it runs, for a failing
+// test to show.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// watchApplies runs a configWatch on path and returns a channel that
+// receives once per apply.
+func watchApplies(t *testing.T, path string, poll time.Duration) <-chan struct{} {
+	t.Helper()
+	applied := make(chan struct{}, 16)
+	cw := newConfigWatch(path, slog.New(slog.DiscardHandler), func() { applied <- struct{}{} })
+	if poll > 0 {
+		if cw.watcher != nil {
+			cw.watcher.Close()
+			cw.watcher = nil
+		}
+		cw.pollEvery = poll
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		cw.run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return applied
+}
+
+// expectApply waits for one apply, or fails the test after a minute.
+func expectApply(t *testing.T, applied <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-applied:
+	case <-time.After(time.Minute):
+		t.Fatalf("%s: no reload", what)
+	}
+}
+
+// TestConfigWatchKubernetesSwap mounts the config as Kubernetes does a
+// ConfigMap: gateway.yaml is a symlink through ..data, and an update
+// swaps ..data to a new folder without touching gateway.yaml itself.
+func TestConfigWatchKubernetesSwap(t *testing.T) {
+	dir := t.TempDir()
+	version := func(n int, body string) {
+		t.Helper()
+		ts := filepath.Join(dir, fmt.Sprintf("..v%d", n))
+		if err := os.Mkdir(ts, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ts, "gateway.yaml"), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		tmp := filepath.Join(dir, "..data_tmp")
+		if err := os.Symlink(filepath.Base(ts), tmp); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, "..data")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	version(1, "upstreams: []\n")
+	path := filepath.Join(dir, "gateway.yaml")
+	if err := os.Symlink("..data/gateway.yaml", path); err != nil {
+		t.Fatal(err)
+	}
+	applied := watchApplies(t, path, 0)
+
+	version(2, "upstreams: []\nprefix: always\n")
+	expectApply(t, applied, "after the ..data swap")
+	version(3, "upstreams: []\nprefix: on_conflict\n")
+	expectApply(t, applied, "after the second swap")
+}
+
+// TestConfigWatchSameBytes: an event on a file whose bytes did not change
+// reloads nothing (editors touch files; Kubernetes re-swaps), SIGHUP
+// reloads anyway.
+func TestConfigWatchSameBytes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gateway.yaml")
+	if err := os.WriteFile(path, []byte("upstreams: []\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	applies := 0
+	cw := newConfigWatch(path, slog.New(slog.DiscardHandler), func() { applies++ })
+	defer signal.Stop(cw.hup)
+	if cw.watcher != nil {
+		defer cw.watcher.Close()
+	}
+	cw.reload(false)
+	if applies != 0 {
+		t.Fatalf("unchanged file applied %d times", applies)
+	}
+	if err := os.WriteFile(path, []byte("upstreams: []\nprefix: always\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cw.reload(false)
+	cw.reload(false)
+	if applies != 1 {
+		t.Fatalf("changed file applied %d times, want 1", applies)
+	}
+	cw.reload(true)
+	if applies != 2 {
+		t.Fatalf("forced reload: applied %d times, want 2", applies)
+	}
+}
+
+// TestConfigWatchPolls covers machines without a file watch: the file is
+// read at intervals, and a change is applied.
+func TestConfigWatchPolls(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gateway.yaml")
+	if err := os.WriteFile(path, []byte("upstreams: []\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	applied := watchApplies(t, path, 10*time.Millisecond)
+	if err := os.WriteFile(path, []byte("upstreams: []\nprefix: always\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	expectApply(t, applied, "after a write")
 }

@@ -318,7 +318,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		ss.mu.Unlock()
 	}()
 	startSSE(w)
-	pump(w, ss.out, s.opts.KeepAlive, r.Context().Done(), ss.done)
+	pump(w, ss.out, s.opts.KeepAlive, r.Context().Done(), ss.done, s.closing)
 }
 
 // delete ends a legacy session.

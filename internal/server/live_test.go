@@ -252,3 +252,63 @@ func TestSlowHostDoesNotBlockSenders(t *testing.T) {
 	}
 	close(release)
 }
+
+// TestDrainLetsRequestsFinish is the graceful shutdown of the serve
+// command: http.Server.Shutdown with Drain registered ends the session's
+// GET stream at once (so that Shutdown is not held up by it) and refuses
+// new sessions, while a call in progress runs to its answer.
+func TestDrainLetsRequestsFinish(t *testing.T) {
+	ts, d, s := newTestServerWith(t, nil)
+	started := make(chan struct{}, 1)
+	release := make(chan struct{})
+	d.interactive = func(ctx context.Context, _ *router.Caller, req *jsonrpc.Message) *router.Reply {
+		started <- struct{}{}
+		select {
+		case <-release:
+			return &router.Reply{Result: json.RawMessage(`{"content":[],"finished":true}`), LacksResultType: true}
+		case <-ctx.Done():
+			return &router.Reply{Error: jsonrpc.NewError(-1, "cancelled")}
+		}
+	}
+	sid := initSession(t, ts, `{}`)
+	h := map[string]string{"Mcp-Session-Id": sid}
+	get, err := http.NewRequest("GET", ts.URL+"/mcp", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get.Header.Set("Accept", "text/event-stream")
+	get.Header.Set("Mcp-Session-Id", sid)
+	stream := openStream(t, get)
+	answered := make(chan response, 1)
+	go func() {
+		answered <- do(t, ts, "POST", h, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x"}}`)
+	}()
+	<-started
+
+	ts.Config.RegisterOnShutdown(s.Drain)
+	shutdown := make(chan error, 1)
+	go func() { shutdown <- ts.Config.Shutdown(context.Background()) }()
+	// The GET stream ends without any message.
+	if stream.sc.Scan() {
+		for stream.sc.Scan() {
+		}
+	}
+	if err := stream.sc.Err(); err != nil {
+		t.Errorf("GET stream: %v", err)
+	}
+	// New sessions are refused while draining (the listener is closed
+	// too, so ask the handler directly).
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, post(t, ts, nil, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Errorf("initialize while draining: %d %s", rec.Code, rec.Body)
+	}
+	close(release)
+	r := <-answered
+	if r.msg == nil || !strings.Contains(string(r.msg.Result), `"finished":true`) {
+		t.Errorf("the call in progress did not finish: %d %s", r.status, r.body)
+	}
+	if err := <-shutdown; err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+}

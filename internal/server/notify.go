@@ -65,10 +65,10 @@ func (o *outbox) take() [][]byte {
 	return msgs
 }
 
-// pump writes the outbox to an SSE stream until either stop channel is
-// closed. It also writes a comment line every keepAlive so that proxies
-// keep an idle stream open.
-func pump(w http.ResponseWriter, o *outbox, keepAlive time.Duration, stop1, stop2 <-chan struct{}) {
+// pump writes the outbox to an SSE stream until a stop channel is closed.
+// It also writes a comment line every keepAlive so that proxies keep an
+// idle stream open.
+func pump(w http.ResponseWriter, o *outbox, keepAlive time.Duration, stop1, stop2, stop3 <-chan struct{}) {
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
 	for {
@@ -76,6 +76,8 @@ func pump(w http.ResponseWriter, o *outbox, keepAlive time.Duration, stop1, stop
 		case <-stop1:
 			return
 		case <-stop2:
+			return
+		case <-stop3:
 			return
 		case <-o.ready:
 			for _, m := range o.take() {
@@ -206,7 +208,7 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request, caller *router.C
 	})
 	startSSE(w)
 	writeEvent(w, l.tagged("notifications/subscriptions/acknowledged", ack))
-	pump(w, l.out, s.opts.KeepAlive, r.Context().Done(), closing)
+	pump(w, l.out, s.opts.KeepAlive, r.Context().Done(), closing, nil)
 	if r.Context().Err() == nil {
 		// The gateway ends the subscription: a result says it ended
 		// gracefully, not by a dropped connection.

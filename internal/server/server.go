@@ -160,14 +160,24 @@ func (s *Server) Handler() http.Handler {
 	return s.guard(m)
 }
 
-// Close ends every legacy session and every stream. It may be called
-// more than once.
-func (s *Server) Close() {
+// Drain starts a graceful shutdown: it ends every long-lived stream (GET
+// and subscriptions/listen, whose hosts will reconnect elsewhere) and
+// refuses new sessions, but lets requests in progress finish. Close
+// ends the rest. Both may be called more than once.
+func (s *Server) Drain() {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if !s.closed {
 		s.closed = true
 		close(s.closing)
 	}
+}
+
+// Close ends every legacy session, with what it has in flight, and every
+// stream.
+func (s *Server) Close() {
+	s.Drain()
+	s.mu.Lock()
 	sessions := s.sessions
 	s.sessions = map[string]*session{}
 	s.mu.Unlock()
