@@ -143,6 +143,5 @@ func (g *gateway) reload(path string, current *config.Config, log *slog.Logger) 
 		return current
 	}
 	g.server.SetIdentify(auth)
-	log.Info("config reloaded", "upstreams", len(next.Upstreams))
 	return next
 }
