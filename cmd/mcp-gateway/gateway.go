@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -127,7 +128,7 @@ func routerOptions(cfg *config.Config, log *slog.Logger, onChange func(router.Ch
 				if caps == nil {
 					caps = relayCapabilities(u.Relay)
 				}
-				return upstream.New(&upstream.Options{
+				opts := upstream.Options{
 					Name:           u.Name,
 					Command:        u.Command,
 					Args:           u.Args,
@@ -137,11 +138,26 @@ func routerOptions(cfg *config.Config, log *slog.Logger, onChange func(router.Ch
 					Transport:      transport,
 					Headers:        u.Headers,
 					Timeout:        u.Timeout,
+					MaxTimeout:     u.MaxTimeout,
+					MaxInFlight:    cmp.Or(u.MaxInFlight, config.DefaultMaxInFlight),
+					MaxQueue:       cmp.Or(u.MaxQueue, config.DefaultMaxQueue),
 					ClientInfo:     info,
 					Logger:         log,
 					Capabilities:   caps,
 					OnNotification: o.Notify,
 					OnRequest:      o.Request,
+				}
+				if o.OnState == nil {
+					return upstream.New(&opts)
+				}
+				opts.OnStateChange = o.OnState
+				return upstream.NewSupervised(&upstream.SupervisedOptions{
+					Options: opts,
+					Breaker: upstream.BreakerOptions{Failures: u.Breaker.Failures, Cooldown: u.Breaker.Cooldown},
+					Restart: upstream.RestartOptions{
+						Initial: u.Restart.Delay, Max: u.Restart.MaxDelay,
+						CrashLimit: u.Restart.CrashLimit, CrashWindow: u.Restart.CrashWindow,
+					},
 				})
 			},
 			PerClient:  u.Session == config.SessionPerClient,

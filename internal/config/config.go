@@ -66,6 +66,8 @@ const (
 	DefaultTimeout         = 60 * time.Second
 	DefaultBreakerFailures = 5
 	DefaultBreakerCooldown = 30 * time.Second
+	DefaultMaxInFlight     = 256
+	DefaultMaxQueue        = 1024
 	DefaultLogLevel        = "info"
 )
 
@@ -256,6 +258,25 @@ type Upstream struct {
 	// Key: breaker.
 	Breaker Breaker
 
+	// MaxTimeout is how long a call may run in all while the upstream
+	// reports progress on it: each progress notification restarts the
+	// call's timeout, up to this. Key: max_timeout, a Go duration. 0
+	// means ten times timeout, at most 10m (and never less than
+	// timeout); otherwise it must be at least timeout.
+	MaxTimeout time.Duration
+
+	// MaxInFlight bounds the requests in flight at once to this upstream
+	// (per session); further calls wait in a queue of MaxQueue, and fail
+	// with a clear error when it is full or their timeout passes while
+	// they wait. Keys: max_in_flight (0 means DefaultMaxInFlight, 256)
+	// and max_queue (0 means DefaultMaxQueue, 1024); negative is an
+	// error.
+	MaxInFlight, MaxQueue int
+
+	// Restart says how a stdio server that exits (or an HTTP+SSE stream
+	// that ends) is brought back. Key: restart.
+	Restart Restart
+
 	// Source is the key path that defined this upstream, "upstreams[2]" or
 	// "mcpServers.GitHub". Set by Load; problem paths use it. Empty means
 	// upstreams[i], i being the index in Config.Upstreams.
@@ -305,6 +326,22 @@ type Breaker struct {
 	// one through to probe. Key: cooldown, a Go duration. Default 30s. Must
 	// be > 0.
 	Cooldown time.Duration
+}
+
+// Restart configures the restarts of an upstream that was lost: after
+// each crash the delay doubles from Delay up to MaxDelay (each varied by
+// up to 20% at random); CrashLimit crashes within CrashWindow stop the
+// restarts, and /readyz says "crash loop" until the next reload.
+type Restart struct {
+	// Delay before the first restart. Key: delay. 0 means 250ms.
+	Delay time.Duration
+	// MaxDelay is the longest delay. Key: max_delay. 0 means 30s.
+	MaxDelay time.Duration
+	// CrashLimit is how many crashes within CrashWindow stop the
+	// restarts. Key: crash_limit. 0 means 5; negative means never stop.
+	CrashLimit int
+	// CrashWindow. Key: crash_window. 0 means 1m.
+	CrashWindow time.Duration
 }
 
 // Policy limits what every session sees.

@@ -531,6 +531,17 @@ func (d *decoder) upstream(p string, n *yaml.Node) (Upstream, bool) {
 					"cooldown": func(p string, v *yaml.Node) { d.duration(p, v, &u.Breaker.Cooldown) },
 				}})
 			},
+			"max_timeout":   func(p string, v *yaml.Node) { d.duration(p, v, &u.MaxTimeout) },
+			"max_in_flight": func(p string, v *yaml.Node) { d.integer(p, v, &u.MaxInFlight) },
+			"max_queue":     func(p string, v *yaml.Node) { d.integer(p, v, &u.MaxQueue) },
+			"restart": func(p string, v *yaml.Node) {
+				d.object(p, v, schema{fields: map[string]field{
+					"delay":        func(p string, v *yaml.Node) { d.duration(p, v, &u.Restart.Delay) },
+					"max_delay":    func(p string, v *yaml.Node) { d.duration(p, v, &u.Restart.MaxDelay) },
+					"crash_limit":  func(p string, v *yaml.Node) { d.integer(p, v, &u.Restart.CrashLimit) },
+					"crash_window": func(p string, v *yaml.Node) { d.duration(p, v, &u.Restart.CrashWindow) },
+				}})
+			},
 		},
 		hints: upstreamHints,
 	})
@@ -553,7 +564,7 @@ func (d *decoder) mcpServers(n *yaml.Node, c *Config) {
 		return
 	}
 	hints := map[string]string{"transport": `did you mean "type"? transport is the upstreams spelling`}
-	for _, k := range []string{"name", "timeout", "session", "required", "max_tools", "relay", "max_clients", "idle_timeout", "tools", "breaker"} {
+	for _, k := range []string{"name", "timeout", "session", "required", "max_tools", "relay", "max_clients", "idle_timeout", "tools", "breaker", "max_timeout", "max_in_flight", "max_queue", "restart"} {
 		hints[k] = mcpServerOnlyHint
 	}
 	for _, kv := range d.pairs(p, n, 0) {

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // ErrInvalid matches every [*ValidationError] under [errors.Is].
@@ -388,6 +389,30 @@ func (u *Upstream) validate(i int, ps *problems) {
 	}
 	if u.Breaker.Cooldown <= 0 {
 		ps.add(u.path(i, "breaker.cooldown"), "must be greater than 0")
+	}
+	switch {
+	case u.MaxTimeout < 0:
+		ps.add(u.path(i, "max_timeout"), "must be 0 (the default) or more")
+	case u.MaxTimeout > 0 && u.Timeout > 0 && u.MaxTimeout < u.Timeout:
+		ps.add(u.path(i, "max_timeout"), "must be at least timeout (%s): progress extends a call's timeout up to it", u.Timeout)
+	}
+	if u.MaxInFlight < 0 {
+		ps.add(u.path(i, "max_in_flight"), "must be 0 (the default, %d) or more", DefaultMaxInFlight)
+	}
+	if u.MaxQueue < 0 {
+		ps.add(u.path(i, "max_queue"), "must be 0 (the default, %d) or more", DefaultMaxQueue)
+	}
+	rp := u.path(i, "restart")
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{{"delay", u.Restart.Delay}, {"max_delay", u.Restart.MaxDelay}, {"crash_window", u.Restart.CrashWindow}} {
+		if d.v < 0 {
+			ps.add(rp+"."+d.key, "must be 0 (the default) or more")
+		}
+	}
+	if u.Restart.Delay > 0 && u.Restart.MaxDelay > 0 && u.Restart.MaxDelay < u.Restart.Delay {
+		ps.add(rp+".max_delay", "must be at least delay (%s)", u.Restart.Delay)
 	}
 }
 

@@ -86,6 +86,18 @@ func TestValidate(t *testing.T) {
 			{Path: "upstreams[0].breaker.failures", Message: "must be greater than 0"},
 			{Path: "upstreams[0].breaker.cooldown", Message: "must be greater than 0"},
 		}},
+		{"resilience limits", func(c *Config) {
+			u := &c.Upstreams[0]
+			u.Timeout, u.MaxTimeout = time.Minute, time.Second
+			u.MaxInFlight, u.MaxQueue = -1, -2
+			u.Restart = Restart{Delay: time.Minute, MaxDelay: time.Second, CrashWindow: -time.Second}
+		}, []Problem{
+			{Path: "upstreams[0].max_timeout", Message: "must be at least timeout (1m0s): progress extends a call's timeout up to it"},
+			{Path: "upstreams[0].max_in_flight", Message: "must be 0 (the default, 256) or more"},
+			{Path: "upstreams[0].max_queue", Message: "must be 0 (the default, 1024) or more"},
+			{Path: "upstreams[0].restart.crash_window", Message: "must be 0 (the default) or more"},
+			{Path: "upstreams[0].restart.max_delay", Message: "must be at least delay (1m0s)"},
+		}},
 		{"transport missing in code", func(c *Config) { c.Upstreams[0].Transport = "" },
 			[]Problem{{Path: "upstreams[0].transport", Message: "is required: stdio, streamable-http or sse"}}},
 		{"duplicate names differ in case", func(c *Config) { c.Upstreams[1].Name = "LOCAL" },

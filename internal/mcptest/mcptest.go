@@ -14,6 +14,10 @@
 //     the cases a correct server never produces: expiring sessions, odd
 //     status codes, bodies that are not MCP, silence.
 //
+// HandlerClient serves any http.Handler to an HTTP client in the same
+// process, with no socket, so that tests of timeouts and backoff can run
+// under testing/synctest with its fake clock.
+//
 // A package that uses stdio fakes calls MaybeServeStdio first thing in its
 // TestMain, and launches a fake with the command, arguments and
 // environment StdioCommand returns (in a gateway config: command, args and

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -41,6 +43,8 @@ func stdioFakes() map[string]func() int {
 		"crash":        func() int { return 3 },
 		"blob":         serveBlob,
 		"listen-ends":  serveListenEnds,
+		"worker":       serveWorker,
+		"sleeper":      serveSleeper,
 	}
 }
 
@@ -92,6 +96,15 @@ func MaybeServeStdio() {
 //     subscription id and with the _meta key "n" set to the listen
 //     request's ordinal (2, 3, ...). It answers server/discover as a
 //     modern server and every other request with {}.
+//   - "worker": "echo" with three more tools, for supervision tests: pid
+//     (the process id), spawn (starts a "sleeper" in the server's process
+//     group and returns its process id), and slow {count, ms, text}
+//     (sends count notifications/progress ms milliseconds apart when the
+//     call carries a progress token, then returns text). With the
+//     environment from WorkerStarts it counts its starts in a file and
+//     exits at once, with status 3, on the starts it is told to crash on.
+//   - "sleeper": does nothing until it is killed (stdin and stdout
+//     unused).
 //   - "blob": a minimal raw server for benchmarks: it answers tools/call
 //     {size} with a text result of size bytes, server/discover as a
 //     modern server, initialize, and every other request with {}.
@@ -108,6 +121,112 @@ func StdioCommand(name string) (command string, args []string, env map[string]st
 	// A binary built with -race sleeps for a second at exit unless told
 	// not to.
 	return exe, []string{"-test.run=^$"}, map[string]string{EnvFake: name, "GORACE": "atexit_sleep_ms=0"}
+}
+
+// Environment variables of the "worker" fake.
+const (
+	envStartsFile = "MCPTEST_STARTS_FILE"
+	envCrashOn    = "MCPTEST_CRASH_ON"
+)
+
+// WorkerStarts returns the environment that makes the "worker" fake
+// count its starts in file (one byte per start) and crash at once on the
+// starts numbered in crashOn (the first start is 1). Add it to the env
+// StdioCommand returns; read the count with Starts.
+func WorkerStarts(file string, crashOn ...int) map[string]string {
+	nums := make([]string, len(crashOn))
+	for i, n := range crashOn {
+		nums[i] = strconv.Itoa(n)
+	}
+	return map[string]string{envStartsFile: file, envCrashOn: strings.Join(nums, ",")}
+}
+
+// Starts returns how many times a "worker" fake with WorkerStarts(file)
+// has started.
+func Starts(file string) int {
+	fi, err := os.Stat(file)
+	if err != nil {
+		return 0
+	}
+	return int(fi.Size())
+}
+
+func serveWorker() int {
+	if file := os.Getenv(envStartsFile); file != "" {
+		f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "mcptest fake worker: %v\n", err)
+			return 2
+		}
+		_, _ = f.Write([]byte{'.'})
+		f.Close()
+		n := Starts(file)
+		if slices.Contains(strings.Split(os.Getenv(envCrashOn), ","), strconv.Itoa(n)) {
+			fmt.Fprintf(os.Stderr, "mcptest fake worker: crashing on start %d\n", n)
+			return 3
+		}
+	}
+	s, g := newServer(&ServerOptions{Name: "worker"})
+	addProcessTools(s)
+	addWorkerTools(s)
+	fmt.Fprintln(os.Stderr, "mcptest fake worker: ready")
+	t := &mcp.IOTransport{Reader: tap(os.Stdin, g.note), Writer: nopWriteCloser{os.Stdout}}
+	if err := s.Run(context.Background(), t); err != nil && err != io.EOF {
+		fmt.Fprintf(os.Stderr, "mcptest fake worker: %v\n", err)
+	}
+	return 0
+}
+
+func addWorkerTools(s *mcp.Server) {
+	s.AddTool(&mcp.Tool{Name: "pid", Description: "returns the server's process id", InputSchema: schema(``)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return text(strconv.Itoa(os.Getpid())), nil
+		})
+	s.AddTool(&mcp.Tool{Name: "spawn", Description: "starts a helper process", InputSchema: schema(``)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			cmd, args, env := StdioCommand("sleeper")
+			c := exec.Command(cmd, args...)
+			c.Env = os.Environ()
+			for k, v := range env {
+				c.Env = append(c.Env, k+"="+v)
+			}
+			if err := c.Start(); err != nil {
+				return nil, err
+			}
+			return text(strconv.Itoa(c.Process.Pid)), nil
+		})
+	s.AddTool(&mcp.Tool{Name: "slow", Description: "reports progress for a while, then returns text", InputSchema: schema(`"count":{"type":"integer"},"ms":{"type":"integer"},"text":{"type":"string"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var a struct {
+				Count, Ms int
+				Text      string
+			}
+			if err := args(req, &a); err != nil {
+				return nil, err
+			}
+			tok := req.Params.GetProgressToken()
+			for i := range a.Count {
+				select {
+				case <-time.After(time.Duration(a.Ms) * time.Millisecond):
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+				if tok != nil {
+					if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i + 1), Total: float64(a.Count)}); err != nil {
+						return nil, err
+					}
+				}
+			}
+			return text(a.Text), nil
+		})
+}
+
+// serveSleeper sleeps until killed. (A bare select{} would be taken for
+// a deadlock by the runtime.)
+func serveSleeper() int {
+	for {
+		time.Sleep(time.Hour)
+	}
 }
 
 // addProcessTools adds the tools that only make sense in a child process.

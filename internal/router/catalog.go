@@ -51,6 +51,10 @@ type view struct {
 type named struct {
 	entries []*entry
 	byName  map[string]*entry
+	// down are the entries the view would show but for their upstream
+	// being down (restarting, breaker open, failed): not listed, but a
+	// call by name gets an answer that says so rather than "unknown".
+	down map[string]*entry
 }
 
 // entry is one tool or prompt.
@@ -65,6 +69,8 @@ type entry struct {
 	bindings []mcpheader.Binding
 	// tokens is the estimated size of def, when a token limit needed it.
 	tokens int
+	// down: the upstream is down; the entry is only known, not listed.
+	down bool
 }
 
 type templateEntry struct {
@@ -86,6 +92,7 @@ type candidate struct {
 	name     string // as exposed before prefixing (renamed)
 	original string // as the upstream knows it
 	raw      json.RawMessage
+	down     bool // the upstream is down: known, not listed
 }
 
 // view returns the view of name; nil for an unknown name.
@@ -101,12 +108,16 @@ func (r *Router) buildCatalog() *catalog {
 
 	for _, u := range r.upstreams() {
 		u.mu.Lock()
-		if !u.serving() {
+		down := u.down()
+		if !u.serving() && !down {
 			u.mu.Unlock()
 			continue
 		}
 		tools, prompts, res, tpls := u.tools, u.prompts, u.resources, u.templates
 		u.mu.Unlock()
+		if down {
+			res, tpls = nil, nil
+		}
 
 		kept := 0
 		limit := rules.UpstreamLimit(u.Name)
@@ -120,7 +131,7 @@ func (r *Router) buildCatalog() *catalog {
 				continue
 			}
 			kept++
-			toolCands = append(toolCands, candidate{u, rules.Rename(u.Name, name), name, raw})
+			toolCands = append(toolCands, candidate{u, rules.Rename(u.Name, name), name, raw, down})
 		}
 		for _, raw := range prompts {
 			name, ok := jsonrpc.StringField(raw, "name")
@@ -128,7 +139,7 @@ func (r *Router) buildCatalog() *catalog {
 				r.log.Warn("upstream prompt without a name skipped", telemetry.KeyUpstream, u.Name)
 				continue
 			}
-			promptCands = append(promptCands, candidate{u, name, name, raw})
+			promptCands = append(promptCands, candidate{u, name, name, raw, down})
 		}
 		for _, raw := range res {
 			uri, ok := jsonrpc.StringField(raw, "uri")
@@ -163,7 +174,9 @@ func (r *Router) buildCatalog() *catalog {
 	views := rules.Views()
 	if slices.ContainsFunc(views, func(v policy.View) bool { return v.MaxTokens > 0 }) {
 		for _, e := range tools {
-			e.tokens = r.tokens(e.def)
+			if !e.down {
+				e.tokens = r.tokens(e.def)
+			}
 		}
 	}
 	cat := &catalog{views: map[string]*view{}}
@@ -177,10 +190,14 @@ func (r *Router) buildCatalog() *catalog {
 func (r *Router) buildView(rules policy.View, names *namespace.Options, tools, prompts []*entry, resources []resourceEntry, templates []templateEntry) *view {
 	v := &view{rules: rules, names: names, resourceOwner: map[string]*upstreamState{}}
 
-	var visible []*entry
+	var visible, downTools []*entry
 	var exposed []string
 	for _, e := range tools {
-		if rules.Allows(e.exposed) {
+		switch {
+		case !rules.Allows(e.exposed):
+		case e.down:
+			downTools = append(downTools, e)
+		default:
 			visible = append(visible, e)
 			exposed = append(exposed, e.exposed)
 		}
@@ -194,15 +211,19 @@ func (r *Router) buildView(rules policy.View, names *namespace.Options, tools, p
 			v.tokens += visible[i].tokens
 		}
 	}
-	v.tools, v.toolsJSON = index(kept)
+	v.tools, v.toolsJSON = index(kept, downTools)
 
-	var shown []*entry
+	var shown, downPrompts []*entry
 	for _, e := range prompts {
-		if rules.Allows(e.exposed) {
+		switch {
+		case !rules.Allows(e.exposed):
+		case e.down:
+			downPrompts = append(downPrompts, e)
+		default:
 			shown = append(shown, e)
 		}
 	}
-	v.prompts, v.promptsJSON = index(shown)
+	v.prompts, v.promptsJSON = index(shown, downPrompts)
 
 	var res, tpls []json.RawMessage
 	for _, re := range resources {
@@ -223,9 +244,16 @@ func (r *Router) buildView(rules policy.View, names *namespace.Options, tools, p
 	return v
 }
 
-// index builds a named table and its list items.
-func index(entries []*entry) (named, []byte) {
+// index builds a named table and its list items; down are the entries
+// of upstreams that are down.
+func index(entries, down []*entry) (named, []byte) {
 	n := named{entries: entries, byName: make(map[string]*entry, len(entries))}
+	for _, e := range down {
+		if n.down == nil {
+			n.down = map[string]*entry{}
+		}
+		n.down[e.exposed] = e
+	}
 	items := make([]json.RawMessage, len(entries))
 	for i, e := range entries {
 		n.byName[e.exposed] = e
@@ -274,7 +302,7 @@ func (r *Router) name(rules *policy.Rules, names *namespace.Options, cands []can
 			continue
 		}
 		seen[exposed] = true
-		e := &entry{exposed: exposed, original: c.original, up: c.up, raw: c.raw, def: def}
+		e := &entry{exposed: exposed, original: c.original, up: c.up, raw: c.raw, def: def, down: c.down}
 		if tools {
 			// The upstream client already left out tools whose annotations
 			// are invalid; an error here only means no bindings.

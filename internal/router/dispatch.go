@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
@@ -206,6 +207,9 @@ func (r *Router) callNamed(ctx context.Context, c *Caller, req *jsonrpc.Message,
 	}
 	e := n.byName[name]
 	if e == nil {
+		if d := n.down[name]; d != nil {
+			return r.downReply(d.up, req.Method, name)
+		}
 		return errorReply(jsonrpc.CodeInvalidParams, "Unknown %s: %s", kind, name)
 	}
 	params, err := jsonrpc.SetField(req.Params, "name", jsonrpc.String(e.original))
@@ -257,14 +261,55 @@ func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, metho
 // can choose another way; other methods get a JSON-RPC error.
 func (r *Router) unavailable(ctx context.Context, u *upstreamState, method, subject string, err error) *Reply {
 	var why string
+	var down *upstream.UnavailableError
 	switch {
 	case ctx.Err() != nil:
 		why = "the request was cancelled"
+	case errors.As(err, &down):
+		why = downReason(u.Name, down.Err, down.RetryAt)
+	case errors.Is(err, upstream.ErrOverloaded):
+		why = fmt.Sprintf("the server %q is too busy: too many calls are waiting for it", u.Name)
 	case isTimeout(err):
 		why = fmt.Sprintf("the server %q did not answer within %s", u.Name, u.Timeout)
 	default:
 		why = fmt.Sprintf("the server %q is unavailable", u.Name)
 	}
+	return failedReply(method, subject, why)
+}
+
+// downReply answers a call to a tool or prompt whose upstream is down
+// (restarting, behind an open breaker, or failed for good), at once and
+// without I/O.
+func (r *Router) downReply(u *upstreamState, method, subject string) *Reply {
+	u.mu.Lock()
+	phase, retryAt := u.phase, u.retryAt
+	u.mu.Unlock()
+	cause := upstream.ErrNotReady
+	if phase == PhaseUnavailable {
+		cause = upstream.ErrBreakerOpen
+	}
+	if phase == PhaseFailed {
+		return failedReply(method, subject, fmt.Sprintf("the server %q stopped after crashing repeatedly, and is not restarted until the gateway's config is reloaded", u.Name))
+	}
+	return failedReply(method, subject, downReason(u.Name, cause, retryAt))
+}
+
+// downReason says why an upstream is unavailable and when it is tried
+// again.
+func downReason(name string, cause error, retryAt time.Time) string {
+	why := fmt.Sprintf("the server %q is restarting", name)
+	if errors.Is(cause, upstream.ErrBreakerOpen) {
+		why = fmt.Sprintf("the server %q is unavailable after repeated failures", name)
+	}
+	if !retryAt.IsZero() {
+		why += fmt.Sprintf(" (it is retried at %s, in %s)", retryAt.UTC().Format(time.RFC3339), time.Until(retryAt).Round(time.Second))
+	}
+	return why
+}
+
+// failedReply is the answer to a call that could not run: a tool result
+// with isError for tools/call, a JSON-RPC error for other methods.
+func failedReply(method, subject, why string) *Reply {
 	if method != "tools/call" {
 		return errorReply(jsonrpc.CodeInternalError, "%s %s failed: %s", method, subject, why)
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/namespace"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
+	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 )
 
 // Upstream is what the router needs of one upstream client
@@ -85,6 +86,12 @@ type ConnectOptions struct {
 	// client declares (a host's own, for a per-client session); nil
 	// means the upstream's configured ones.
 	Capabilities json.RawMessage
+	// OnState, when not nil, asks for a supervised client (restarts,
+	// circuit breaker: upstream.Supervised) that reports its state
+	// here; the router then takes the upstream's entries out of every
+	// view while it is down and lists it again when it is back. Nil (a
+	// per-client session) asks for a plain client.
+	OnState func(upstream.State)
 }
 
 // Handlers receive what an upstream server sends on its own.
@@ -215,6 +222,14 @@ type upstreamState struct {
 	templates   []json.RawMessage
 	modern      bool
 	listProblem error // a list that failed while the upstream itself is up
+	// retryAt is when an upstream that is down (restarting, or behind an
+	// open breaker) is tried again; zero when unknown.
+	retryAt time.Time
+	// gen is the connection generation last seen Ready (upstream.State);
+	// starting is set during the first Start, which lists generation 1
+	// itself.
+	gen      uint64
+	starting bool
 	// relisting is set while a re-list runs; relistAgain asks for one
 	// more run after it.
 	relisting, relistAgain bool
@@ -228,8 +243,15 @@ const (
 	PhaseStarting Phase = "starting"
 	PhaseReady    Phase = "ready"
 	PhaseDegraded Phase = "degraded" // ready, but a catalog list failed
-	PhaseFailed   Phase = "failed"
-	PhaseStopped  Phase = "stopped"
+	// PhaseRestarting: the connection was lost (a stdio server exited)
+	// and is being made again; the upstream's tools are out of the views
+	// until it is back and listed.
+	PhaseRestarting Phase = "restarting"
+	// PhaseUnavailable: the circuit breaker is open (or half-open, a
+	// probe out); the tools are out of the views until it closes.
+	PhaseUnavailable Phase = "breaker_open"
+	PhaseFailed      Phase = "failed"
+	PhaseStopped     Phase = "stopped"
 )
 
 // New returns a router over the given upstreams. It starts nothing.
@@ -268,7 +290,10 @@ func (r *Router) newUpstream(u UpstreamConfig) (*upstreamState, error) {
 		u.ClientIdle = 10 * time.Minute
 	}
 	us := &upstreamState{UpstreamConfig: u, phase: PhaseStarting, since: time.Now()}
-	client, err := u.Connect(ConnectOptions{Handlers: r.handlers(us, &us.calls)})
+	client, err := u.Connect(ConnectOptions{
+		Handlers: r.handlers(us, &us.calls),
+		OnState:  func(st upstream.State) { r.upstreamChanged(us, st) },
+	})
 	if err != nil {
 		return nil, fmt.Errorf("upstream %s: %w", u.Name, err)
 	}
@@ -348,22 +373,109 @@ func (r *Router) startUpstream(ctx context.Context, u *upstreamState) {
 			u.setPhase(PhaseFailed, fmt.Errorf("internal error: %v", p))
 		}
 	}()
+	u.mu.Lock()
+	u.starting = true
+	u.mu.Unlock()
 	startCtx, cancel := context.WithTimeout(ctx, u.Timeout)
 	err := u.Client.Start(startCtx)
 	cancel()
+	u.mu.Lock()
+	u.starting = false
+	if err == nil && u.gen == 0 {
+		u.gen = 1
+	}
+	u.mu.Unlock()
 	if err != nil {
 		if ctx.Err() != nil {
 			u.setPhase(PhaseStopped, ctx.Err())
 			return
 		}
 		r.log.Warn("upstream failed to start", telemetry.KeyUpstream, u.Name, telemetry.KeyErr, err)
+		if s, ok := u.Client.(interface{ State() upstream.State }); ok && s.State().Phase != upstream.Failed {
+			// A supervised upstream tries again: take its state now
+			// (restarting, or even ready again) rather than wait for its
+			// callback, so that whoever reads the status after the
+			// first start sees it.
+			r.upstreamChanged(u, s.State())
+			return
+		}
 		u.setPhase(PhaseFailed, err)
 		return
 	}
+	r.listAndListen(ctx, u)
+}
+
+// listAndListen lists a connection's catalog, then subscribes to its
+// changes (a modern upstream's subscriptions/listen).
+func (r *Router) listAndListen(ctx context.Context, u *upstreamState) {
 	r.refresh(ctx, u)
 	if err := r.listenUpstream(ctx, u); err != nil {
 		r.log.Warn("upstream subscriptions/listen failed", telemetry.KeyUpstream, u.Name, telemetry.KeyErr, err)
 	}
+}
+
+// upstreamChanged follows a supervised upstream's state: while it is
+// restarting, failed or behind an open breaker its entries leave every
+// view (hosts hear list_changed); a new connection is listed again
+// before the entries come back, since a restarted server may offer
+// other tools. It runs on the upstream's notifier goroutine.
+func (r *Router) upstreamChanged(u *upstreamState, st upstream.State) {
+	u.mu.Lock()
+	before, wasServing := u.phase, u.serving()
+	relist := false
+	switch st.Phase {
+	case upstream.Ready:
+		if st.Generation > u.gen {
+			// The first Start lists generation 1 itself; a connection
+			// made after it failed, or after a crash, is listed here.
+			u.gen = st.Generation
+			relist = !u.starting
+		}
+		switch {
+		case st.Breaker != upstream.BreakerClosed:
+			u.phase, u.retryAt = PhaseUnavailable, st.RetryAt
+			u.err = fmt.Errorf("circuit breaker %s after repeated failures", st.Breaker)
+		case u.phase == PhaseUnavailable && !relist:
+			u.phase, u.err, u.retryAt = PhaseReady, nil, time.Time{}
+			if u.listProblem != nil {
+				u.phase, u.err = PhaseDegraded, u.listProblem
+			}
+		}
+	case upstream.Restarting:
+		u.phase, u.err, u.retryAt = PhaseRestarting, st.Err, st.RetryAt
+	case upstream.Failed:
+		u.phase, u.err, u.retryAt = PhaseFailed, st.Err, time.Time{}
+	default:
+		u.mu.Unlock()
+		return
+	}
+	if u.phase != before {
+		u.since = time.Now()
+	}
+	changed := u.serving() != wasServing
+	phase, err := u.phase, u.err
+	u.mu.Unlock()
+	if phase != before {
+		r.log.Warn("upstream state changed", telemetry.KeyUpstream, u.Name, "from", before, "to", phase, telemetry.KeyErr, err)
+	}
+	if relist {
+		r.spawn(func() { r.listAndListen(r.life, u) })
+	}
+	if changed || phase != before {
+		r.rebuild()
+	}
+}
+
+// connectionUp reports whether the upstream's connection can take calls
+// now: always for a plain client; for a supervised one, when it is
+// Ready with its breaker closed.
+func (u *upstreamState) connectionUp() bool {
+	s, ok := u.Client.(interface{ State() upstream.State })
+	if !ok {
+		return true
+	}
+	st := s.State()
+	return st.Phase == upstream.Ready && st.Breaker == upstream.BreakerClosed
 }
 
 // refresh lists one upstream's catalog and rebuilds the merged catalog.
@@ -413,12 +525,16 @@ func (r *Router) refresh(ctx context.Context, u *upstreamState) {
 	u.tools, u.prompts, u.resources, u.templates = tools, prompts, resources, templates
 	u.modern = isModern(u.Client.ProtocolVersion())
 	u.listProblem = errors.Join(problems...)
-	u.mu.Unlock()
-	if len(problems) > 0 {
-		u.setPhase(PhaseDegraded, u.listProblem)
-	} else {
-		u.setPhase(PhaseReady, nil)
+	// A connection lost, or a breaker opened, while listing keeps the
+	// upstream out of the views: its state callback has said so, or
+	// will.
+	if u.connectionUp() && u.phase != PhaseStopped {
+		u.phase, u.err, u.retryAt, u.since = PhaseReady, nil, time.Time{}, time.Now()
+		if u.listProblem != nil {
+			u.phase, u.err = PhaseDegraded, u.listProblem
+		}
 	}
+	u.mu.Unlock()
 	r.rebuild()
 	r.log.Info("upstream catalog listed", telemetry.KeyUpstream, u.Name,
 		"protocol_version", u.Client.ProtocolVersion(), "tools", len(tools), "prompts", len(prompts),
@@ -440,6 +556,13 @@ func (u *upstreamState) setPhase(p Phase, err error) {
 // serving reports whether the upstream's entries belong in the catalog.
 func (u *upstreamState) serving() bool {
 	return u.phase == PhaseReady || u.phase == PhaseDegraded
+}
+
+// down reports whether the upstream served before and is down now, to
+// be tried again (or failed for good after a crash loop): its entries
+// are known but not listed.
+func (u *upstreamState) down() bool {
+	return u.gen > 0 && (u.phase == PhaseRestarting || u.phase == PhaseUnavailable || u.phase == PhaseFailed)
 }
 
 // rebuild recomputes the merged catalog from every upstream's lists and
@@ -595,6 +718,11 @@ type UpstreamStatus struct {
 	Prompts  int       `json:"prompts"`
 	Error    string    `json:"error,omitempty"`
 	Since    time.Time `json:"since"`
+	// RetryAt is when an upstream that is down is tried again.
+	RetryAt *time.Time `json:"retry_at,omitempty"`
+	// Restarts counts the connections made after the first (a crashed
+	// stdio server started again, say).
+	Restarts uint64 `json:"restarts,omitempty"`
 }
 
 // Status returns every upstream's status, in configuration order, with
@@ -608,6 +736,13 @@ func (r *Router) Status() []UpstreamStatus {
 		s := UpstreamStatus{Name: u.Name, State: u.phase, Required: u.Required, Since: u.since}
 		if u.err != nil {
 			s.Error = u.err.Error()
+		}
+		if !u.retryAt.IsZero() {
+			at := u.retryAt
+			s.RetryAt = &at
+		}
+		if u.gen > 1 {
+			s.Restarts = u.gen - 1
 		}
 		if u.serving() {
 			s.Protocol = u.Client.ProtocolVersion()

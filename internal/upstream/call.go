@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"runtime/debug"
@@ -38,9 +39,35 @@ func (c *Client) Call(ctx context.Context, method string, params json.RawMessage
 	}
 	params, header, err := c.prepare(method, params)
 	if err != nil {
-		return nil, c.errorf(method, err)
+		return nil, c.errorf(method, fmt.Errorf("%w: %w", errInvalidParams, err))
 	}
-	return c.roundTrip(ctx, w, method, params, callOpts{timeout: c.timeout, header: header, handler: callHandlerFrom(ctx)})
+	// The clock starts before the wait for a slot: Timeout bounds the
+	// caller's whole wait.
+	d := newDeadline(ctx, c.timeout, c.maxTimeout)
+	defer d.stop()
+	if err := c.slots.acquire(d.ctx, c.dead); err != nil {
+		return nil, c.admitErr(ctx, method, err)
+	}
+	defer c.slots.release()
+	defer c.watchProgress(progressToken(params), d)()
+	return c.roundTrip(ctx, w, method, params, callOpts{deadline: d, header: header, handler: callHandlerFrom(ctx)})
+}
+
+// errInvalidParams: the caller's params could not be prepared; nothing
+// was sent.
+var errInvalidParams = errors.New("invalid params")
+
+// admitErr is the error of a call that got no slot.
+func (c *Client) admitErr(ctx context.Context, method string, err error) error {
+	switch {
+	case errors.Is(err, ErrClosed):
+		return c.closedErr(method)
+	case errors.Is(err, errQueueFull):
+		return fmt.Errorf("upstream %q: %s: %w: %d calls in flight and %d waiting", c.opts.Name, method, ErrOverloaded, cap(c.slots.slots), c.slots.maxQueue)
+	case ctx.Err() != nil:
+		return c.errorf(method, ctx.Err())
+	}
+	return fmt.Errorf("upstream %q: %s: %w: no free slot within %v (%d calls in flight)", c.opts.Name, method, ErrOverloaded, c.timeout, cap(c.slots.slots))
 }
 
 // Notify sends a notification. params is sent as given.
@@ -57,14 +84,17 @@ func (c *Client) notify(ctx context.Context, w wire, method string, params json.
 	defer cancel()
 	out := &outgoing{method: method, params: params, data: jsonrpc.AppendNotification(nil, method, params), handshake: handshake}
 	if err := w.send(ctx, out); err != nil {
-		return c.sendErr(ctx, ctx, method, err)
+		return c.sendErr(ctx, ctx, method, err, c.timeout.String())
 	}
 	return nil
 }
 
 type callOpts struct {
-	timeout time.Duration // 0: none (a subscription)
-	header  http.Header
+	// deadline, if set, bounds the call (Call); otherwise timeout does,
+	// and 0 means none (a subscription).
+	deadline *deadline
+	timeout  time.Duration
+	header   http.Header
 	// handler, if set, receives the messages of the request's own
 	// response stream (Streamable HTTP).
 	handler CallHandler
@@ -82,15 +112,26 @@ type callOpts struct {
 	drain time.Duration
 }
 
+// after says how long the call had, for ErrTimeout's message.
+func (o *callOpts) after() string {
+	if o.deadline != nil {
+		return o.deadline.describe()
+	}
+	return o.timeout.String()
+}
+
 // roundTrip sends a request on w and waits for its response.
 func (c *Client) roundTrip(ctx context.Context, w wire, method string, params json.RawMessage, o callOpts) (*jsonrpc.Message, error) {
 	var (
 		tctx   context.Context
 		cancel context.CancelFunc
 	)
-	if o.timeout > 0 {
+	switch {
+	case o.deadline != nil:
+		tctx, cancel = o.deadline.ctx, func() {}
+	case o.timeout > 0:
 		tctx, cancel = context.WithTimeout(ctx, o.timeout)
-	} else {
+	default:
 		tctx, cancel = context.WithCancel(ctx)
 	}
 	defer cancel()
@@ -128,7 +169,7 @@ func (c *Client) roundTrip(ctx context.Context, w wire, method string, params js
 		if _, stdio := w.(*stdioWire); tctx.Err() != nil && !o.noCancel && !stdio {
 			c.cancelRemote(w, id)
 		}
-		return nil, c.sendErr(ctx, tctx, method, err)
+		return nil, c.sendErr(ctx, tctx, method, err, o.after())
 	}
 	select {
 	case r := <-ch:
@@ -146,7 +187,7 @@ func (c *Client) roundTrip(ctx context.Context, w wire, method string, params js
 			case <-t.C:
 			}
 		}
-		return nil, c.ctxErr(ctx, method)
+		return nil, c.ctxErr(ctx, method, o.after())
 	case <-dead:
 		select {
 		case r := <-ch:
@@ -164,8 +205,9 @@ func (c *Client) result(method string, r callResult) (*jsonrpc.Message, error) {
 	return r.msg, nil
 }
 
-// sendErr maps an error from a wire's send.
-func (c *Client) sendErr(ctx, tctx context.Context, method string, err error) error {
+// sendErr maps an error from a wire's send; after says how long the
+// request had.
+func (c *Client) sendErr(ctx, tctx context.Context, method string, err error, after string) error {
 	c.mu.Lock()
 	dead := c.deadErr != nil
 	c.mu.Unlock()
@@ -173,17 +215,18 @@ func (c *Client) sendErr(ctx, tctx context.Context, method string, err error) er
 	case dead:
 		return c.closedErr(method)
 	case tctx.Err() != nil:
-		return c.ctxErr(ctx, method)
+		return c.ctxErr(ctx, method, after)
 	}
 	return c.errorf(method, err)
 }
 
-// ctxErr is the error for a call whose context (or timeout) is done.
-func (c *Client) ctxErr(ctx context.Context, method string) error {
+// ctxErr is the error for a call whose context (or timeout) is done;
+// after says how long the request had.
+func (c *Client) ctxErr(ctx context.Context, method, after string) error {
 	if err := ctx.Err(); err != nil {
 		return c.errorf(method, err)
 	}
-	return fmt.Errorf("upstream %q: %s: %w after %v", c.opts.Name, method, ErrTimeout, c.timeout)
+	return fmt.Errorf("upstream %q: %s: %w after %s", c.opts.Name, method, ErrTimeout, after)
 }
 
 // cancelRemote tells the server to stop working on request id. Over modern
@@ -227,6 +270,7 @@ func (c *Client) deliver(m *jsonrpc.Message) {
 		}
 		ch <- callResult{msg: m}
 	case m.IsNotification():
+		c.progressed(m)
 		if id, ok := subscriptionID(m); ok {
 			c.mu.Lock()
 			h := c.listeners[id]

@@ -62,6 +62,15 @@
 //
 // Requests answered by a CallHandler or Options.OnRequest go back to the
 // server the usual way (a POST, or a line on stdin).
+//
+// # Resilience
+//
+// A Client bounds each call with Options.Timeout (which the server's
+// progress notifications may extend up to Options.MaxTimeout) and its
+// calls in flight with Options.MaxInFlight and MaxQueue. A Client whose
+// connection is lost stays Failed; a Supervised wraps a Client for each
+// connection, restarts the server with backoff, and guards it with a
+// circuit breaker (see RestartOptions and BreakerOptions).
 package upstream
 
 import (
@@ -94,6 +103,15 @@ var (
 	ErrNotReady = errors.New("upstream not ready")
 	// ErrMalformed: the server sent something that is not a valid answer.
 	ErrMalformed = errors.New("malformed upstream response")
+	// ErrOverloaded: the call was not sent because Options.MaxInFlight
+	// calls were in flight and either Options.MaxQueue calls were already
+	// waiting, or no slot came free within Options.Timeout. The server
+	// never saw the request, so it is safe to try again.
+	ErrOverloaded = errors.New("upstream overloaded")
+	// ErrBreakerOpen: a Supervised did not send the call because its
+	// circuit breaker is open (see BreakerOptions). The error is an
+	// *UnavailableError that says when the upstream is tried again.
+	ErrBreakerOpen = errors.New("upstream circuit breaker open")
 )
 
 // Options configures a Client. Exactly one of Command and URL must be set.
@@ -127,8 +145,32 @@ type Options struct {
 	// contexts, so it should have no overall Timeout (streams are long).
 	HTTPClient *http.Client
 
-	// Timeout bounds each request; 0 means 60s.
+	// Timeout bounds each request; 0 means 60s. Progress may extend it
+	// (see MaxTimeout). A call's time waiting for a slot (MaxInFlight)
+	// counts against it.
 	Timeout time.Duration
+	// MaxTimeout is how long a call may run in all while the server
+	// reports progress: each notifications/progress for the call (the
+	// progressToken of its params._meta; on the call's own response
+	// stream, or anywhere on a shared stream such as stdio) restarts the
+	// call's Timeout, but never past MaxTimeout from its start (spec
+	// 2025-11-25, lifecycle "Timeouts": "Implementations MAY choose to
+	// reset the timeout clock when receiving a progress notification
+	// ... SHOULD always enforce a maximum timeout"). 0 means 10×Timeout
+	// or 10 minutes, whichever is less, and never less than Timeout; a
+	// negative value means progress extends nothing. A positive value
+	// below Timeout is an error.
+	MaxTimeout time.Duration
+	// MaxInFlight bounds the calls (Call, and each page of List) in
+	// flight at once on the connection; 0 means 64, and a negative value
+	// means no limit. Handshake and subscription requests do not count.
+	MaxInFlight int
+	// MaxQueue bounds the calls waiting for one of the MaxInFlight
+	// slots; 0 means 256, and a negative value means none wait. A call
+	// that finds the queue full fails at once, and one still waiting when
+	// its Timeout elapses fails then, both with ErrOverloaded; a call
+	// whose context ends while it waits fails with the context's error.
+	MaxQueue int
 	// ProbeTimeout is how long a stdio server has to answer the
 	// server/discover probe before it is taken for a legacy server; 0 means
 	// the smaller of Timeout and 10s.
@@ -164,7 +206,8 @@ type Options struct {
 	// else at once with error -32601, so that the server never waits.
 	OnRequest func(ctx context.Context, req *jsonrpc.Message) *jsonrpc.Message
 	// OnStateChange, if set, is called after every state change, in order.
-	// It must not call Start or Close.
+	// It must not call Start or Close. (A Supervised calls it with its
+	// own state instead of each connection's; see NewSupervised.)
 	OnStateChange func(State)
 }
 
@@ -211,6 +254,10 @@ const (
 	Failed
 	// Stopped: Close was called.
 	Stopped
+	// Restarting: a Supervised lost its connection, or failed to make
+	// one, and tries again at State.RetryAt. A Client is never
+	// Restarting.
+	Restarting
 )
 
 func (p Phase) String() string {
@@ -225,6 +272,8 @@ func (p Phase) String() string {
 		return "failed"
 	case Stopped:
 		return "stopped"
+	case Restarting:
+		return "restarting"
 	}
 	return "phase(" + strconv.Itoa(int(p)) + ")"
 }
@@ -232,13 +281,27 @@ func (p Phase) String() string {
 // State is a snapshot of a Client's health.
 type State struct {
 	Phase Phase
-	// Err is why the Client failed; nil unless Phase is Failed.
+	// Err is why the Client failed, or why a Supervised is restarting;
+	// nil unless Phase is Failed or Restarting.
 	Err error
 	// Era and ProtocolVersion are known once the handshake is done.
 	Era             Era
 	ProtocolVersion string
 	// Since is when Phase last changed.
 	Since time.Time
+
+	// Generation numbers the connections that became Ready: 1 for the
+	// first, one more for each after a restart (Supervised). A new
+	// generation is a new server process or session: its catalog may
+	// differ, so whoever lists it should list it again.
+	Generation uint64
+	// Breaker is the state of a Supervised's circuit breaker; a Client
+	// has none and reports BreakerClosed.
+	Breaker BreakerState
+	// RetryAt is when a Supervised tries again: with Phase Restarting,
+	// when the next start begins; with Breaker BreakerOpen, when the
+	// breaker lets a probe through. Zero otherwise.
+	RetryAt time.Time
 }
 
 const (
@@ -257,6 +320,10 @@ const (
 
 	defaultTimeout  = 60 * time.Second
 	maxProbeTimeout = 10 * time.Second
+	// maxDefaultMaxTimeout caps the default Options.MaxTimeout.
+	maxDefaultMaxTimeout = 10 * time.Minute
+	defaultMaxInFlight   = 64
+	defaultMaxQueue      = 256
 	// maxMessageSize bounds one message from a server.
 	maxMessageSize = 64 << 20
 	// stopGrace is how long a stdio child gets to exit after its stdin is
@@ -324,7 +391,9 @@ type Client struct {
 	inferred     bool // the transport was inferred: HTTP+SSE fallback allowed
 	log          *slog.Logger
 	timeout      time.Duration
+	maxTimeout   time.Duration // >= timeout
 	probeTimeout time.Duration
+	slots        *limiter // nil: no limit
 	stopGrace    time.Duration
 	clientInfo   json.RawMessage
 	capabilities json.RawMessage // declared in a legacy initialize
@@ -356,6 +425,9 @@ type Client struct {
 	serverInfo   json.RawMessage
 	instructions string
 	toolHeaders  map[string][]mcpheader.Binding // tool name -> x-mcp-header bindings
+	// progress maps the progress tokens of the calls in flight (raw
+	// JSON) to their deadlines, which progress extends.
+	progress map[string]*deadline
 
 	// subMu serialises Subscribe calls.
 	subMu sync.Mutex
@@ -380,6 +452,7 @@ func New(opts *Options) (*Client, error) {
 		stopGrace: stopGrace,
 		pending:   map[int64]chan callResult{},
 		listeners: map[int64]CallHandler{},
+		progress:  map[string]*deadline{},
 		dead:      make(chan struct{}),
 		closeDone: make(chan struct{}),
 	}
@@ -419,17 +492,40 @@ func New(opts *Options) (*Client, error) {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, fmt.Errorf("upstream %q: url must be an absolute http or https URL", o.Name)
 		}
-		c.hc = o.HTTPClient
-		if c.hc == nil {
-			c.ownTransport = defaultTransport()
-			c.hc = &http.Client{Transport: c.ownTransport}
-		}
 	}
 	switch {
 	case c.timeout < 0:
 		return nil, fmt.Errorf("upstream %q: negative timeout", o.Name)
 	case c.timeout == 0:
 		c.timeout = defaultTimeout
+	}
+	switch c.maxTimeout = o.MaxTimeout; {
+	case c.maxTimeout < 0:
+		c.maxTimeout = c.timeout
+	case c.maxTimeout == 0:
+		c.maxTimeout = max(c.timeout, min(10*c.timeout, maxDefaultMaxTimeout))
+	case c.maxTimeout < c.timeout:
+		return nil, fmt.Errorf("upstream %q: max timeout %v is less than the timeout %v", o.Name, c.maxTimeout, c.timeout)
+	}
+	inflight, queue := o.MaxInFlight, o.MaxQueue
+	if inflight == 0 {
+		inflight = defaultMaxInFlight
+	}
+	switch {
+	case queue == 0:
+		queue = defaultMaxQueue
+	case queue < 0:
+		queue = 0
+	}
+	if inflight > 0 {
+		c.slots = newLimiter(inflight, queue)
+	}
+	if c.kind != kindStdio {
+		c.hc = o.HTTPClient
+		if c.hc == nil {
+			c.ownTransport = defaultTransport(inflight)
+			c.hc = &http.Client{Transport: c.ownTransport}
+		}
 	}
 	c.probeTimeout = o.ProbeTimeout
 	switch {
@@ -457,10 +553,20 @@ func New(opts *Options) (*Client, error) {
 	return c, nil
 }
 
-func defaultTransport() *http.Transport {
+// defaultTransport is http.DefaultTransport (dial and TLS handshake
+// timeouts, keep-alives, HTTP/2 when the server offers it) with room to
+// keep a connection idle for every call that may be in flight (inflight;
+// negative for no limit), plus the long-lived streams (a legacy session's
+// GET, a subscription), so that a burst of calls reuses its connections
+// instead of dialling anew each time. The Transport's own default of 2
+// idle connections per host would close most of them after each burst.
+func defaultTransport(inflight int) *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	// Requests are pipelined: keep enough connections to reuse them.
-	t.MaxIdleConnsPerHost = 64
+	if inflight <= 0 {
+		inflight = 256
+	}
+	t.MaxIdleConnsPerHost = inflight + 4
+	t.MaxIdleConns = max(t.MaxIdleConns, t.MaxIdleConnsPerHost)
 	return t
 }
 
@@ -550,11 +656,15 @@ func (c *Client) setState(p Phase, err error) {
 	c.stateMu.Lock()
 	defer c.stateMu.Unlock()
 	c.mu.Lock()
-	if c.state.Phase == Stopped || c.state.Phase == p || (c.closing && p != Stopped) {
+	if c.state.Phase == Stopped || c.state.Phase == p || (c.closing && p != Stopped) ||
+		(p == Ready && c.deadErr != nil) { // lost before the handshake ended
 		c.mu.Unlock()
 		return
 	}
 	c.state.Phase, c.state.Err, c.state.Since = p, err, time.Now()
+	if p == Ready {
+		c.state.Generation = 1
+	}
 	s := c.state
 	c.mu.Unlock()
 	if c.opts.OnStateChange != nil {

@@ -47,6 +47,9 @@ func (c *Client) Start(ctx context.Context) error {
 		return err
 	}
 	c.setState(Ready, nil)
+	if c.State().Phase != Ready {
+		return c.closedErr("start") // lost right after the handshake
+	}
 	return nil
 }
 

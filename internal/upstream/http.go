@@ -26,6 +26,10 @@ const (
 	// streamOpenWait bounds how long the handshake waits for the server
 	// to answer the GET stream of a new legacy session.
 	streamOpenWait = 5 * time.Second
+	// maxGETFailures attempts in a row that fail to open the GET stream
+	// of a legacy session end its retries: nothing retries forever
+	// against a server that keeps refusing.
+	maxGETFailures = 10
 )
 
 // statusError is an HTTP answer that is not an MCP answer to the request.
@@ -274,6 +278,7 @@ func (w *httpWire) readStream(ctx context.Context, body io.Reader, m *outgoing) 
 		case m.handler == nil || msg.IsResponse():
 			w.c.deliver(msg)
 		case msg.IsNotification():
+			w.c.progressed(msg)
 			w.c.notifyHandler(m.handler, msg)
 		default:
 			w.c.serveRequest(ctx, msg, m.handler)
@@ -316,11 +321,12 @@ func (w *httpWire) listenGET(ctx context.Context) {
 }
 
 // getLoop opens the GET stream again with backoff whenever it drops, until
-// the server answers 405 (it offers none) or 400, or ctx is done.
+// the server answers 405 (it offers none), 400 or 404 (the session is
+// gone), fails to open it maxGETFailures times in a row, or ctx is done.
 // answered is called once the first GET has its answer.
 func (w *httpWire) getLoop(ctx context.Context, answered func()) {
 	defer answered()
-	delay, lastID := time.Duration(0), ""
+	delay, lastID, failures := time.Duration(0), "", 0
 	for {
 		if delay > 0 {
 			t := time.NewTimer(delay)
@@ -341,9 +347,18 @@ func (w *httpWire) getLoop(ctx context.Context, answered func()) {
 			// better by asking again.
 			w.c.log.Debug("upstream offers no GET stream", "status", se.Code)
 			return
+		case errors.As(err, &se) && se.Code == http.StatusNotFound:
+			// The session is gone; the next POST starts a new one, with
+			// a stream of its own.
+			w.c.log.Debug("upstream GET stream: the session expired")
+			return
 		case opened:
-			delay = max(retry, listenMinDelay)
+			delay, failures = max(retry, listenMinDelay), 0
 		default:
+			if failures++; failures == maxGETFailures {
+				w.c.log.Warn("upstream GET stream given up: it failed to open too often", "attempts", failures, "err", err)
+				return
+			}
 			delay = min(max(2*delay, listenMinDelay), listenMaxDelay)
 		}
 		w.c.log.Debug("upstream GET stream ended", "err", err, "retry_in", delay)

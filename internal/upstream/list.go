@@ -27,6 +27,15 @@ const maxListPages = 1000
 // annotations are invalid (spec 2026-07-28, streamable-http "Schema
 // Extension": clients MUST exclude them), with a warning.
 func (c *Client) List(ctx context.Context, method, itemsKey string) ([]json.RawMessage, error) {
+	return c.list(ctx, method, itemsKey, c.Call)
+}
+
+// callFunc sends one request, as Client.Call does.
+type callFunc func(ctx context.Context, method string, params json.RawMessage) (*jsonrpc.Message, error)
+
+// list is List with each page requested through call, which must send it
+// on c.
+func (c *Client) list(ctx context.Context, method, itemsKey string, call callFunc) ([]json.RawMessage, error) {
 	var (
 		items  []json.RawMessage
 		cursor json.RawMessage
@@ -40,7 +49,7 @@ func (c *Client) List(ctx context.Context, method, itemsKey string) ([]json.RawM
 		if cursor != nil {
 			params, _ = jsonrpc.SetField(nil, "cursor", cursor)
 		}
-		resp, err := c.Call(ctx, method, params)
+		resp, err := call(ctx, method, params)
 		if err != nil {
 			return nil, err
 		}

@@ -11,3 +11,6 @@ func ownProcessGroup(*exec.Cmd) {}
 func terminate(cmd *exec.Cmd) { _ = cmd.Process.Kill() }
 
 func kill(cmd *exec.Cmd) { _ = cmd.Process.Kill() }
+
+// reap waits for the child to exit and reaps it.
+func reap(cmd *exec.Cmd) error { return cmd.Wait() }

@@ -24,3 +24,7 @@ func signalGroup(cmd *exec.Cmd, sig syscall.Signal) {
 		_ = cmd.Process.Signal(sig) // not a group leader after all
 	}
 }
+
+// killGroup sends SIGKILL to the child's process group once the child
+// has exited; there may be nobody left.
+func killGroup(cmd *exec.Cmd) { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }

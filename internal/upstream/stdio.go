@@ -20,8 +20,17 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 )
 
-// maxStderrLine bounds one logged stderr line; the rest is dropped.
-const maxStderrLine = 4 << 10
+const (
+	// maxStderrLine bounds one logged stderr line; the rest is dropped.
+	maxStderrLine = 4 << 10
+	// stderrBurst stderr lines are logged at once, then stderrRate a
+	// second: a server that floods its stderr must not flood the logs.
+	stderrBurst = 100
+	stderrRate  = 10
+	// maxTailLine bounds the last stderr line quoted when the server
+	// exits.
+	maxTailLine = 300
+)
 
 // stdioWire runs a server as a child process and speaks newline-delimited
 // JSON-RPC on its stdin and stdout (spec 2026-07-28, transports/stdio).
@@ -45,6 +54,9 @@ type stdioWire struct {
 
 	readerDone chan struct{}
 	stderrDone chan struct{}
+
+	tailMu   sync.Mutex // guards lastLine
+	lastLine string     // the last line on stderr, cut to maxTailLine
 
 	closeOnce sync.Once
 	wg        sync.WaitGroup
@@ -193,24 +205,33 @@ func (w *stdioWire) read() {
 		w.c.deliver(m)
 	}
 	// stdout usually closes just before the process is reaped: wait for
-	// its exit status, which says why the connection is gone.
+	// its exit status, and its last words on stderr, which say why the
+	// connection is gone.
 	t := time.NewTimer(w.c.stopGrace)
-	select {
-	case <-w.exited:
-	case <-t.C:
-	case <-w.c.life.Done():
+	for _, done := range []chan struct{}{w.exited, w.stderrDone} {
+		select {
+		case <-done:
+		case <-t.C:
+		case <-w.c.life.Done():
+		}
 	}
 	t.Stop()
 	w.c.connLost(w.lostCause(err))
 }
 
 func (w *stdioWire) lostCause(readErr error) error {
+	w.tailMu.Lock()
+	last := w.lastLine
+	w.tailMu.Unlock()
+	if last != "" {
+		last = fmt.Sprintf(" (its last line on stderr: %q)", last)
+	}
 	select {
 	case <-w.exited:
 		if w.exitErr != nil {
-			return fmt.Errorf("server process exited: %w", w.exitErr)
+			return fmt.Errorf("server process exited: %w%s", w.exitErr, last)
 		}
-		return errors.New("server process exited with status 0")
+		return fmt.Errorf("server process exited with status 0%s", last)
 	default:
 	}
 	if errors.Is(readErr, io.EOF) {
@@ -219,10 +240,12 @@ func (w *stdioWire) lostCause(readErr error) error {
 	return fmt.Errorf("reading from the server: %w", readErr)
 }
 
-// wait reaps the process, so that it never lingers as a zombie.
+// wait reaps the process, so that it never lingers as a zombie, and
+// kills the rest of its process group, so that no helper it started
+// lingers as an orphan.
 func (w *stdioWire) wait() {
 	defer w.wg.Done()
-	w.exitErr = w.cmd.Wait()
+	w.exitErr = reap(w.cmd)
 	close(w.exited)
 	w.c.log.Debug("upstream process exited", "pid", w.pid, "status", w.cmd.ProcessState.String())
 	// A process it started may have inherited stdout or stderr and keep
@@ -242,18 +265,37 @@ func (w *stdioWire) wait() {
 
 // logStderr logs the child's stderr line by line. The spec lets servers
 // write anything there and says clients SHOULD NOT take it for errors, so
-// lines are logged at Info.
+// lines are logged at Info: a line longer than 4 KiB is cut, and past a
+// burst of 100 lines, 10 a second are logged and the rest counted. The
+// last line is kept to explain an exit.
 func (w *stdioWire) logStderr() {
 	defer w.wg.Done()
 	defer close(w.stderrDone)
 	br := bufio.NewReaderSize(w.stderr, maxStderrLine)
+	lim := lineLimiter{burst: stderrBurst, rate: stderrRate}
+	dropped := 0
+	reportDropped := func() {
+		if dropped > 0 {
+			w.c.log.Warn("upstream stderr lines not logged: too many", "count", dropped)
+			dropped = 0
+		}
+	}
+	defer reportDropped()
 	for {
 		line, err := br.ReadSlice('\n')
 		full := errors.Is(err, bufio.ErrBufferFull)
 		if text := bytes.TrimRight(line, "\r\n"); len(text) > 0 {
-			if full {
+			w.tailMu.Lock()
+			w.lastLine = truncate(text, maxTailLine)
+			w.tailMu.Unlock()
+			switch {
+			case !lim.allow(time.Now()):
+				dropped++
+			case full:
+				reportDropped()
 				w.c.log.Info("upstream stderr", "line", string(text), "truncated", true)
-			} else {
+			default:
+				reportDropped()
 				w.c.log.Info("upstream stderr", "line", string(text))
 			}
 		}
@@ -265,6 +307,28 @@ func (w *stdioWire) logStderr() {
 			return
 		}
 	}
+}
+
+// lineLimiter is a token bucket: burst lines at once, then rate a second.
+type lineLimiter struct {
+	burst, rate float64
+	tokens      float64
+	last        time.Time
+}
+
+// allow reports whether a line that came at now may be logged.
+func (l *lineLimiter) allow(now time.Time) bool {
+	if l.last.IsZero() {
+		l.tokens = l.burst
+	} else if d := now.Sub(l.last); d > 0 {
+		l.tokens = min(l.burst, l.tokens+d.Seconds()*l.rate)
+	}
+	l.last = now
+	if l.tokens < 1 {
+		return false
+	}
+	l.tokens--
+	return true
 }
 
 // close stops the server as the spec's stdio page ("Shutdown") says:
@@ -279,8 +343,9 @@ func (w *stdioWire) logStderr() {
 //	to SIGKILL.
 //
 // On POSIX systems the signals go to the child's process group, so that
-// the helpers it started stop too. close returns once the process is
-// reaped and the wire's goroutines have exited.
+// the helpers it started stop too; once the child has exited, whatever is
+// left of its group is killed (see wait). close returns once the process
+// is reaped and the wire's goroutines have exited.
 func (w *stdioWire) close() error {
 	w.closeOnce.Do(func() {
 		close(w.stopWriter)

@@ -190,7 +190,7 @@ func (c *Client) openSubscription(ctx context.Context, w wire, want Subscription
 	case <-t.C:
 	}
 	sub.stop()
-	return nil, c.ctxErr(ctx, methodListen)
+	return nil, c.ctxErr(ctx, methodListen, c.timeout.String())
 }
 
 // keepListening runs a subscription's listen requests, one after the
