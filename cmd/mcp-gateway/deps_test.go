@@ -29,11 +29,23 @@ var allowedImports = map[string][]string{
 }
 
 // ownedImports names third-party imports that only one package may use.
+// Only telemetry builds OpenTelemetry providers and exporters; the others
+// use the otel API (trace, metric, attribute, propagation) on what it
+// passes them.
 var ownedImports = map[string]string{
-	"github.com/gorilla/mux":    "server",
-	"go.yaml.in/yaml/v3":        "config",
-	"github.com/sony/gobreaker": "upstream",
+	"github.com/gorilla/mux":             "server",
+	"go.yaml.in/yaml/v3":                 "config",
+	"github.com/sony/gobreaker":          "upstream",
+	"go.opentelemetry.io/otel/sdk":       "telemetry",
+	"go.opentelemetry.io/otel/exporters": "telemetry",
+	"go.opentelemetry.io/proto":          "telemetry",
+	"github.com/prometheus/":             "telemetry",
 }
+
+// globalOtel is the otel package of the global providers and propagator
+// (otel.Tracer, otel.SetTracerProvider, ...), which no package may use:
+// telemetry builds providers and passes them in.
+const globalOtel = "go.opentelemetry.io/otel"
 
 func TestDeps(t *testing.T) {
 	const module = "github.com/mcp-gateway/mcp-gateway/internal/"
@@ -66,6 +78,9 @@ func TestDeps(t *testing.T) {
 					if !slices.Contains(allowed, dep) {
 						t.Errorf("%s imports internal/%s, which the package map does not allow", f, dep)
 					}
+				}
+				if path == globalOtel {
+					t.Errorf("%s imports %s: pass providers in instead of using the global ones", f, path)
 				}
 				for prefix, owner := range ownedImports {
 					if strings.HasPrefix(path, prefix) && owner != pkg {

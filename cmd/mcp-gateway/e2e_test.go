@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -57,14 +58,31 @@ func httpUpstream(name, url string) config.Upstream {
 // upstream has finished its first start. Everything stops at cleanup.
 func startGateway(t *testing.T, cfg *config.Config) (url string, g *gateway) {
 	t.Helper()
+	url, g, _ = startGatewayWith(t, cfg, recorders{})
+	return url, g
+}
+
+// testLogger discards logs unless the test runs with -v.
+func testLogger() *slog.Logger {
+	if testing.Verbose() {
+		return telemetry.NewLogger(os.Stderr, nil)
+	}
+	return telemetry.NewLogger(io.Discard, nil)
+}
+
+// startGatewayWith is startGateway recording with rec (rec.log nil: the
+// test logger). stop shuts the gateway down as serve does, up to the
+// telemetry flush, which is the caller's: the server, then the
+// upstreams. It runs at cleanup too; calls after the first do nothing.
+func startGatewayWith(t testing.TB, cfg *config.Config, rec recorders) (url string, g *gateway, stop func()) {
+	t.Helper()
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("config: %v", err)
 	}
-	log := telemetry.NewLogger(io.Discard, nil)
-	if testing.Verbose() {
-		log = telemetry.NewLogger(os.Stderr, nil)
+	if rec.log == nil {
+		rec.log = testLogger()
 	}
-	g, err := newGateway(cfg, log)
+	g, err := newGateway(cfg, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,17 +90,18 @@ func startGateway(t *testing.T, cfg *config.Config) (url string, g *gateway) {
 	defer cancel()
 	g.router.Start(ctx)
 	ts := httptest.NewServer(g.server.Handler())
-	t.Cleanup(func() {
+	stop = sync.OnceFunc(func() {
 		g.server.Close()
 		ts.Close()
 		if err := g.router.Close(); err != nil {
 			t.Errorf("closing the router: %v", err)
 		}
 	})
+	t.Cleanup(stop)
 	if err := g.router.WaitStarted(ctx); err != nil {
 		t.Fatalf("upstreams did not finish starting: %v", err)
 	}
-	return ts.URL + cfg.Endpoint, g
+	return ts.URL + cfg.Endpoint, g, stop
 }
 
 func connect(t *testing.T, url, version string) *mcp.ClientSession {

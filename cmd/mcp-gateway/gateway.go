@@ -12,8 +12,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -66,15 +68,6 @@ func loadConfig(path string, w io.Writer) (*config.Config, error) {
 	if cfg.Auth.Mode == config.AuthJWT {
 		unsupported("auth.mode", fmt.Sprintf("auth mode %q", cfg.Auth.Mode))
 	}
-	if cfg.Telemetry.OTLPEndpoint != "" {
-		unsupported("telemetry.otlp_endpoint", "OTLP export")
-	}
-	for i, u := range cfg.Upstreams {
-		src := u.Source
-		if src == "" {
-			src = fmt.Sprintf("upstreams[%d]", i)
-		}
-	}
 	for _, p := range problems {
 		fmt.Fprintf(w, "%s: %s\n", problemPath(path, p), p.Message)
 	}
@@ -103,15 +96,75 @@ func newLogger(cfg *config.Config, stderr io.Writer) *slog.Logger {
 	return telemetry.NewLogger(stderr, level)
 }
 
+// recorders are what the gateway records with. They are built once, at
+// start, and kept across reloads: a reload that changes telemetry
+// settings is told they apply at the next start.
+type recorders struct {
+	log   *slog.Logger         // nil discards
+	tel   *telemetry.Telemetry // nil means telemetry.Disabled()
+	audit *telemetry.Audit     // nil: no audit log
+}
+
+// telemetryFlushTimeout bounds the export of the last spans and metrics
+// at shutdown.
+const telemetryFlushTimeout = 5 * time.Second
+
+// newRecorders builds the telemetry and the audit log of cfg, logging to
+// log. prometheus serves metrics at /metrics when telemetry.metrics is on
+// (the HTTP gateway; stdio has no HTTP endpoint). OTLP export follows
+// telemetry.otlp_endpoint, else the standard OTEL_EXPORTER_OTLP_*
+// variables. stop flushes the telemetry and closes the audit file: call
+// it after the router has closed, so that the last spans are in. Calls
+// after the first do nothing.
+func newRecorders(ctx context.Context, cfg *config.Config, log *slog.Logger, stderr io.Writer, prometheus bool) (rec recorders, stop func(), err error) {
+	tel, err := telemetry.New(ctx, telemetry.Options{
+		Prometheus:   prometheus && cfg.Telemetry.Metrics,
+		OTLPEndpoint: cfg.Telemetry.OTLPEndpoint,
+		Version:      version,
+	})
+	if err != nil {
+		return recorders{}, nil, err
+	}
+	var auditFile *os.File
+	var audit *telemetry.Audit
+	if a := cfg.Telemetry.Audit; a.Enabled {
+		w := stderr
+		if a.Path != "" {
+			auditFile, err = os.OpenFile(a.Path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+			if err != nil {
+				_ = tel.Shutdown(ctx)
+				return recorders{}, nil, fmt.Errorf("audit log: %w", err)
+			}
+			w = auditFile
+		}
+		audit = telemetry.NewAudit(w, a.Arguments == config.AuditHash)
+	}
+	stop = sync.OnceFunc(func() {
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), telemetryFlushTimeout)
+		defer cancel()
+		if err := tel.Shutdown(fctx); err != nil {
+			log.Warn("flushing telemetry", telemetry.KeyErr, err)
+		}
+		if auditFile != nil {
+			if err := auditFile.Close(); err != nil {
+				log.Warn("closing the audit log", telemetry.KeyErr, err)
+			}
+		}
+	})
+	return recorders{log: log, tel: tel, audit: audit}, stop, nil
+}
+
 // newRouter translates the config into upstream clients and a router.
 // onChange receives the changes hosts should hear of.
-func newRouter(cfg *config.Config, log *slog.Logger, onChange func(router.Change)) (*router.Router, error) {
-	return router.New(routerOptions(cfg, log, onChange))
+func newRouter(cfg *config.Config, rec recorders, onChange func(router.Change)) (*router.Router, error) {
+	return router.New(routerOptions(cfg, rec, onChange))
 }
 
 // routerOptions translates the config into the router's options, with
 // one client factory per upstream.
-func routerOptions(cfg *config.Config, log *slog.Logger, onChange func(router.Change)) *router.Options {
+func routerOptions(cfg *config.Config, rec recorders, onChange func(router.Change)) *router.Options {
+	log := rec.log
+	tel := cmp.Or(rec.tel, telemetry.Disabled())
 	rules := policyRules(cfg)
 	info := upstream.Implementation{Name: "mcp-gateway", Version: version}
 	var ups []router.UpstreamConfig
@@ -137,6 +190,7 @@ func routerOptions(cfg *config.Config, log *slog.Logger, onChange func(router.Ch
 					URL:            u.URL,
 					Transport:      transport,
 					Headers:        u.Headers,
+					Propagator:     tel.Propagator,
 					Timeout:        u.Timeout,
 					MaxTimeout:     u.MaxTimeout,
 					MaxInFlight:    cmp.Or(u.MaxInFlight, config.DefaultMaxInFlight),
@@ -173,6 +227,8 @@ func routerOptions(cfg *config.Config, log *slog.Logger, onChange func(router.Ch
 		Rules:      rules,
 		ServerInfo: router.Implementation{Name: "mcp-gateway", Version: version},
 		OnChange:   onChange,
+		Telemetry:  tel,
+		Audit:      rec.audit,
 		Logger:     log,
 	}
 }
@@ -246,16 +302,18 @@ const shutdownTimeout = 10 * time.Second
 type gateway struct {
 	router *router.Router
 	server *server.Server
-	// onChange is the router's change callback, kept for reloads.
+	// onChange is the router's change callback, and rec what it records
+	// with, both kept for reloads.
 	onChange func(router.Change)
+	rec      recorders
 }
 
-func newGateway(cfg *config.Config, log *slog.Logger) (*gateway, error) {
+func newGateway(cfg *config.Config, rec recorders) (*gateway, error) {
 	// The router tells the server of changes; the server is made after
 	// the router, and the router sends nothing before it starts.
 	var srv *server.Server
 	onChange := func(c router.Change) { srv.Deliver(c) }
-	rt, err := newRouter(cfg, log, onChange)
+	rt, err := newRouter(cfg, rec, onChange)
 	if err != nil {
 		return nil, err
 	}
@@ -263,23 +321,35 @@ func newGateway(cfg *config.Config, log *slog.Logger) (*gateway, error) {
 	if err != nil {
 		return nil, err
 	}
+	var metrics http.Handler
+	if rec.tel != nil {
+		metrics = rec.tel.MetricsHandler()
+	}
 	srv = server.New(rt, &server.Options{
 		Identify:       auth,
 		Endpoint:       cfg.Endpoint,
 		AllowedOrigins: cfg.AllowedOrigins,
 		LoopbackOnly:   isLoopbackAddr(cfg.Listen),
 		MaxBodyBytes:   cfg.MaxBodyBytes,
-		Logger:         log,
+		Metrics:        metrics,
+		Telemetry:      rec.tel,
+		Logger:         rec.log,
 	})
-	return &gateway{router: rt, server: srv, onChange: onChange}, nil
+	return &gateway{router: rt, server: srv, onChange: onChange, rec: rec}, nil
 }
 
 // serve runs the HTTP gateway until ctx is done (SIGINT or SIGTERM), then
 // shuts down in order: stop accepting and drain requests, end sessions,
-// stop the upstreams.
+// stop the upstreams, flush the telemetry.
 func serve(ctx context.Context, path string, cfg *config.Config, stderr io.Writer) int {
 	log := newLogger(cfg, stderr)
-	g, err := newGateway(cfg, log)
+	rec, stopRecorders, err := newRecorders(ctx, cfg, log, stderr, true)
+	if err != nil {
+		log.Error("cannot start telemetry", telemetry.KeyErr, err)
+		return exitError
+	}
+	defer stopRecorders() // on early returns; see the end
+	g, err := newGateway(cfg, rec)
 	if err != nil {
 		log.Error("invalid upstream", telemetry.KeyErr, err)
 		return exitError
@@ -337,6 +407,8 @@ func serve(ctx context.Context, path string, cfg *config.Config, stderr io.Write
 	if err := g.router.Close(); err != nil {
 		log.Warn("stopping upstreams", telemetry.KeyErr, err)
 	}
+	// The last spans and audit records are in once the upstreams stopped.
+	stopRecorders()
 	log.Info("stopped")
 	return code
 }
@@ -362,8 +434,14 @@ func serveStdio(ctx context.Context, cfg *config.Config, team string, stdin io.R
 		fmt.Fprintf(stderr, "mcp-gateway stdio: no team %q in the config\n", team)
 		return exitUsage
 	}
+	rec, stopRecorders, err := newRecorders(ctx, cfg, log, stderr, false)
+	if err != nil {
+		log.Error("cannot start telemetry", telemetry.KeyErr, err)
+		return exitError
+	}
+	defer stopRecorders()
 	var host *server.Stdio
-	rt, err := newRouter(cfg, log, func(c router.Change) { host.Deliver(c) })
+	rt, err := newRouter(cfg, rec, func(c router.Change) { host.Deliver(c) })
 	if err != nil {
 		log.Error("invalid upstream", telemetry.KeyErr, err)
 		return exitError
@@ -374,6 +452,7 @@ func serveStdio(ctx context.Context, cfg *config.Config, team string, stdin io.R
 	if cerr := rt.Close(); cerr != nil {
 		log.Warn("stopping upstreams", telemetry.KeyErr, cerr)
 	}
+	stopRecorders()
 	if err != nil && !errors.Is(err, context.Canceled) {
 		log.Error("stdio host failed", telemetry.KeyErr, err)
 		return exitError
@@ -414,7 +493,7 @@ func listTools(ctx context.Context, cfg *config.Config, team string, asJSON bool
 		fmt.Fprintf(stderr, "mcp-gateway tools: no team %q in the config\n", team)
 		return exitUsage
 	}
-	rt, err := newRouter(cfg, log, nil)
+	rt, err := newRouter(cfg, recorders{log: log}, nil)
 	if err != nil {
 		log.Error("invalid upstream", telemetry.KeyErr, err)
 		return exitError

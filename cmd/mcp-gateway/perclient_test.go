@@ -60,4 +60,14 @@ func TestPerClientSessions(t *testing.T) {
 	if got := caps(plain, "own__capabilities"); strings.Contains(got, "sampling") {
 		t.Errorf("the plain host's own session saw %s", got)
 	}
+
+	// A host whose own process dies gets an error for the call that
+	// killed it, and a new process for its next call.
+	text, isError := toolResult(ctx, t, sampler, "own__exit", map[string]any{"code": 3})
+	if !isError || !strings.Contains(text, `"own" is unavailable`) {
+		t.Errorf("the call that ended the host's process: %q (isError %v)", text, isError)
+	}
+	if got := caps(sampler, "own__capabilities"); !strings.Contains(got, "sampling") {
+		t.Errorf("the sampling host's new session saw %s", got)
+	}
 }

@@ -133,12 +133,18 @@ func (g *gateway) reload(path string, current *config.Config, log *slog.Logger) 
 		log.Warn("listen and endpoint changes take effect at the next start", "listen", current.Listen, "endpoint", current.Endpoint)
 		next.Listen, next.Endpoint = current.Listen, current.Endpoint
 	}
+	// The telemetry providers, the logger and the audit log are built
+	// once, at start.
+	if next.Telemetry != current.Telemetry {
+		log.Warn("telemetry changes take effect at the next start")
+		next.Telemetry = current.Telemetry
+	}
 	auth, err := identify(next)
 	if err != nil {
 		log.Error("config reload rejected", "problem", err.Error())
 		return current
 	}
-	if err := g.router.Reconfigure(routerOptions(next, log, g.onChange)); err != nil {
+	if err := g.router.Reconfigure(routerOptions(next, g.rec, g.onChange)); err != nil {
 		log.Error("config reload rejected", telemetry.KeyErr, err)
 		return current
 	}

@@ -39,8 +39,10 @@
 // MCP_GATEWAY_ENDPOINT, MCP_GATEWAY_SEPARATOR, MCP_GATEWAY_PREFIX,
 // MCP_GATEWAY_MAX_BODY_BYTES, MCP_GATEWAY_POLICY_MAX_TOOLS,
 // MCP_GATEWAY_POLICY_DESCRIPTION_MAX_CHARS, MCP_GATEWAY_AUTH_MODE,
-// MCP_GATEWAY_TELEMETRY_LOG_LEVEL, MCP_GATEWAY_TELEMETRY_METRICS and
-// MCP_GATEWAY_TELEMETRY_OTLP_ENDPOINT. An override wins over the file, is
+// MCP_GATEWAY_TELEMETRY_LOG_LEVEL, MCP_GATEWAY_TELEMETRY_METRICS,
+// MCP_GATEWAY_TELEMETRY_OTLP_ENDPOINT, MCP_GATEWAY_TELEMETRY_AUDIT_ENABLED,
+// MCP_GATEWAY_TELEMETRY_AUDIT_PATH and
+// MCP_GATEWAY_TELEMETRY_AUDIT_ARGUMENTS. An override wins over the file, is
 // taken literally (no ${VAR} expansion), and is ignored when empty. Lists
 // (upstreams, mcpServers, teams, allowed_origins) cannot be set from the
 // environment: use ${VAR} inside the file for the parts that vary.
@@ -417,10 +419,47 @@ type Telemetry struct {
 	// Metrics serves Prometheus text at /metrics. Key: metrics.
 	// Default true.
 	Metrics bool
-	// OTLPEndpoint sends traces and metrics over OTLP to this endpoint when
-	// set. Key: otlp_endpoint. Default empty: the standard
-	// OTEL_EXPORTER_OTLP_ENDPOINT variable still applies.
+	// OTLPEndpoint sends traces and metrics over OTLP/HTTP to this base
+	// URL (/v1/traces and /v1/metrics are appended), such as
+	// http://otel-collector:4318. Key: otlp_endpoint. Default empty: the
+	// standard OTEL_EXPORTER_OTLP_ENDPOINT,
+	// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT and
+	// OTEL_EXPORTER_OTLP_METRICS_ENDPOINT variables still apply, and
+	// without them nothing is sent.
 	OTLPEndpoint string
+	// Audit writes one record per tools/call, prompts/get and
+	// resources/read. Key: audit.
+	Audit Audit
+}
+
+// AuditArguments says what an audit record tells of a call's arguments.
+type AuditArguments string
+
+const (
+	// AuditOmit leaves arguments out: they may hold anything, secrets
+	// and personal data included.
+	AuditOmit AuditArguments = "omit"
+	// AuditHash records the SHA-256 of the arguments as sent, so that
+	// identical calls can be matched without revealing them.
+	AuditHash AuditArguments = "hash"
+)
+
+// Audit configures the audit log: one JSON line per tools/call,
+// prompts/get and resources/read, with the time, the caller's key id and
+// team, the exposed and upstream names, the duration, the outcome and the
+// size of the result.
+type Audit struct {
+	// Enabled turns the audit log on. Key: enabled. Default false.
+	Enabled bool
+	// Path is the file the records are appended to, created with mode
+	// 0600 if missing. Key: path. A relative path is resolved against the
+	// directory of the config file, as cwd is. Default empty: stderr,
+	// beside the logs (records have "msg":"audit").
+	Path string
+	// Arguments is "omit" (the default) or "hash" (arguments_sha256, the
+	// SHA-256 of the arguments). Key: arguments. Arguments themselves are
+	// never recorded.
+	Arguments AuditArguments
 }
 
 // SlogLevel returns LogLevel as a [slog.Level]; an unknown level is Info.
@@ -445,7 +484,7 @@ func Default() *Config {
 		Prefix:       PrefixAlways,
 		MaxBodyBytes: DefaultMaxBodyBytes,
 		Auth:         Auth{Mode: AuthNone},
-		Telemetry:    Telemetry{LogLevel: DefaultLogLevel, Metrics: true},
+		Telemetry:    Telemetry{LogLevel: DefaultLogLevel, Metrics: true, Audit: Audit{Arguments: AuditOmit}},
 	}
 }
 

@@ -462,6 +462,7 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 					"log_level":     func(p string, v *yaml.Node) { c.Telemetry.LogLevel = d.str(p, v) },
 					"metrics":       func(p string, v *yaml.Node) { d.boolean(p, v, &c.Telemetry.Metrics) },
 					"otlp_endpoint": func(p string, v *yaml.Node) { c.Telemetry.OTLPEndpoint = d.str(p, v) },
+					"audit":         func(p string, v *yaml.Node) { d.audit(p, v, &c.Telemetry.Audit) },
 				}})
 			},
 		},
@@ -652,6 +653,19 @@ func (d *decoder) tools(p string, n *yaml.Node, t *ToolFilter) {
 			})
 		},
 	}})
+}
+
+// audit decodes telemetry.audit and resolves a relative path against the
+// config file's directory.
+func (d *decoder) audit(p string, n *yaml.Node, a *Audit) {
+	d.object(p, n, schema{fields: map[string]field{
+		"enabled":   func(p string, v *yaml.Node) { d.boolean(p, v, &a.Enabled) },
+		"path":      func(p string, v *yaml.Node) { a.Path = d.str(p, v) },
+		"arguments": func(p string, v *yaml.Node) { a.Arguments = AuditArguments(d.str(p, v)) },
+	}})
+	if a.Path != "" && d.baseDir != "" && !filepath.IsAbs(a.Path) {
+		a.Path = filepath.Join(d.baseDir, a.Path)
+	}
 }
 
 func (d *decoder) team(p string, n *yaml.Node) (Team, bool) {

@@ -34,7 +34,8 @@ func (o *LoadOptions) lookup() func(string) (string, bool) {
 // Load reads the config file at path, applies ${VAR} expansion and
 // MCP_GATEWAY_* overrides, decodes and validates it. A file whose name ends
 // in .json is read as JSON (a claude_desktop_config.json works as is); any
-// other as YAML. A relative cwd is resolved against the file's directory.
+// other as YAML. A relative cwd or telemetry.audit.path is resolved
+// against the file's directory.
 //
 // When the file cannot be read the error wraps the os error (test it with
 // errors.Is(err, fs.ErrNotExist)). On any problem with the contents Load
@@ -70,6 +71,9 @@ var overrides = []string{
 	"telemetry.log_level",
 	"telemetry.metrics",
 	"telemetry.otlp_endpoint",
+	"telemetry.audit.enabled",
+	"telemetry.audit.path",
+	"telemetry.audit.arguments",
 }
 
 // envName returns the variable that overrides key path p.
@@ -78,8 +82,8 @@ func envName(p string) string {
 }
 
 // Parse is [Load] on the bytes of a file: format is "yaml" or "json" (""
-// means yaml), and baseDir is the directory a relative cwd is resolved
-// against (empty leaves it relative).
+// means yaml), and baseDir is the directory a relative cwd or audit path
+// is resolved against (empty leaves it relative).
 func Parse(data []byte, format, baseDir string, opts *LoadOptions) (*Config, error) {
 	var (
 		root *yaml.Node

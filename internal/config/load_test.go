@@ -180,8 +180,11 @@ func TestLoadFull(t *testing.T) {
 			},
 			{Name: "ops", APIKeys: []string{"ops-team-secret-key-0007"}},
 		},
-		Auth:      Auth{Mode: AuthAPIKey},
-		Telemetry: Telemetry{LogLevel: "debug", Metrics: false, OTLPEndpoint: "http://otel-collector:4318"},
+		Auth: Auth{Mode: AuthAPIKey},
+		Telemetry: Telemetry{
+			LogLevel: "debug", Metrics: false, OTLPEndpoint: "http://otel-collector:4318",
+			Audit: Audit{Enabled: true, Path: filepath.Join(dir, "logs", "audit.jsonl"), Arguments: AuditHash},
+		},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Load(full.yaml) mismatch (-want +got):\n%s", diff)
@@ -483,6 +486,9 @@ upstreams:
 		{"MCP_GATEWAY_AUTH_MODE", "jwt", func(c *Config) any { return c.Auth.Mode }, AuthJWT},
 		{"MCP_GATEWAY_TELEMETRY_METRICS", "false", func(c *Config) any { return c.Telemetry.Metrics }, false},
 		{"MCP_GATEWAY_TELEMETRY_OTLP_ENDPOINT", "http://otel:4318", func(c *Config) any { return c.Telemetry.OTLPEndpoint }, "http://otel:4318"},
+		{"MCP_GATEWAY_TELEMETRY_AUDIT_ENABLED", "true", func(c *Config) any { return c.Telemetry.Audit.Enabled }, true},
+		{"MCP_GATEWAY_TELEMETRY_AUDIT_PATH", "/var/log/audit.jsonl", func(c *Config) any { return c.Telemetry.Audit.Path }, "/var/log/audit.jsonl"},
+		{"MCP_GATEWAY_TELEMETRY_AUDIT_ARGUMENTS", "hash", func(c *Config) any { return c.Telemetry.Audit.Arguments }, AuditHash},
 		// Overriding a value whose ${VAR} is missing makes the file valid.
 		{"MCP_GATEWAY_TELEMETRY_LOG_LEVEL", "warn", func(c *Config) any { return c.Telemetry.LogLevel }, "warn"},
 	}
@@ -541,12 +547,12 @@ func TestEnvOverrideRules(t *testing.T) {
 		{
 			name: "taken literally, no expansion",
 			file: "",
-			env:  map[string]string{"MCP_GATEWAY_TELEMETRY_OTLP_ENDPOINT": "http://${HOST}:4318"},
+			env:  map[string]string{"MCP_GATEWAY_TELEMETRY_OTLP_ENDPOINT": "http://otel:4318/${PREFIX}"},
 			check: func(t *testing.T, c *Config, err error) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got, want := c.Telemetry.OTLPEndpoint, "http://${HOST}:4318"; got != want {
+				if got, want := c.Telemetry.OTLPEndpoint, "http://otel:4318/${PREFIX}"; got != want {
 					t.Errorf("otlp_endpoint = %q, want %q", got, want)
 				}
 			},
@@ -590,7 +596,7 @@ func TestEnvOverrideRules(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if diff := cmp.Diff(Telemetry{LogLevel: "error", Metrics: false}, c.Telemetry); diff != "" {
+				if diff := cmp.Diff(Telemetry{LogLevel: "error", Metrics: false, Audit: Audit{Arguments: AuditOmit}}, c.Telemetry); diff != "" {
 					t.Errorf("telemetry mismatch (-want +got):\n%s", diff)
 				}
 			},
@@ -758,6 +764,39 @@ func TestCwd(t *testing.T) {
 			}
 			if got := c.Upstreams[0].Cwd; got != filepath.FromSlash(tt.want) {
 				t.Errorf("cwd = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestAuditPath: a relative audit path is relative to the config file, as
+// cwd is, whether the file or MCP_GATEWAY_TELEMETRY_AUDIT_PATH sets it.
+func TestAuditPath(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, baseDir, file, env, want string
+	}{
+		{"relative joins the base", "/etc/gw", "logs/audit.jsonl", "", "/etc/gw/logs/audit.jsonl"},
+		{"absolute is kept", "/etc/gw", "/var/log/audit.jsonl", "", "/var/log/audit.jsonl"},
+		{"no base keeps it relative", "", "audit.jsonl", "", "audit.jsonl"},
+		{"empty is stderr", "/etc/gw", "", "", ""},
+		{"from the environment", "/etc/gw", "file.jsonl", "env.jsonl", "/etc/gw/env.jsonl"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			src := fmt.Sprintf("telemetry: {audit: {enabled: true, path: %q}}", tt.file)
+			env := map[string]string{}
+			if tt.env != "" {
+				env["MCP_GATEWAY_TELEMETRY_AUDIT_PATH"] = tt.env
+			}
+			c, err := Parse([]byte(src), "yaml", tt.baseDir, mapEnv(env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := Audit{Enabled: true, Path: filepath.FromSlash(tt.want), Arguments: AuditOmit}
+			if diff := cmp.Diff(want, c.Telemetry.Audit); diff != "" {
+				t.Errorf("audit mismatch (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -161,6 +161,15 @@ func (c *Config) Validate() error {
 	default:
 		ps.add("telemetry.log_level", "must be debug, info, warn or error")
 	}
+	if c.Telemetry.OTLPEndpoint != "" && !validHTTPURL(c.Telemetry.OTLPEndpoint) {
+		ps.add("telemetry.otlp_endpoint", "must be an absolute http:// or https:// URL, such as http://otel-collector:4318")
+	}
+	if a := c.Telemetry.Audit.Arguments; a != AuditOmit && a != AuditHash {
+		ps.add("telemetry.audit.arguments", "must be omit or hash")
+	}
+	if strings.ContainsRune(c.Telemetry.Audit.Path, 0) {
+		ps.add("telemetry.audit.path", "may not contain NUL")
+	}
 	return ps.err()
 }
 
@@ -491,6 +500,9 @@ func (c *Config) Warnings() []Problem {
 		if c.Separator != "" && strings.Contains(u.Name, c.Separator) {
 			ps.add(u.path(i, "name"), "contains the separator, which makes exposed names ambiguous to read")
 		}
+	}
+	if a := c.Telemetry.Audit; !a.Enabled && a.Path != "" {
+		ps.add("telemetry.audit.path", "set, but telemetry.audit.enabled is false: nothing is audited")
 	}
 	if len(c.Teams) > 0 && c.Auth.Mode == AuthNone {
 		ps.add("teams", "teams have no effect while auth.mode is none: every caller gets the policy view")

@@ -32,7 +32,8 @@ func TestDefaultIsValid(t *testing.T) {
 	}
 	want := &Config{
 		Listen: "127.0.0.1:8080", Endpoint: "/mcp", Separator: "__", Prefix: PrefixAlways,
-		MaxBodyBytes: 4 << 20, Auth: Auth{Mode: AuthNone}, Telemetry: Telemetry{LogLevel: "info", Metrics: true},
+		MaxBodyBytes: 4 << 20, Auth: Auth{Mode: AuthNone},
+		Telemetry: Telemetry{LogLevel: "info", Metrics: true, Audit: Audit{Enabled: false, Path: "", Arguments: AuditOmit}},
 	}
 	if diff := cmp.Diff(want, Default()); diff != "" {
 		t.Errorf("Default() mismatch (-want +got):\n%s", diff)
@@ -151,6 +152,21 @@ func TestValidate(t *testing.T) {
 		{"jwt needs no keys", func(c *Config) { c.Auth.Mode = AuthJWT }, nil},
 		{"log level", func(c *Config) { c.Telemetry.LogLevel = "INFO" },
 			[]Problem{{Path: "telemetry.log_level", Message: "must be debug, info, warn or error"}}},
+		{"otlp endpoint", func(c *Config) { c.Telemetry.OTLPEndpoint = "https://otel.example.com:4318" }, nil},
+		{"otlp endpoint without scheme", func(c *Config) { c.Telemetry.OTLPEndpoint = "otel-collector:4318" },
+			[]Problem{{Path: "telemetry.otlp_endpoint", Message: "must be an absolute http:// or https:// URL, such as http://otel-collector:4318"}}},
+		{"otlp endpoint grpc", func(c *Config) { c.Telemetry.OTLPEndpoint = "grpc://otel:4317" },
+			[]Problem{{Path: "telemetry.otlp_endpoint", Message: "must be an absolute http:// or https:// URL, such as http://otel-collector:4318"}}},
+		{"audit to stderr, hashed", func(c *Config) { c.Telemetry.Audit = Audit{Enabled: true, Arguments: AuditHash} }, nil},
+		{"audit to a file", func(c *Config) {
+			c.Telemetry.Audit = Audit{Enabled: true, Path: "/var/log/audit.jsonl", Arguments: AuditOmit}
+		}, nil},
+		{"audit arguments", func(c *Config) { c.Telemetry.Audit = Audit{Enabled: true, Arguments: "full"} },
+			[]Problem{{Path: "telemetry.audit.arguments", Message: "must be omit or hash"}}},
+		{"audit arguments zero value", func(c *Config) { c.Telemetry.Audit = Audit{} },
+			[]Problem{{Path: "telemetry.audit.arguments", Message: "must be omit or hash"}}},
+		{"audit path with NUL", func(c *Config) { c.Telemetry.Audit.Path = "a\x00b" },
+			[]Problem{{Path: "telemetry.audit.path", Message: "may not contain NUL"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -195,6 +211,9 @@ func TestWarnings(t *testing.T) {
 			[]Problem{{Path: "upstreams[0].name", Message: "contains the separator, which makes exposed names ambiguous to read"}}},
 		{"teams without auth", func(c *Config) { c.Teams = []Team{{Name: "a"}} },
 			[]Problem{{Path: "teams", Message: "teams have no effect while auth.mode is none: every caller gets the policy view"}}},
+		{"audit path while audit is off", func(c *Config) { c.Telemetry.Audit.Path = "audit.jsonl" },
+			[]Problem{{Path: "telemetry.audit.path", Message: "set, but telemetry.audit.enabled is false: nothing is audited"}}},
+		{"audit on", func(c *Config) { c.Telemetry.Audit = Audit{Enabled: true, Path: "audit.jsonl", Arguments: AuditHash} }, nil},
 		{"team without keys, short key", func(c *Config) {
 			c.Auth.Mode = AuthAPIKey
 			c.Teams = []Team{{Name: "a"}, {Name: "b", APIKeys: []string{"short", "a-long-enough-key-123"}}}

@@ -110,7 +110,9 @@ func MaybeServeStdio() {
 //     modern server, initialize, and every other request with {}.
 //
 // The SDK-based fakes also have the tools getenv {name} (the variable's
-// value, or "<unset>") and exit {code} (ends the process).
+// value, or "<unset>"), meta (the _meta of the call's params as JSON,
+// "null" without one; traceparent and the like) and exit {code} (ends
+// the process).
 func StdioCommand(name string) (command string, args []string, env map[string]string) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -242,6 +244,14 @@ func addProcessTools(s *mcp.Server) {
 				v = "<unset>"
 			}
 			return text(v), nil
+		})
+	s.AddTool(&mcp.Tool{Name: "meta", Description: "returns the request's _meta", InputSchema: schema(``)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			b, err := json.Marshal(req.Params.Meta)
+			if err != nil {
+				return nil, err
+			}
+			return text(string(b)), nil
 		})
 	s.AddTool(&mcp.Tool{Name: "exit", Description: "ends the server process", InputSchema: schema(`"code":{"type":"integer"}`)},
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

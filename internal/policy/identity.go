@@ -16,6 +16,9 @@ type Identity struct {
 	// Team is the team's name; "" is the default view (no teams, or
 	// auth mode none).
 	Team string
+	// Key identifies the credential for audit logs without revealing it:
+	// "sha256:" and the first 12 hex digits of the key's digest.
+	Key string
 }
 
 // ErrUnauthenticated means the caller presented no usable credentials;
@@ -84,5 +87,5 @@ func (k *APIKeys) Identify(key string) (Identity, error) {
 	if found < 0 {
 		return Identity{}, ErrInvalidCredentials
 	}
-	return Identity{Team: k.teams[found]}, nil
+	return Identity{Team: k.teams[found], Key: "sha256:" + hex.EncodeToString(d[:6])}, nil
 }

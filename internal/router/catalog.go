@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"slices"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/yosida95/uritemplate/v3"
@@ -44,6 +45,10 @@ type view struct {
 	// size of its tools when a token limit applies (else 0).
 	cut    []policy.Cut
 	tokens int
+	// measuredTokens is the size of the tools for the token gauge, when
+	// no token limit measured it: counted once, at the first scrape.
+	measured       sync.Once
+	measuredTokens int
 }
 
 // named is the tools or the prompts of a view: entries in catalog order,

@@ -38,6 +38,9 @@ type Caller struct {
 	// View is the caller's view: its team's name, or "" for the default
 	// view. A view that does not exist sees nothing.
 	View string
+	// Identity names the caller's credential for the audit log (a key's
+	// id, never the key); "" without authentication.
+	Identity string
 }
 
 // Modern reports whether the caller speaks the stateless era.
@@ -94,6 +97,13 @@ var removedInModern = map[string]bool{
 
 // Dispatch answers one host request. It never returns nil.
 func (r *Router) Dispatch(ctx context.Context, c *Caller, req *jsonrpc.Message) *Reply {
+	if r.obs.on {
+		return r.observe(ctx, c, req)
+	}
+	return r.dispatch(ctx, c, req)
+}
+
+func (r *Router) dispatch(ctx context.Context, c *Caller, req *jsonrpc.Message) *Reply {
 	if c.Modern() && removedInModern[req.Method] {
 		return errorReply(jsonrpc.CodeMethodNotFound, "Method not found: %s is not part of protocol version %s", req.Method, c.ProtocolVersion)
 	}
@@ -208,6 +218,7 @@ func (r *Router) callNamed(ctx context.Context, c *Caller, req *jsonrpc.Message,
 	e := n.byName[name]
 	if e == nil {
 		if d := n.down[name]; d != nil {
+			noteCall(ctx, d.up.Name, d.original)
 			return r.downReply(d.up, req.Method, name)
 		}
 		return errorReply(jsonrpc.CodeInvalidParams, "Unknown %s: %s", kind, name)
@@ -216,6 +227,7 @@ func (r *Router) callNamed(ctx context.Context, c *Caller, req *jsonrpc.Message,
 	if err != nil {
 		return errorReply(jsonrpc.CodeInvalidParams, "%s: %v", req.Method, err)
 	}
+	noteCall(ctx, e.up.Name, e.original)
 	return r.forward(ctx, c, e.up, req.Method, params, name)
 }
 
@@ -223,8 +235,10 @@ func (r *Router) callNamed(ctx context.Context, c *Caller, req *jsonrpc.Message,
 // into an answer a model can act on.
 func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, method string, params json.RawMessage, subject string) *Reply {
 	client, calls, release := u.Client, &u.calls, func() {}
+	var hc *hostConn
 	if u.pool != nil {
-		hc, err := r.acquire(ctx, u, c)
+		var err error
+		hc, err = r.acquire(ctx, u, c)
 		if err != nil {
 			r.log.Warn("upstream call failed", telemetry.KeyUpstream, u.Name, telemetry.KeyMethod, method,
 				"name", subject, telemetry.KeySession, c.Session, telemetry.KeyErr, err)
@@ -241,13 +255,20 @@ func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, metho
 	defer release()
 	cl, params := r.startCall(c, u, calls, params)
 	defer cl.end()
+	ctx, params, finish := r.observeUpstream(ctx, u, method, params)
 	resp, err := client.Call(upstream.WithCallHandler(ctx, cl), method, params)
+	finish(resp, err)
 	if err == nil && interactive && !c.Modern() && u.isModern() {
 		resp, err = r.fulfil(ctx, u, client, cl, method, params, resp)
 	}
 	if err != nil {
 		r.log.Warn("upstream call failed", telemetry.KeyUpstream, u.Name, telemetry.KeyMethod, method,
 			"name", subject, telemetry.KeySession, c.Session, telemetry.KeyErr, err)
+		if hc != nil && errors.Is(err, upstream.ErrClosed) {
+			// The host's own session died (its process crashed): the
+			// next call starts a new one.
+			r.discard(u, hc)
+		}
 		return r.unavailable(ctx, u, method, subject, err)
 	}
 	if resp.Error != nil {
@@ -336,6 +357,7 @@ func (r *Router) readResource(ctx context.Context, c *Caller, v *view, req *json
 	if u == nil {
 		return resourceNotFound(c, uri)
 	}
+	noteCall(ctx, u.Name, uri)
 	reply := r.forward(ctx, c, u, req.Method, req.Params, uri)
 	if reply.Result != nil && c.Modern() && reply.LacksResultType {
 		// resources/read is cacheable in the modern era; a legacy

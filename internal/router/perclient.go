@@ -144,6 +144,17 @@ func (r *Router) acquire(ctx context.Context, u *upstreamState, c *Caller) (*hos
 	return hc, nil
 }
 
+// discard takes a per-client session that was lost out of the pool; it
+// is closed once its last call has ended.
+func (r *Router) discard(u *upstreamState, hc *hostConn) {
+	p := u.pool
+	p.mu.Lock()
+	if cur, ok := p.lru.Peek(hc.key); ok && cur == hc {
+		p.lru.Remove(hc.key) // evicted: retired until its calls end
+	}
+	p.mu.Unlock()
+}
+
 // release ends a call's use of a per-client session.
 func (r *Router) release(u *upstreamState, hc *hostConn) {
 	p := u.pool

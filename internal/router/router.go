@@ -131,6 +131,12 @@ type Options struct {
 	// Tokens estimates the size of a definition in tokens, for token
 	// limits; nil means policy.Tokens.
 	Tokens func([]byte) int
+	// Telemetry records spans and metrics of the requests the router
+	// answers and sends; nil means telemetry.Disabled().
+	Telemetry *telemetry.Telemetry
+	// Audit, if set, gets one record per tools/call, prompts/get and
+	// resources/read.
+	Audit *telemetry.Audit
 	// OnChange, if set, is told of every change hosts should hear of:
 	// a list that changed, or a subscribed resource that was updated. It
 	// is called from the router's goroutines and must not block.
@@ -161,6 +167,7 @@ type Change struct {
 type Router struct {
 	opts Options
 	log  *slog.Logger
+	obs  observer
 
 	// started is closed when every upstream has finished its first start
 	// attempt, successfully or not.
@@ -274,6 +281,9 @@ func New(opts *Options) (*Router, error) {
 		r.ups = append(r.ups, us)
 	}
 	r.cat = r.buildCatalog()
+	if err := r.newObserver(); err != nil {
+		return nil, fmt.Errorf("telemetry: %w", err)
+	}
 	return r, nil
 }
 
@@ -689,6 +699,9 @@ func (r *Router) Close() error {
 	}
 	r.parked.closeAll()
 	r.closePools()
+	if r.obs.gauges != nil {
+		_ = r.obs.gauges.Unregister()
+	}
 	var errs []error
 	var mu sync.Mutex
 	var wg sync.WaitGroup

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/mcpheader"
 	"github.com/mcp-gateway/mcp-gateway/internal/router"
@@ -33,9 +35,19 @@ const (
 )
 
 func (s *Server) post(w http.ResponseWriter, r *http.Request) {
-	view, ok := s.authenticate(w, r)
+	id, ok := s.identity(w, r)
 	if !ok {
 		return
+	}
+	view := id.Team
+	if id.Key != "" {
+		// For the audit log.
+		r = r.WithContext(context.WithValue(r.Context(), identityKey{}, id.Key))
+	}
+	if s.tel.Tracing() {
+		// The host's trace context from the HTTP headers; the router
+		// prefers that of the request's _meta.
+		r = r.WithContext(s.tel.Propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header)))
 	}
 	if ct := r.Header.Get("Content-Type"); !isJSON(ct) {
 		writeError(w, http.StatusUnsupportedMediaType, nil,
@@ -157,7 +169,7 @@ func (s *Server) postLegacy(w http.ResponseWriter, r *http.Request, id, view str
 	}
 	defer ss.link.untrack(msg.ID)
 	rs := newRequestStream(w, r, ss, false)
-	caller := &router.Caller{ProtocolVersion: ss.version, Session: ss.id, Capabilities: ss.capabilities, LogLevel: ss.logLevel(), Host: rs, View: ss.view}
+	caller := &router.Caller{ProtocolVersion: ss.version, Session: ss.id, Capabilities: ss.capabilities, LogLevel: ss.logLevel(), Host: rs, View: ss.view, Identity: identityOf(r.Context())}
 	reply := s.d.Dispatch(ctx, caller, msg)
 	if ctx.Err() != nil && r.Context().Err() == nil {
 		// The host cancelled the request (notifications/cancelled or the
@@ -210,7 +222,7 @@ func (s *Server) postModern(w http.ResponseWriter, r *http.Request, view string,
 	rs := newRequestStream(w, r, nil, true)
 	caps, _ := jsonrpc.Field(meta, metaClientCapabilities)
 	level, _ := jsonrpc.StringField(meta, metaLogLevel)
-	caller := &router.Caller{ProtocolVersion: declared, Capabilities: caps, LogLevel: level, Host: rs, View: view}
+	caller := &router.Caller{ProtocolVersion: declared, Capabilities: caps, LogLevel: level, Host: rs, View: view, Identity: identityOf(r.Context())}
 	if msg.Method == "subscriptions/listen" {
 		s.listen(w, r, caller, msg)
 		return

@@ -2,12 +2,16 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/router"
@@ -162,6 +166,9 @@ func (s *Server) Deliver(c router.Change) {
 		}
 	}
 	s.mu.Unlock()
+	if n := len(sessions) + len(listeners); n > 0 && strings.HasSuffix(c.Method, "/list_changed") {
+		s.listChanged.Add(context.Background(), int64(n), metric.WithAttributes(telemetry.AttrMethod.String(c.Method)))
+	}
 	plain := jsonrpc.AppendNotification(nil, c.Method, c.Params)
 	for _, ss := range sessions {
 		if !ss.out.push(plain) {

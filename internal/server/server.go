@@ -31,6 +31,8 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/mcpheader"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
@@ -87,6 +89,9 @@ type Options struct {
 	Identify func(token string) (policy.Identity, error)
 	// Metrics, if set, is served at /metrics.
 	Metrics http.Handler
+	// Telemetry reads the trace context of hosts' HTTP requests and
+	// counts sessions; nil means telemetry.Disabled().
+	Telemetry *telemetry.Telemetry
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -97,6 +102,11 @@ type Server struct {
 	opts    Options
 	log     *slog.Logger
 	origins map[string]bool
+	// tel is Options.Telemetry.
+	tel         *telemetry.Telemetry
+	listChanged metric.Int64Counter
+	gauges      metric.Registration
+
 	// identify is Options.Identify, replaced by SetIdentify on a reload.
 	identify atomic.Pointer[func(string) (policy.Identity, error)]
 
@@ -121,6 +131,7 @@ func New(d Dispatcher, opts *Options) *Server {
 	if opts.Identify != nil {
 		s.identify.Store(&opts.Identify)
 	}
+	s.observe()
 	if s.opts.Endpoint == "" {
 		s.opts.Endpoint = "/mcp"
 	}
@@ -177,6 +188,13 @@ func (s *Server) Drain() {
 // stream.
 func (s *Server) Close() {
 	s.Drain()
+	s.mu.Lock()
+	gauges := s.gauges
+	s.gauges = nil
+	s.mu.Unlock()
+	if gauges != nil {
+		_ = gauges.Unregister()
+	}
 	s.mu.Lock()
 	sessions := s.sessions
 	s.sessions = map[string]*session{}
@@ -272,9 +290,16 @@ func (s *Server) SetIdentify(identify func(string) (policy.Identity, error)) {
 // false (2025-11-25 basic/authorization: a missing or invalid token is
 // 401 with WWW-Authenticate). The token itself is never logged.
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (string, bool) {
+	id, ok := s.identity(w, r)
+	return id.Team, ok
+}
+
+// identity authenticates as authenticate does, and returns the whole
+// identity.
+func (s *Server) identity(w http.ResponseWriter, r *http.Request) (policy.Identity, bool) {
 	identify := s.identify.Load()
 	if identify == nil {
-		return "", true
+		return policy.Identity{}, true
 	}
 	token, isBearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !isBearer {
@@ -282,7 +307,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (string, b
 	}
 	id, err := (*identify)(strings.TrimSpace(token))
 	if err == nil {
-		return id.Team, true
+		return id, true
 	}
 	challenge := `Bearer realm="mcp-gateway"`
 	message := "Unauthorized: send an API key as Authorization: Bearer <key>"
@@ -293,7 +318,49 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (string, b
 	s.log.Warn("request not authenticated", "remote", r.RemoteAddr, "reason", err.Error())
 	w.Header().Set("WWW-Authenticate", challenge)
 	writeError(w, http.StatusUnauthorized, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "%s", message))
-	return "", false
+	return policy.Identity{}, false
+}
+
+// observe sets up the server's telemetry: the list_changed counter and
+// the gauge of open sessions and streams by era.
+func (s *Server) observe() {
+	s.tel = s.opts.Telemetry
+	if s.tel == nil {
+		s.tel = telemetry.Disabled()
+	}
+	in, err := telemetry.NewInstruments(s.tel.Meter)
+	if err != nil {
+		s.log.Error("telemetry instruments", telemetry.KeyErr, err)
+		in, _ = telemetry.NewInstruments(telemetry.Disabled().Meter)
+	}
+	s.listChanged = in.ListChanged
+	if !s.tel.Metering() {
+		return
+	}
+	sessions, err := s.tel.Meter.Int64ObservableGauge("mcp_gateway.sessions",
+		metric.WithUnit("{session}"), metric.WithDescription("Open legacy sessions, and modern hosts' open subscriptions/listen streams."))
+	if err == nil {
+		s.gauges, err = s.tel.Meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+			s.mu.Lock()
+			legacy, modern := len(s.sessions), len(s.listeners)
+			s.mu.Unlock()
+			o.ObserveInt64(sessions, int64(legacy), metric.WithAttributes(telemetry.AttrEra.String("legacy")))
+			o.ObserveInt64(sessions, int64(modern), metric.WithAttributes(telemetry.AttrEra.String("modern")))
+			return nil
+		}, sessions)
+	}
+	if err != nil {
+		s.log.Error("telemetry session gauge", telemetry.KeyErr, err)
+	}
+}
+
+// identityKey carries the caller's credential id (policy.Identity.Key)
+// in a request's context, for the audit log.
+type identityKey struct{}
+
+func identityOf(ctx context.Context) string {
+	k, _ := ctx.Value(identityKey{}).(string)
+	return k
 }
 
 // sessionFor returns the session id's session when the caller's view is

@@ -14,9 +14,14 @@ import (
 
 	"go.uber.org/goleak"
 
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/mcpheader"
+	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 	"github.com/mcp-gateway/mcp-gateway/internal/router"
+	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -32,6 +37,8 @@ type fakeDispatcher struct {
 	// dropped records HostGone keys, and droppedCh signals them.
 	dropped   []string
 	droppedCh chan string
+	// traces are the trace contexts the requests arrived with.
+	traces []trace.SpanContext
 	// interactive, if set, answers tools/call instead of replies.
 	interactive func(ctx context.Context, c *router.Caller, req *jsonrpc.Message) *router.Reply
 }
@@ -40,6 +47,7 @@ func (d *fakeDispatcher) Dispatch(ctx context.Context, c *router.Caller, req *js
 	d.mu.Lock()
 	d.callers = append(d.callers, *c)
 	d.methods = append(d.methods, req.Method)
+	d.traces = append(d.traces, trace.SpanContextFromContext(ctx))
 	interactive := d.interactive
 	d.mu.Unlock()
 	if interactive != nil && req.Method == "tools/call" {
@@ -419,5 +427,38 @@ func TestModernParamHeaders(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			wantError(t, do(t, ts, "POST", with(tt.headers), body(tt.args)), 400, jsonrpc.CodeHeaderMismatch, tt.msg)
 		})
+	}
+}
+
+// TestTraceContextAndIdentityReachTheRouter: with tracing on, a host's
+// traceparent header becomes the request's trace context, and the
+// caller's key id (never the key) reaches the router for the audit log.
+func TestTraceContextAndIdentityReachTheRouter(t *testing.T) {
+	tel, err := telemetry.New(context.Background(), telemetry.Options{SpanProcessor: tracetest.NewSpanRecorder(), Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := policy.NewAPIKeys(map[string][]string{"data": {"secret-key-0001"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, d, _ := newTestServerWith(t, &Options{Telemetry: tel, Identify: keys.Identify})
+	const traceID = "0af7651916cd43dd8448eb211c80319c"
+	r := do(t, ts, "POST", map[string]string{
+		"Authorization":        "Bearer secret-key-0001",
+		"traceparent":          "00-" + traceID + "-00f067aa0ba902b7-01",
+		"Mcp-Method":           "tools/list",
+		"MCP-Protocol-Version": "2026-07-28",
+	}, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	if r.status != http.StatusOK {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.traces) != 1 || d.traces[0].TraceID().String() != traceID {
+		t.Errorf("trace context reaching the router: %v, want trace %s", d.traces, traceID)
+	}
+	if got := d.callers[0].Identity; !strings.HasPrefix(got, "sha256:") || strings.Contains(got, "secret") {
+		t.Errorf("caller identity %q, want the key's digest id", got)
 	}
 }

@@ -3,7 +3,8 @@
 // across the gateway's logs.
 //
 // Logs are JSON lines on stderr (log/slog) with a constant message and
-// the data in attributes. OpenTelemetry traces and metrics will be built
+// the data in attributes. The OpenTelemetry tracer and meter (otel.go),
+// the instruments (metrics.go) and the audit log (audit.go) are built
 // here too, and passed in to the packages that record them: nothing in the
 // gateway reads a global logger, tracer or meter.
 package telemetry

@@ -87,6 +87,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/mcpheader"
 )
@@ -140,6 +142,12 @@ type Options struct {
 	// Headers are sent on every HTTP request to this upstream (for example
 	// Authorization). They are never logged.
 	Headers map[string]string
+	// Propagator, if set, writes the trace context of each call's ctx
+	// (W3C traceparent and tracestate, and baggage, as it is configured)
+	// into the headers of the HTTP requests that carry the call: the
+	// Streamable HTTP POST, or the HTTP+SSE POST. Nil writes none. No
+	// other header of the host that made the call is ever passed on.
+	Propagator propagation.TextMapPropagator
 	// HTTPClient makes the HTTP requests; nil means a client with dial
 	// and TLS timeouts and connection reuse. Requests are bounded by their
 	// contexts, so it should have no overall Timeout (streams are long).

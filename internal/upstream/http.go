@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/mcpheader"
 )
@@ -171,6 +173,7 @@ func (w *httpWire) post(ctx context.Context, m *outgoing) (string, error) {
 	for k, v := range m.header {
 		h[k] = v
 	}
+	w.c.injectTrace(ctx, h)
 	resp, err := w.c.hc.Do(req)
 	if err != nil {
 		return session, err
@@ -442,4 +445,13 @@ func (w *httpWire) close() error {
 		w.c.log.Debug("upstream session not ended", "status", resp.StatusCode)
 	}
 	return nil
+}
+
+// injectTrace writes the trace context of ctx, the call's, into h (see
+// Options.Propagator). Without a span in ctx the propagator writes
+// nothing.
+func (c *Client) injectTrace(ctx context.Context, h http.Header) {
+	if c.opts.Propagator != nil {
+		c.opts.Propagator.Inject(ctx, propagation.HeaderCarrier(h))
+	}
 }

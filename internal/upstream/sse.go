@@ -113,6 +113,7 @@ func (w *sseWire) send(ctx context.Context, m *outgoing) error {
 		req.Header.Set(k, v)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	w.c.injectTrace(ctx, req.Header)
 	resp, err := w.c.hc.Do(req)
 	if err != nil {
 		return err

@@ -1,0 +1,393 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
+	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
+)
+
+// The router's telemetry: a server span and the host-side metrics for
+// every request it answers, a client span and the upstream-side metrics
+// for every call it forwards, an audit record for each tool call, prompt
+// and resource read, and gauges of upstream and view state. With
+// telemetry off (no exporter, no audit) none of it runs.
+
+// observer is the router's telemetry.
+type observer struct {
+	tel   *telemetry.Telemetry
+	in    *telemetry.Instruments
+	audit *telemetry.Audit
+	// on: something records (spans, metrics or the audit log).
+	on bool
+	// gauges is the registration of the observed gauges.
+	gauges metric.Registration
+}
+
+func (r *Router) newObserver() error {
+	tel := r.opts.Telemetry
+	if tel == nil {
+		tel = telemetry.Disabled()
+	}
+	in, err := telemetry.NewInstruments(tel.Meter)
+	if err != nil {
+		return err
+	}
+	r.obs = observer{tel: tel, in: in, audit: r.opts.Audit, on: tel.Tracing() || tel.Metering() || r.opts.Audit != nil}
+	if !tel.Metering() {
+		return nil
+	}
+	m := tel.Meter
+	state, err := m.Int64ObservableGauge("mcp_gateway.upstream.state",
+		metric.WithDescription("1 for each upstream's current state (starting, ready, degraded, restarting, breaker_open, failed, stopped)."))
+	if err != nil {
+		return err
+	}
+	restarts, err := m.Int64ObservableCounter("mcp_gateway.upstream.restarts",
+		metric.WithUnit("{restart}"), metric.WithDescription("Connections made to an upstream after its first (crashed stdio servers started again)."))
+	if err != nil {
+		return err
+	}
+	tools, err := m.Int64ObservableGauge("mcp_gateway.view.tools",
+		metric.WithUnit("{tool}"), metric.WithDescription("Tools exposed in each view."))
+	if err != nil {
+		return err
+	}
+	tokens, err := m.Int64ObservableGauge("mcp_gateway.view.tokens",
+		metric.WithUnit("{token}"), metric.WithDescription("Estimated tokens of each view's tool definitions (cl100k_base)."))
+	if err != nil {
+		return err
+	}
+	r.obs.gauges, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		for _, s := range r.Status() {
+			up := telemetry.AttrUpstream.String(s.Name)
+			o.ObserveInt64(state, 1, metric.WithAttributes(up, telemetry.AttrState.String(string(s.State))))
+			o.ObserveInt64(restarts, int64(s.Restarts), metric.WithAttributes(up))
+		}
+		for name, v := range r.catalog().views {
+			view := metric.WithAttributes(telemetry.AttrView.String(viewLabel(name)))
+			o.ObserveInt64(tools, int64(len(v.tools.entries)), view)
+			o.ObserveInt64(tokens, int64(r.viewTokens(v)), view)
+		}
+		return nil
+	}, state, restarts, tools, tokens)
+	return err
+}
+
+// viewLabel names a view in metrics: "default" for the default view.
+func viewLabel(name string) string {
+	if name == "" {
+		return "default"
+	}
+	return name
+}
+
+// viewTokens is the estimated size of a view's tools: as its token
+// limit measured it, else counted at the first scrape of this catalog.
+func (r *Router) viewTokens(v *view) int {
+	if v.rules.MaxTokens > 0 {
+		return v.tokens
+	}
+	v.measured.Do(func() {
+		for _, e := range v.tools.entries {
+			v.measuredTokens += r.tokens(e.def)
+		}
+	})
+	return v.measuredTokens
+}
+
+// transportErrorType names a transport failure for error.type.
+func transportErrorType(err error) string {
+	var down *upstream.UnavailableError
+	switch {
+	case errors.As(err, &down) && errors.Is(err, upstream.ErrBreakerOpen):
+		return "breaker_open"
+	case errors.As(err, &down):
+		return "unavailable"
+	case isTimeout(err):
+		return "timeout"
+	case errors.Is(err, upstream.ErrOverloaded):
+		return "overloaded"
+	case errors.Is(err, upstream.ErrClosed):
+		return "connection_lost"
+	}
+	return "transport"
+}
+
+// callInfo is what dispatching learned about a request, for its span,
+// metrics and audit record: the upstream it went to.
+type callInfo struct {
+	upstream, original string
+}
+
+type callInfoKey struct{}
+
+// noteCall records where a request went, when it is observed.
+func noteCall(ctx context.Context, upstream, original string) {
+	if ci, ok := ctx.Value(callInfoKey{}).(*callInfo); ok {
+		ci.upstream, ci.original = upstream, original
+	}
+}
+
+// audited are the methods with an audit record.
+var audited = map[string]bool{"tools/call": true, "prompts/get": true, "resources/read": true}
+
+// observe answers req as dispatch does, inside a server span, and
+// records the host-side metrics and the audit record.
+func (r *Router) observe(ctx context.Context, c *Caller, req *jsonrpc.Message) *Reply {
+	start := time.Now()
+	if r.obs.tel.Tracing() {
+		ctx = r.metaTraceContext(ctx, req.Params)
+	}
+	target := requestTarget(req)
+	name := req.Method
+	if target != "" && req.Method != "resources/read" {
+		name += " " + target
+	}
+	ctx, span := r.obs.tel.Tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer))
+	if span.IsRecording() {
+		span.SetAttributes(
+			telemetry.AttrMethod.String(req.Method),
+			telemetry.AttrProtocolVersion.String(c.ProtocolVersion),
+			telemetry.AttrTeam.String(viewLabel(c.View)),
+		)
+		if c.Session != "" {
+			span.SetAttributes(telemetry.AttrSessionID.String(c.Session))
+		}
+		if len(req.ID) > 0 {
+			span.SetAttributes(telemetry.AttrRequestID.String(string(req.ID)))
+		}
+		setTargetAttrs(span, req.Method, target)
+	}
+	info := &callInfo{}
+	ctx = context.WithValue(ctx, callInfoKey{}, info)
+	methodAttr := telemetry.AttrMethod.String(req.Method)
+	r.obs.in.ServerActive.Add(ctx, 1, metric.WithAttributes(methodAttr))
+	reply := r.dispatch(ctx, c, req)
+	r.obs.in.ServerActive.Add(ctx, -1, metric.WithAttributes(methodAttr))
+	elapsed := time.Since(start)
+
+	outcome, code := replyOutcome(ctx, req.Method, reply)
+	attrs := []attribute.KeyValue{methodAttr, telemetry.AttrOutcome.String(outcome),
+		telemetry.AttrTeam.String(viewLabel(c.View)), telemetry.AttrUpstream.String(info.upstream)}
+	if info.upstream != "" && target != "" && req.Method != "resources/read" {
+		// Only names the catalog routed: a host's unknown names would
+		// make the series unbounded.
+		attrs = append(attrs, targetKey(req.Method).String(target))
+	}
+	if outcome == telemetry.OutcomeError {
+		attrs = append(attrs, telemetry.AttrErrorType.String(strconv.FormatInt(code, 10)))
+	} else if outcome == telemetry.OutcomeToolError {
+		attrs = append(attrs, telemetry.AttrErrorType.String("tool_error"))
+	}
+	r.obs.in.ServerDuration.Record(ctx, elapsed.Seconds(), metric.WithAttributes(attrs...))
+	if span.IsRecording() {
+		span.SetAttributes(telemetry.AttrOutcome.String(outcome))
+		if info.upstream != "" {
+			span.SetAttributes(telemetry.AttrUpstream.String(info.upstream))
+		}
+		switch outcome {
+		case telemetry.OutcomeError:
+			span.SetAttributes(telemetry.AttrErrorType.String(strconv.FormatInt(code, 10)), telemetry.AttrStatusCode.String(strconv.FormatInt(code, 10)))
+			span.SetStatus(codes.Error, reply.Error.Message)
+		case telemetry.OutcomeToolError:
+			span.SetAttributes(telemetry.AttrErrorType.String("tool_error"))
+			span.SetStatus(codes.Error, "tool error")
+		}
+	}
+	span.End()
+
+	if r.obs.audit != nil && audited[req.Method] {
+		size := len(reply.Result)
+		if reply.Error != nil {
+			size = len(reply.Error.Message) + len(reply.Error.Data)
+		}
+		args, _ := jsonrpc.Field(req.Params, "arguments")
+		r.obs.audit.Record(ctx, telemetry.AuditRecord{
+			Method: req.Method, Name: target, Upstream: info.upstream, Original: info.original,
+			Identity: c.Identity, Team: c.View, Session: c.Session, Protocol: c.ProtocolVersion,
+			Duration: elapsed, Outcome: outcome, ErrorCode: code, Bytes: size, Arguments: args,
+		})
+	}
+	return reply
+}
+
+// observeUpstream starts the client span of a call to an upstream and
+// writes its trace context into the request's _meta (HTTP upstreams
+// also get it in headers, from ctx). The returned finish records the
+// call's metrics and ends the span.
+func (r *Router) observeUpstream(ctx context.Context, u *upstreamState, method string, params json.RawMessage) (context.Context, json.RawMessage, func(resp *jsonrpc.Message, err error)) {
+	if !r.obs.on {
+		return ctx, params, func(*jsonrpc.Message, error) {}
+	}
+	start := time.Now()
+	original := ""
+	if ci, ok := ctx.Value(callInfoKey{}).(*callInfo); ok {
+		original = ci.original
+	}
+	name := method
+	if original != "" && method != "resources/read" {
+		name += " " + original
+	}
+	ctx, span := r.obs.tel.Tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient))
+	if span.IsRecording() {
+		span.SetAttributes(telemetry.AttrMethod.String(method), telemetry.AttrUpstream.String(u.Name))
+		setTargetAttrs(span, method, original)
+	}
+	if r.obs.tel.Tracing() {
+		// Without tracing, a host's own _meta trace context passes
+		// through untouched.
+		params = r.withMetaTraceContext(ctx, params)
+	}
+	attrs := []attribute.KeyValue{telemetry.AttrMethod.String(method), telemetry.AttrUpstream.String(u.Name)}
+	r.obs.in.ClientActive.Add(ctx, 1, metric.WithAttributes(attrs...))
+	return ctx, params, func(resp *jsonrpc.Message, err error) {
+		r.obs.in.ClientActive.Add(ctx, -1, metric.WithAttributes(attrs...))
+		outcome, errType := telemetry.OutcomeOK, ""
+		switch {
+		case ctx.Err() != nil:
+			outcome, errType = telemetry.OutcomeCancelled, "cancelled"
+		case err != nil:
+			outcome, errType = telemetry.OutcomeError, transportErrorType(err)
+		case resp.Error != nil:
+			outcome, errType = telemetry.OutcomeError, strconv.FormatInt(resp.Error.Code, 10)
+		case method == "tools/call" && isToolError(resp.Result):
+			outcome, errType = telemetry.OutcomeToolError, "tool_error"
+		}
+		all := append(attrs, telemetry.AttrOutcome.String(outcome))
+		if original != "" && method != "resources/read" {
+			all = append(all, targetKey(method).String(original))
+		}
+		if errType != "" {
+			all = append(all, telemetry.AttrErrorType.String(errType))
+		}
+		r.obs.in.ClientDuration.Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(all...))
+		if span.IsRecording() {
+			span.SetAttributes(telemetry.AttrOutcome.String(outcome))
+			if errType != "" {
+				span.SetAttributes(telemetry.AttrErrorType.String(errType))
+				span.SetStatus(codes.Error, errType)
+			}
+			if err != nil {
+				span.RecordError(err)
+			}
+		}
+		span.End()
+	}
+}
+
+// metaTraceContext returns ctx with the trace context of params._meta
+// (traceparent, tracestate, baggage: the 2026-07-28 revision's keys),
+// which wins over that of the HTTP headers already in ctx.
+func (r *Router) metaTraceContext(ctx context.Context, params json.RawMessage) context.Context {
+	meta, ok := jsonrpc.Field(params, "_meta")
+	if !ok {
+		return ctx
+	}
+	tp, ok := jsonrpc.StringField(meta, "traceparent")
+	if !ok {
+		return ctx
+	}
+	carrier := propagation.MapCarrier{"traceparent": tp}
+	for _, k := range []string{"tracestate", "baggage"} {
+		if v, ok := jsonrpc.StringField(meta, k); ok {
+			carrier[k] = v
+		}
+	}
+	return r.obs.tel.Propagator.Extract(ctx, carrier)
+}
+
+// withMetaTraceContext writes ctx's trace context into params._meta,
+// replacing the host's.
+func (r *Router) withMetaTraceContext(ctx context.Context, params json.RawMessage) json.RawMessage {
+	carrier := propagation.MapCarrier{}
+	r.obs.tel.Propagator.Inject(ctx, carrier)
+	if len(carrier) == 0 {
+		return params
+	}
+	if len(params) == 0 || string(params) == "null" {
+		params = json.RawMessage(`{}`)
+	}
+	meta, ok := jsonrpc.Field(params, "_meta")
+	if !ok || string(meta) == "null" {
+		meta = json.RawMessage(`{}`)
+	}
+	for _, k := range []string{"traceparent", "tracestate", "baggage"} {
+		v, ok := carrier[k]
+		if !ok {
+			continue
+		}
+		next, err := jsonrpc.SetField(meta, k, jsonrpc.String(v))
+		if err != nil {
+			return params
+		}
+		meta = next
+	}
+	out, err := jsonrpc.SetField(params, "_meta", meta)
+	if err != nil {
+		return params
+	}
+	return out
+}
+
+// requestTarget is what a request names: a tool, a prompt, or a URI.
+func requestTarget(req *jsonrpc.Message) string {
+	switch req.Method {
+	case "tools/call", "prompts/get":
+		s, _ := jsonrpc.StringField(req.Params, "name")
+		return s
+	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+		s, _ := jsonrpc.StringField(req.Params, "uri")
+		return s
+	}
+	return ""
+}
+
+func targetKey(method string) attribute.Key {
+	if method == "prompts/get" {
+		return telemetry.AttrPromptName
+	}
+	return telemetry.AttrToolName
+}
+
+func setTargetAttrs(span trace.Span, method, target string) {
+	switch {
+	case target == "":
+	case method == "tools/call":
+		span.SetAttributes(telemetry.AttrToolName.String(target), telemetry.AttrOperationName.String("execute_tool"))
+	case method == "prompts/get":
+		span.SetAttributes(telemetry.AttrPromptName.String(target))
+	default:
+		span.SetAttributes(telemetry.AttrResourceURI.String(target))
+	}
+}
+
+// replyOutcome classifies a reply; code is the JSON-RPC error code.
+func replyOutcome(ctx context.Context, method string, reply *Reply) (string, int64) {
+	switch {
+	case ctx.Err() != nil:
+		return telemetry.OutcomeCancelled, 0
+	case reply.Error != nil:
+		return telemetry.OutcomeError, reply.Error.Code
+	case method == "tools/call" && isToolError(reply.Result):
+		return telemetry.OutcomeToolError, 0
+	}
+	return telemetry.OutcomeOK, 0
+}
+
+// isToolError reports whether a tool result says isError: true.
+func isToolError(result json.RawMessage) bool {
+	v, ok := jsonrpc.Field(result, "isError")
+	return ok && string(v) == "true"
+}
