@@ -219,6 +219,10 @@ func routerOptions(cfg *config.Config, rec recorders, onChange func(router.Chang
 			ClientIdle: u.IdleTimeout,
 			Required:   u.Required,
 			Timeout:    u.Timeout,
+			Relay:      u.Relay,
+			// A stdio server's requests come on its one stream, not on
+			// the stream of the call that caused them.
+			SharedStream: u.Transport == config.TransportStdio,
 		})
 	}
 	return &router.Options{

@@ -515,23 +515,21 @@ func TestLiveListChangedAfterResourceSubscription(t *testing.T) {
 // gateway keeps running while it asks them for input.
 //
 // Progress: both hosts use progress token 1 at the same time, and each
-// must hear only its own. Sampling: on stdio nothing tells the gateway
-// which call a request belongs to, so with two capable hosts' calls in
-// flight it must answer the upstream with an error rather than guess; a
-// host may get its own request or none, never the other's. On Streamable
-// HTTP the request travels on its call's own response stream, so each
-// host must get its own.
+// must hear only its own. Sampling: each host must get its own request.
+// On Streamable HTTP the request travels on its call's own response
+// stream; on stdio nothing in it names the call, so the gateway lets the
+// calls of one sampling host at a time run (the host gate), and the
+// request is that host's.
 func TestLiveTwoHostsOneUpstream(t *testing.T) {
 	legacyHTTP := mcptest.NewStreamableServer(t, &mcptest.HTTPOptions{Server: mcptest.ServerOptions{Name: "legacy-http", Versions: mcptest.LegacyVersions()}})
 	for _, tc := range []struct {
 		name     string
 		upstream config.Upstream
-		// exact: each host must get its own sampling request; otherwise
-		// an error in its place is allowed.
-		exact bool
+		// gated: the calls of the two hosts take turns (stdio).
+		gated bool
 	}{
-		{"stdio", relaying(stdioUpstream("shared", "echo-legacy", nil)), false},
-		{"streamable-http", relaying(httpUpstream("shared", legacyHTTP.URL)), true},
+		{"stdio", relaying(stdioUpstream("shared", "echo-legacy", nil)), true},
+		{"streamable-http", relaying(httpUpstream("shared", legacyHTTP.URL)), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := config.Default()
@@ -546,7 +544,7 @@ func TestLiveTwoHostsOneUpstream(t *testing.T) {
 				{"mixed-hosts", [2]string{eras[0], eras[1]}},
 			} {
 				t.Run(pair.name, func(t *testing.T) {
-					testTwoHosts(t, url, tc.name+"-"+pair.name, pair.eras, tc.exact)
+					testTwoHosts(t, url, tc.name+"-"+pair.name, pair.eras, tc.gated)
 				})
 			}
 		})
@@ -554,9 +552,18 @@ func TestLiveTwoHostsOneUpstream(t *testing.T) {
 }
 
 // testTwoHosts is TestLiveTwoHostsOneUpstream for two hosts of the eras
-// given, hosts A and B, on the upstream "shared" behind url.
-func testTwoHosts(t *testing.T, url, key string, hostEras [2]string, exact bool) {
+// given, hosts A and B, on the upstream "shared" behind url. gated says
+// that the two hosts' calls take turns.
+func testTwoHosts(t *testing.T, url, key string, hostEras [2]string, gated bool) {
 	hosts := []*liveHost{newLiveHost(t, url, hostEras[0], "A"), newLiveHost(t, url, hostEras[1], "B")}
+	// The observer declares no capability the gateway relays: its calls
+	// never wait for the hosts' turns.
+	observerClient := mcp.NewClient(&mcp.Implementation{Name: "observer", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
+	observer, err := observerClient.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: eras[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = observer.Close() })
 	const rounds = 20
 
 	t.Run("progress", func(t *testing.T) {
@@ -606,13 +613,8 @@ func testTwoHosts(t *testing.T, url, key string, hostEras [2]string, exact bool)
 			t.Errorf("%s: sample: %v", h.name, err)
 		case got == "answer for "+h.name:
 			return true
-		case strings.HasPrefix(got, "error: ") && !exact:
 		default:
-			want := fmt.Sprintf("%q", "answer for "+h.name)
-			if !exact {
-				want += " or an error"
-			}
-			t.Errorf("%s: sample(%q) = %q; want %s", h.name, text, got, want)
+			t.Errorf("%s: sample(%q) = %q; want %q", h.name, text, got, "answer for "+h.name)
 		}
 		return false
 	}
@@ -648,11 +650,13 @@ func testTwoHosts(t *testing.T, url, key string, hostEras [2]string, exact bool)
 			wg.Wait()
 		}
 		checkOwnRequests(t)
-		t.Logf("%d of %d concurrent sampling requests reached their own host; the others were refused as ambiguous", answered, 2*rounds)
+		if answered != 2*rounds {
+			t.Errorf("%d of %d concurrent sampling requests reached their own host", answered, 2*rounds)
+		}
 	})
 
-	// While A waits in a call, B's sampling request is ambiguous on
-	// stdio, and plainly B's on Streamable HTTP.
+	// While A waits in a call, B's sampling request is plainly B's: on
+	// Streamable HTTP at once, on stdio once A's turn is over.
 	t.Run("sampling-beside-a-waiting-call", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
@@ -663,21 +667,36 @@ func testTwoHosts(t *testing.T, url, key string, hostEras [2]string, exact bool)
 			_, err := callText(ctx, a.cs, "shared__block", map[string]any{"key": key})
 			blocked <- err
 		}()
-		if _, err := callText(ctx, b.cs, "shared__waiting", map[string]any{"key": key, "n": 1}); err != nil {
+		if _, err := callText(ctx, observer, "shared__waiting", map[string]any{"key": key, "n": 1}); err != nil {
 			t.Fatalf("waiting for A's call: %v", err)
 		}
 		before := len(a.samplingRequests())
 		text := "from B beside A"
-		got, err := callText(ctx, b.cs, "shared__sample", map[string]any{"text": text})
-		checkSampling(t, b, text, got, err)
-		if after := a.samplingRequests(); len(after) != before {
-			t.Errorf("A, whose call was only waiting, received B's sampling request: %q", after[before:])
+		type sampled struct {
+			got string
+			err error
 		}
-		if _, err := callText(ctx, b.cs, "shared__release", map[string]any{"key": key}); err != nil {
+		bDone := make(chan sampled, 1)
+		go func() {
+			got, err := callText(ctx, b.cs, "shared__sample", map[string]any{"text": text})
+			bDone <- sampled{got, err}
+		}()
+		if !gated {
+			s := <-bDone
+			checkSampling(t, b, text, s.got, s.err)
+		}
+		if _, err := callText(ctx, observer, "shared__release", map[string]any{"key": key}); err != nil {
 			t.Fatalf("release: %v", err)
 		}
 		if err := await(ctx, t, blocked, "A's blocked call to end"); err != nil {
 			t.Errorf("A's blocked call: %v", err)
+		}
+		if gated {
+			s := <-bDone
+			checkSampling(t, b, text, s.got, s.err)
+		}
+		if after := a.samplingRequests(); len(after) != before {
+			t.Errorf("A, whose call was only waiting, received B's sampling request: %q", after[before:])
 		}
 		checkOwnRequests(t)
 	})

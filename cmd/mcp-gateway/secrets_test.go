@@ -64,7 +64,9 @@ func TestLogsCarryNoSecrets(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	logs := &lockedBuffer{}
 	exited := make(chan int, 1)
-	go func() { exited <- run(ctx, []string{"serve", "--config", path, "--listen", addr}, nil, io.Discard, logs) }()
+	go func() {
+		exited <- run(ctx, []string{"serve", "--config", path, "--listen", addr}, nil, io.Discard, logs)
+	}()
 	defer func() {
 		stop()
 		<-exited

@@ -247,6 +247,15 @@ func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, metho
 		client, calls, release = hc.client, &hc.calls, func() { r.release(u, hc) }
 	}
 	interactive := slices.Contains(interactiveMethods, method)
+	if _, retry := jsonrpc.Field(params, "requestState"); interactive && !retry && u.gated(c) {
+		leave, reply := r.enterGate(ctx, c, u, method, subject)
+		if reply != nil {
+			release()
+			return reply
+		}
+		prev := release
+		release = func() { leave(); prev() }
+	}
 	if interactive && c.Modern() && !u.isModern() {
 		// The call may outlive this request: the session is released
 		// when the upstream call ends.
@@ -275,6 +284,28 @@ func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, metho
 		return &Reply{Error: resp.Error}
 	}
 	return &Reply{Result: resp.Result, LacksResultType: !u.isModern()}
+}
+
+// enterGate waits, up to the upstream's timeout, for the call's turn on
+// a shared stream that relays server requests (see hostGate). It returns
+// the function that ends the turn, or the reply for a call that did not
+// get one.
+func (r *Router) enterGate(ctx context.Context, c *Caller, u *upstreamState, method, subject string) (func(), *Reply) {
+	// A host is a legacy session; a request without one (a modern
+	// request) stands for itself.
+	key := "session:" + c.Session
+	if c.Modern() || c.Session == "" {
+		key = "request:" + strconv.FormatUint(r.gateSeq.Add(1), 10)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, u.Timeout)
+	defer cancel()
+	if err := u.gate.enter(waitCtx, key); err != nil {
+		if ctx.Err() != nil {
+			return nil, failedReply(method, subject, "the request was cancelled")
+		}
+		return nil, failedReply(method, subject, fmt.Sprintf("the server %q was busy for %s with another host's calls, which may ask their host for input (with session: per-client each host gets a server of its own)", u.Name, u.Timeout))
+	}
+	return u.gate.leave, nil
 }
 
 // unavailable answers a call whose upstream failed in transport. A tool

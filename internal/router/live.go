@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 
@@ -204,6 +205,34 @@ func (s *callSet) remove(cl *call) {
 	delete(s.calls, cl)
 }
 
+// oneHost returns a call in flight that keep accepts, when all such
+// calls belong to one host (a parked call is a host of its own); nil
+// when there is none, or they belong to several hosts.
+func (s *callSet) oneHost(keep func(*call) bool) *call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var found *call
+	var key string
+	for cl := range s.calls {
+		if !keep(cl) {
+			continue
+		}
+		// A host is a legacy session; a call without one (a modern
+		// request, parked or not) stands for itself.
+		k := fmt.Sprintf("call:%p", cl)
+		if c := cl.getCaller(); cl.parked == nil && c.Session != "" {
+			k = "session:" + c.Session
+		}
+		switch {
+		case found == nil:
+			found, key = cl, k
+		case k != key:
+			return nil
+		}
+	}
+	return found
+}
+
 // only returns the one call in flight that keep accepts, or nil when
 // there is none or more than one.
 func (s *callSet) only(keep func(*call) bool) *call {
@@ -254,9 +283,10 @@ func (r *Router) upstreamNotification(u *upstreamState, calls *callSet, n *jsonr
 
 // upstreamRequest answers a request an upstream sent outside any call's
 // own stream. On a shared stdio connection nothing says which call it
-// serves: it goes to the host of the one call in flight whose host can
-// answer it; when several could, the gateway cannot tell them apart and
-// the upstream gets an error at once (session: per-client avoids this).
+// serves: it goes to the host whose calls in flight can answer it, and
+// the host gate (hostGate) makes sure that is one host. Should several
+// hosts still qualify (a request outside any call, say), the gateway
+// cannot tell them apart and the upstream gets an error at once.
 func (r *Router) upstreamRequest(ctx context.Context, u *upstreamState, calls *callSet, req *jsonrpc.Message) *jsonrpc.Message {
 	if req.Method == "ping" {
 		return &jsonrpc.Message{Result: json.RawMessage("{}")}
@@ -265,7 +295,7 @@ func (r *Router) upstreamRequest(ctx context.Context, u *upstreamState, calls *c
 	if capability == "" {
 		return &jsonrpc.Message{Error: jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: the gateway does not relay %s", req.Method)}
 	}
-	cl := calls.only(func(cl *call) bool {
+	cl := calls.oneHost(func(cl *call) bool {
 		c := cl.getCaller()
 		return (c.Host != nil || cl.parked != nil) && c.declares(capability)
 	})

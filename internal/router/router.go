@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
@@ -75,6 +76,14 @@ type UpstreamConfig struct {
 	Fingerprint string
 	// Required upstreams must be ready for Ready to report true.
 	Required bool
+	// Relay lists the client capabilities whose server requests the
+	// upstream may send hosts (sampling, elicitation, roots).
+	Relay []string
+	// SharedStream says the server's requests arrive outside the calls'
+	// own streams (stdio): calls of hosts that declared a relayed
+	// capability then take turns, host by host (see hostGate), so that
+	// each request reaches the host whose call caused it.
+	SharedStream bool
 	// Timeout bounds the start and each list request; 0 means 60s.
 	Timeout time.Duration
 }
@@ -168,6 +177,8 @@ type Router struct {
 	opts Options
 	log  *slog.Logger
 	obs  observer
+	// gateSeq numbers modern requests for host gates.
+	gateSeq atomic.Uint64
 
 	// started is closed when every upstream has finished its first start
 	// attempt, successfully or not.
@@ -216,6 +227,9 @@ type upstreamState struct {
 	// attributing what the server sends outside a call's own stream
 	// (stdio).
 	calls callSet
+	// gate lets the calls of one relaying host at a time run on a shared
+	// stream (see hostGate).
+	gate hostGate
 	// pool holds the per-client sessions; nil in shared mode.
 	pool *clientPool
 
