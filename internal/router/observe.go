@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -33,6 +35,53 @@ type observer struct {
 	on bool
 	// gauges is the registration of the observed gauges.
 	gauges metric.Registration
+	// sets caches the attribute sets of measurements (attrKey ->
+	// metric.MeasurementOption): building one allocates, and the few
+	// combinations repeat on every call. cached counts them.
+	sets   sync.Map
+	cached atomic.Int64
+}
+
+// maxCachedSets bounds the attribute-set cache; combinations beyond it
+// are built per measurement.
+const maxCachedSets = 10000
+
+// attrKey is the attributes of one measurement.
+type attrKey struct {
+	active                                   bool // an active-requests counter (method and upstream only)
+	client                                   bool
+	method, upstream, team, outcome, errType string
+	target                                   string
+}
+
+// measurement returns the option carrying k's attributes.
+func (o *observer) measurement(k attrKey) metric.MeasurementOption {
+	if v, ok := o.sets.Load(k); ok {
+		return v.(metric.MeasurementOption)
+	}
+	attrs := []attribute.KeyValue{telemetry.AttrMethod.String(k.method)}
+	if k.client || k.upstream != "" {
+		attrs = append(attrs, telemetry.AttrUpstream.String(k.upstream))
+	}
+	if !k.active {
+		attrs = append(attrs, telemetry.AttrOutcome.String(k.outcome))
+		if !k.client {
+			attrs = append(attrs, telemetry.AttrTeam.String(viewLabel(k.team)))
+		}
+		if k.target != "" {
+			attrs = append(attrs, targetKey(k.method).String(k.target))
+		}
+		if k.errType != "" {
+			attrs = append(attrs, telemetry.AttrErrorType.String(k.errType))
+		}
+	}
+	opt := metric.WithAttributeSet(attribute.NewSet(attrs...))
+	if o.cached.Load() < maxCachedSets {
+		if _, loaded := o.sets.LoadOrStore(k, opt); !loaded {
+			o.cached.Add(1)
+		}
+	}
+	return opt
 }
 
 func (r *Router) newObserver() error {
@@ -155,7 +204,10 @@ func (r *Router) observe(ctx context.Context, c *Caller, req *jsonrpc.Message) *
 	if target != "" && req.Method != "resources/read" {
 		name += " " + target
 	}
-	ctx, span := r.obs.tel.Tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer))
+	span := trace.SpanFromContext(ctx) // a no-op without tracing
+	if r.obs.tel.Tracing() {
+		ctx, span = r.obs.tel.Tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer))
+	}
 	if span.IsRecording() {
 		span.SetAttributes(
 			telemetry.AttrMethod.String(req.Method),
@@ -172,26 +224,25 @@ func (r *Router) observe(ctx context.Context, c *Caller, req *jsonrpc.Message) *
 	}
 	info := &callInfo{}
 	ctx = context.WithValue(ctx, callInfoKey{}, info)
-	methodAttr := telemetry.AttrMethod.String(req.Method)
-	r.obs.in.ServerActive.Add(ctx, 1, metric.WithAttributes(methodAttr))
+	active := r.obs.measurement(attrKey{active: true, method: req.Method})
+	r.obs.in.ServerActive.Add(ctx, 1, active)
 	reply := r.dispatch(ctx, c, req)
-	r.obs.in.ServerActive.Add(ctx, -1, metric.WithAttributes(methodAttr))
+	r.obs.in.ServerActive.Add(ctx, -1, active)
 	elapsed := time.Since(start)
 
 	outcome, code := replyOutcome(ctx, req.Method, reply)
-	attrs := []attribute.KeyValue{methodAttr, telemetry.AttrOutcome.String(outcome),
-		telemetry.AttrTeam.String(viewLabel(c.View)), telemetry.AttrUpstream.String(info.upstream)}
+	key := attrKey{method: req.Method, outcome: outcome, team: c.View, upstream: info.upstream}
 	if info.upstream != "" && target != "" && req.Method != "resources/read" {
 		// Only names the catalog routed: a host's unknown names would
 		// make the series unbounded.
-		attrs = append(attrs, targetKey(req.Method).String(target))
+		key.target = target
 	}
 	if outcome == telemetry.OutcomeError {
-		attrs = append(attrs, telemetry.AttrErrorType.String(strconv.FormatInt(code, 10)))
+		key.errType = strconv.FormatInt(code, 10)
 	} else if outcome == telemetry.OutcomeToolError {
-		attrs = append(attrs, telemetry.AttrErrorType.String("tool_error"))
+		key.errType = "tool_error"
 	}
-	r.obs.in.ServerDuration.Record(ctx, elapsed.Seconds(), metric.WithAttributes(attrs...))
+	r.obs.in.ServerDuration.Record(ctx, elapsed.Seconds(), r.obs.measurement(key))
 	if span.IsRecording() {
 		span.SetAttributes(telemetry.AttrOutcome.String(outcome))
 		if info.upstream != "" {
@@ -240,7 +291,10 @@ func (r *Router) observeUpstream(ctx context.Context, u *upstreamState, method s
 	if original != "" && method != "resources/read" {
 		name += " " + original
 	}
-	ctx, span := r.obs.tel.Tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient))
+	span := trace.SpanFromContext(ctx) // a no-op without tracing
+	if r.obs.tel.Tracing() {
+		ctx, span = r.obs.tel.Tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient))
+	}
 	if span.IsRecording() {
 		span.SetAttributes(telemetry.AttrMethod.String(method), telemetry.AttrUpstream.String(u.Name))
 		setTargetAttrs(span, method, original)
@@ -250,10 +304,10 @@ func (r *Router) observeUpstream(ctx context.Context, u *upstreamState, method s
 		// through untouched.
 		params = r.withMetaTraceContext(ctx, params)
 	}
-	attrs := []attribute.KeyValue{telemetry.AttrMethod.String(method), telemetry.AttrUpstream.String(u.Name)}
-	r.obs.in.ClientActive.Add(ctx, 1, metric.WithAttributes(attrs...))
+	active := r.obs.measurement(attrKey{active: true, client: true, method: method, upstream: u.Name})
+	r.obs.in.ClientActive.Add(ctx, 1, active)
 	return ctx, params, func(resp *jsonrpc.Message, err error) {
-		r.obs.in.ClientActive.Add(ctx, -1, metric.WithAttributes(attrs...))
+		r.obs.in.ClientActive.Add(ctx, -1, active)
 		outcome, errType := telemetry.OutcomeOK, ""
 		switch {
 		case ctx.Err() != nil:
@@ -265,14 +319,11 @@ func (r *Router) observeUpstream(ctx context.Context, u *upstreamState, method s
 		case method == "tools/call" && isToolError(resp.Result):
 			outcome, errType = telemetry.OutcomeToolError, "tool_error"
 		}
-		all := append(attrs, telemetry.AttrOutcome.String(outcome))
-		if original != "" && method != "resources/read" {
-			all = append(all, targetKey(method).String(original))
+		key := attrKey{client: true, method: method, upstream: u.Name, outcome: outcome, errType: errType}
+		if method != "resources/read" {
+			key.target = original
 		}
-		if errType != "" {
-			all = append(all, telemetry.AttrErrorType.String(errType))
-		}
-		r.obs.in.ClientDuration.Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(all...))
+		r.obs.in.ClientDuration.Record(ctx, time.Since(start).Seconds(), r.obs.measurement(key))
 		if span.IsRecording() {
 			span.SetAttributes(telemetry.AttrOutcome.String(outcome))
 			if errType != "" {
