@@ -1,6 +1,7 @@
 package jsonrpc
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 )
@@ -75,7 +76,17 @@ func skipLiteral(data []byte, i int, lit string) (int, error) {
 // data[i]. It rejects control characters and malformed escapes, as JSON does.
 func skipString(data []byte, i int) (int, error) {
 	i++ // opening quote
-	for i < len(data) {
+	for {
+		// Skip eight bytes at a time while none of them ends the string,
+		// starts an escape or is a control character: large results are
+		// mostly long strings (text, base64), and every Decode and Field
+		// lookup on them comes through here.
+		for i+8 <= len(data) && !hasStringSpecial(binary.LittleEndian.Uint64(data[i:])) {
+			i += 8
+		}
+		if i >= len(data) {
+			break
+		}
 		c := data[i]
 		switch {
 		case c == '"':
@@ -107,6 +118,16 @@ func skipString(data []byte, i int) (int, error) {
 		}
 	}
 	return i, syntaxErr(data, i, "in string")
+}
+
+// hasStringSpecial reports whether any byte of v is '"', '\\' or below
+// 0x20 (the classic SWAR tests: a byte b is zero when (b-1) &^ b has its
+// high bit set, and below n when (b-n) &^ b does).
+func hasStringSpecial(v uint64) bool {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	q := v ^ (lo * '"')
+	bs := v ^ (lo * '\\')
+	return ((q-lo)&^q|(bs-lo)&^bs|(v-lo*0x20)&^v)&hi != 0
 }
 
 func isHex(c byte) bool {

@@ -178,6 +178,13 @@ func transportErrorType(err error) string {
 // metrics and audit record: the upstream it went to.
 type callInfo struct {
 	upstream, original string
+
+	mu sync.Mutex // guards the fields below
+	// checked is the upstream result whose isError member the client
+	// span looked up, and toolError what it said: the server span reuses
+	// the answer instead of scanning a large result again.
+	checked   json.RawMessage
+	toolError bool
 }
 
 type callInfoKey struct{}
@@ -316,7 +323,7 @@ func (r *Router) observeUpstream(ctx context.Context, u *upstreamState, method s
 			outcome, errType = telemetry.OutcomeError, transportErrorType(err)
 		case resp.Error != nil:
 			outcome, errType = telemetry.OutcomeError, strconv.FormatInt(resp.Error.Code, 10)
-		case method == "tools/call" && isToolError(resp.Result):
+		case method == "tools/call" && noteToolError(ctx, resp.Result):
 			outcome, errType = telemetry.OutcomeToolError, "tool_error"
 		}
 		key := attrKey{client: true, method: method, upstream: u.Name, outcome: outcome, errType: errType}
@@ -431,10 +438,37 @@ func replyOutcome(ctx context.Context, method string, reply *Reply) (string, int
 		return telemetry.OutcomeCancelled, 0
 	case reply.Error != nil:
 		return telemetry.OutcomeError, reply.Error.Code
-	case method == "tools/call" && isToolError(reply.Result):
+	case method == "tools/call" && toolErrorOf(ctx, reply.Result):
 		return telemetry.OutcomeToolError, 0
 	}
 	return telemetry.OutcomeOK, 0
+}
+
+// noteToolError is isToolError that records its answer in the request's
+// callInfo, for toolErrorOf.
+func noteToolError(ctx context.Context, result json.RawMessage) bool {
+	te := isToolError(result)
+	if ci, ok := ctx.Value(callInfoKey{}).(*callInfo); ok {
+		ci.mu.Lock()
+		ci.checked, ci.toolError = result, te
+		ci.mu.Unlock()
+	}
+	return te
+}
+
+// toolErrorOf is isToolError, answered from the callInfo when the result
+// is the very one noteToolError looked at (a reply passed through as the
+// upstream gave it), so that a large result is scanned once.
+func toolErrorOf(ctx context.Context, result json.RawMessage) bool {
+	if ci, ok := ctx.Value(callInfoKey{}).(*callInfo); ok && len(result) > 0 {
+		ci.mu.Lock()
+		checked, te := ci.checked, ci.toolError
+		ci.mu.Unlock()
+		if len(checked) == len(result) && &checked[0] == &result[0] {
+			return te
+		}
+	}
+	return isToolError(result)
 }
 
 // isToolError reports whether a tool result says isError: true.

@@ -221,7 +221,9 @@ func flush(w io.Writer) {
 type oneLine struct{ w io.Writer }
 
 func (d oneLine) Write(p []byte) (int, error) {
-	if bytes.IndexAny(p, "\r\n") < 0 {
+	// Two IndexByte calls, which use vector instructions, scan a large
+	// result about ten times faster than IndexAny.
+	if bytes.IndexByte(p, '\n') < 0 && bytes.IndexByte(p, '\r') < 0 {
 		return d.w.Write(p)
 	}
 	q := append([]byte(nil), p...)

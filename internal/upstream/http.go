@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/propagation"
@@ -73,6 +74,9 @@ type httpWire struct {
 
 	// renewing serialises session renewals.
 	renewing sync.Mutex
+	// hint is the size of the last response message larger than a read
+	// chunk: the next large one likely has about its size.
+	hint atomic.Int64
 }
 
 func (w *httpWire) setModern(version string) {
@@ -254,7 +258,7 @@ func answers(msg *jsonrpc.Message, id int64) bool {
 // transports "Sending Messages to the Server"): they go to m's handler,
 // if it has one. ctx is the POST's.
 func (w *httpWire) readStream(ctx context.Context, body io.Reader, m *outgoing) error {
-	sr := newSSEReader(body, maxMessageSize)
+	sr := newResponseSSEReader(body, maxMessageSize, int(w.hint.Load()))
 	bad := badLines{log: w.c.log}
 	for {
 		ev, err := sr.next()
@@ -287,6 +291,9 @@ func (w *httpWire) readStream(ctx context.Context, body io.Reader, m *outgoing) 
 			w.c.serveRequest(ctx, msg, m.handler)
 		}
 		if answers(msg, m.id) {
+			if len(ev.data) > chunkSize {
+				w.hint.Store(int64(len(ev.data)))
+			}
 			return nil
 		}
 	}

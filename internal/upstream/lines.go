@@ -42,7 +42,10 @@ type lineReader struct {
 	// hint is the length of the last line longer than a chunk: a stream
 	// that carries one large message often carries more of about its size.
 	hint int
-	err  error // sticky read error
+	// first is the size of the first buffer; 0 means chunkSize. A
+	// response stream, which carries one message or a few, starts small.
+	first int
+	err   error // sticky read error
 }
 
 func newLineReader(r io.Reader, max int, cr bool) *lineReader {
@@ -138,7 +141,10 @@ func (l *lineReader) fill() {
 	if len(l.buf)-l.end < minRead {
 		n := l.end - l.start
 		size := chunkSize
-		if n >= chunkSize/2 {
+		if l.buf == nil && l.first > 0 {
+			size = l.first
+		}
+		if n >= min(chunkSize, len(l.buf))/2 && n > 0 {
 			size = max(2*n, l.hint+2*minRead)
 		}
 		nb := make([]byte, size)
@@ -174,6 +180,18 @@ type sseReader struct {
 func newSSEReader(r io.Reader, max int) *sseReader {
 	return &sseReader{lr: newLineReader(r, max, true), first: true}
 }
+
+// newResponseSSEReader reads the SSE stream that answers one POST: it
+// starts with a small buffer, and a line that outgrows it moves to one
+// sized for hint, the size of the last large message of the upstream.
+func newResponseSSEReader(r io.Reader, max, hint int) *sseReader {
+	lr := newLineReader(r, max, true)
+	lr.first, lr.hint = responseFirstBuffer, hint
+	return &sseReader{lr: lr, first: true}
+}
+
+// responseFirstBuffer is the first buffer of a response stream.
+const responseFirstBuffer = 8 << 10
 
 // next returns the next event. Data of an event with a single data line
 // aliases the read buffer (no copy, however large).
