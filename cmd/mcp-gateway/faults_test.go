@@ -22,7 +22,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -75,79 +74,6 @@ func processState(pid int) string {
 		return ""
 	}
 	return string(b[i+2])
-}
-
-// listChanges connects a legacy host that reports every
-// notifications/tools/list_changed on the returned channel.
-func listChanges(t *testing.T, url string) (*mcp.ClientSession, <-chan struct{}) {
-	t.Helper()
-	changed := make(chan struct{}, 64)
-	client := mcp.NewClient(&mcp.Implementation{Name: "faults", Version: "1"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
-		},
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: eras[0]})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
-	return cs, changed
-}
-
-// awaitTools lists tools, then again after each list_changed, until ok
-// holds for the names listed.
-func awaitTools(ctx context.Context, t *testing.T, cs *mcp.ClientSession, changed <-chan struct{}, what string, ok func(names []string) bool) {
-	t.Helper()
-	for {
-		res, err := cs.ListTools(ctx, nil)
-		if err != nil {
-			t.Fatalf("%s: tools/list: %v", what, err)
-		}
-		var names []string
-		for _, tool := range res.Tools {
-			names = append(names, tool.Name)
-		}
-		if ok(names) {
-			return
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			t.Fatalf("%s: never came; the last tools/list: %v", what, names)
-		}
-	}
-}
-
-// toolResult calls a tool and returns its text and isError, failing the
-// test on a JSON-RPC or transport error.
-func toolResult(ctx context.Context, t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (string, bool) {
-	t.Helper()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	var text strings.Builder
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			text.WriteString(tc.Text)
-		}
-	}
-	return text.String(), res.IsError
-}
-
-func statusOf(g *gateway, name string) router.UpstreamStatus {
-	for _, s := range g.router.Status() {
-		if s.Name == name {
-			return s
-		}
-	}
-	return router.UpstreamStatus{}
 }
 
 // TestFaultKillStdioUpstream kills a stdio upstream with SIGKILL while 50
@@ -210,32 +136,8 @@ func TestFaultKillStdioUpstream(t *testing.T) {
 
 	// The other upstream's steady load, from before the kill until the
 	// victim is back.
-	var otherCalls, otherFailures atomic.Int64
-	var firstFailure atomic.Value
-	stopLoad := make(chan struct{})
-	var load sync.WaitGroup
-	for w := range 4 {
-		load.Go(func() {
-			for i := 0; ; i++ {
-				select {
-				case <-stopLoad:
-					return
-				default:
-				}
-				want := fmt.Sprintf("w%d-%d", w, i)
-				got, err := callText(ctx, cs, "other__echo", map[string]any{"text": want})
-				otherCalls.Add(1)
-				if err != nil || got != want {
-					otherFailures.Add(1)
-					firstFailure.CompareAndSwap(nil, fmt.Sprintf("%q: %q, %v", want, got, err))
-				}
-			}
-		})
-	}
-	defer func() {
-		close(stopLoad)
-		load.Wait()
-	}()
+	load := startLoad(ctx, cs, "other__echo")
+	defer load.stop()
 
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
@@ -294,10 +196,11 @@ func TestFaultKillStdioUpstream(t *testing.T) {
 	if st := processState(pids[0]); st != "" {
 		t.Errorf("the killed process %d is still there, state %s", pids[0], st)
 	}
-	if n := otherFailures.Load(); n > 0 {
-		t.Errorf("%d of %d calls to the other upstream failed; first: %v", n, otherCalls.Load(), firstFailure.Load())
+	load.stop()
+	if n := load.failures.Load(); n > 0 {
+		t.Errorf("%d of %d calls to the other upstream failed; first: %v", n, load.calls.Load(), load.firstErr.Load())
 	}
-	t.Logf("%d calls to the other upstream, all answered", otherCalls.Load())
+	t.Logf("%d calls to the other upstream, all answered", load.calls.Load())
 }
 
 // TestFaultBreaker: an upstream whose tool never answers. Each call gets

@@ -13,12 +13,9 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/mcptest"
 )
@@ -68,66 +65,18 @@ func TestReloadDuringLoad(t *testing.T) {
 	}()
 	waitReady(t, "http://"+addr+"/readyz")
 
-	listChanged := make(chan struct{}, 16)
-	client := mcp.NewClient(&mcp.Implementation{Name: "load", Version: "1"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			select {
-			case listChanged <- struct{}{}:
-			default:
-			}
-		},
-	})
+	cs, listChanged := listChanges(t, "http://"+addr+"/mcp")
 	cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cs, err := client.Connect(cctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
 
-	// The steady load: workers call steady__echo until told to stop.
-	var calls, failures atomic.Int64
-	var firstErr atomic.Value
-	loadDone := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := range 4 {
-		wg.Go(func() {
-			for i := 0; ; i++ {
-				select {
-				case <-loadDone:
-					return
-				default:
-				}
-				want := fmt.Sprintf("w%d-%d", w, i)
-				got, err := callText(cctx, cs, "steady__echo", map[string]any{"text": want})
-				calls.Add(1)
-				if err != nil || got != want {
-					failures.Add(1)
-					firstErr.CompareAndSwap(nil, fmt.Sprintf("%q: %q, %v", want, got, err))
-				}
-			}
-		})
-	}
+	// The steady load on the upstream that stays.
+	load := startLoad(cctx, cs, "steady__echo")
+	defer load.stop()
 	waitTools := func(want, gone string) {
 		t.Helper()
-		for {
-			res, err := cs.ListTools(cctx, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var names []string
-			for _, tool := range res.Tools {
-				names = append(names, tool.Name)
-			}
-			if slices.Contains(names, want) && !slices.Contains(names, gone) {
-				return
-			}
-			select {
-			case <-listChanged:
-			case <-cctx.Done():
-				t.Fatalf("waiting for %s to appear and %s to go: %v", want, gone, names)
-			}
-		}
+		awaitTools(cctx, t, cs, listChanged, want+" to appear and "+gone+" to go", func(names []string) bool {
+			return slices.Contains(names, want) && !slices.Contains(names, gone)
+		})
 	}
 
 	writeUpstreams(t, path, "steady", "new")
@@ -149,15 +98,14 @@ func TestReloadDuringLoad(t *testing.T) {
 	if got, err := callText(cctx, cs, "newer__echo", map[string]any{"text": "still"}); err != nil || got != "still" {
 		t.Errorf("after a rejected reload: %q, %v", got, err)
 	}
-	close(loadDone)
-	wg.Wait()
-	if n := failures.Load(); n > 0 {
-		t.Errorf("%d of %d calls failed during the reloads; first: %v", n, calls.Load(), firstErr.Load())
+	load.stop()
+	if n := load.failures.Load(); n > 0 {
+		t.Errorf("%d of %d calls failed during the reloads; first: %v", n, load.calls.Load(), load.firstErr.Load())
 	}
-	if calls.Load() == 0 {
+	if load.calls.Load() == 0 {
 		t.Error("no call ran during the reloads")
 	}
-	t.Logf("%d calls during two reloads and a rejected one", calls.Load())
+	t.Logf("%d calls during two reloads and a rejected one", load.calls.Load())
 }
 
 // waitReady polls /readyz until it answers 200: the server is coming up

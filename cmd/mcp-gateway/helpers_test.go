@@ -1,0 +1,131 @@
+package main
+
+// Helpers shared by the end-to-end tests that watch the catalog change
+// while hosts keep calling (faults, reload).
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/router"
+)
+
+// listChanges connects a legacy host that reports every
+// notifications/tools/list_changed on the returned channel.
+func listChanges(t *testing.T, url string) (*mcp.ClientSession, <-chan struct{}) {
+	t.Helper()
+	changed := make(chan struct{}, 64)
+	client := mcp.NewClient(&mcp.Implementation{Name: "faults", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: eras[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs, changed
+}
+
+// awaitTools lists tools, then again after each list_changed, until ok
+// holds for the names listed.
+func awaitTools(ctx context.Context, t *testing.T, cs *mcp.ClientSession, changed <-chan struct{}, what string, ok func(names []string) bool) {
+	t.Helper()
+	for {
+		res, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatalf("%s: tools/list: %v", what, err)
+		}
+		var names []string
+		for _, tool := range res.Tools {
+			names = append(names, tool.Name)
+		}
+		if ok(names) {
+			return
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			t.Fatalf("%s: never came; the last tools/list: %v", what, names)
+		}
+	}
+}
+
+// toolResult calls a tool and returns its text and isError, failing the
+// test on a JSON-RPC or transport error.
+func toolResult(ctx context.Context, t *testing.T, cs *mcp.ClientSession, name string, args map[string]any) (string, bool) {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	var text strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			text.WriteString(tc.Text)
+		}
+	}
+	return text.String(), res.IsError
+}
+
+func statusOf(g *gateway, name string) router.UpstreamStatus {
+	for _, s := range g.router.Status() {
+		if s.Name == name {
+			return s
+		}
+	}
+	return router.UpstreamStatus{}
+}
+
+// load is a steady load of calls to one echo tool, by four workers,
+// until stop.
+type load struct {
+	calls, failures atomic.Int64
+	firstErr        atomic.Value
+	done            chan struct{}
+	stopOnce        sync.Once
+	wg              sync.WaitGroup
+}
+
+// startLoad calls tool (an echo) with fresh texts, checking each answer.
+func startLoad(ctx context.Context, cs *mcp.ClientSession, tool string) *load {
+	l := &load{done: make(chan struct{})}
+	for w := range 4 {
+		l.wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-l.done:
+					return
+				default:
+				}
+				want := fmt.Sprintf("w%d-%d", w, i)
+				got, err := callText(ctx, cs, tool, map[string]any{"text": want})
+				l.calls.Add(1)
+				if err != nil || got != want {
+					l.failures.Add(1)
+					l.firstErr.CompareAndSwap(nil, fmt.Sprintf("%q: %q, %v", want, got, err))
+				}
+			}
+		})
+	}
+	return l
+}
+
+// stop ends the load and waits for its calls; it may be called twice.
+func (l *load) stop() {
+	l.stopOnce.Do(func() { close(l.done) })
+	l.wg.Wait()
+}
