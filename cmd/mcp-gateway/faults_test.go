@@ -212,7 +212,8 @@ func TestFaultKillStdioUpstream(t *testing.T) {
 func TestFaultBreaker(t *testing.T) {
 	hang := stdioUpstream("hang", "echo", nil)
 	hang.Timeout = 1500 * time.Millisecond
-	hang.Breaker = config.Breaker{Failures: 2, Cooldown: 2 * time.Second}
+	// The cooldown leaves time to look at the open breaker on a busy machine.
+	hang.Breaker = config.Breaker{Failures: 2, Cooldown: 4 * time.Second}
 	cfg := config.Default()
 	cfg.Upstreams = []config.Upstream{hang, stdioUpstream("other", "echo", nil)}
 	url, g := startGateway(t, cfg)
