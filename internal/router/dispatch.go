@@ -247,7 +247,7 @@ func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, metho
 		client, calls, release = hc.client, &hc.calls, func() { r.release(u, hc) }
 	}
 	interactive := slices.Contains(interactiveMethods, method)
-	if _, retry := jsonrpc.Field(params, "requestState"); interactive && !retry && u.gated(c) {
+	if interactive && u.gated(c) && !hasRequestState(params) {
 		leave, reply := r.enterGate(ctx, c, u, method, subject)
 		if reply != nil {
 			release()
@@ -284,6 +284,13 @@ func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, metho
 		return &Reply{Error: resp.Error}
 	}
 	return &Reply{Result: resp.Result, LacksResultType: !u.isModern()}
+}
+
+// hasRequestState reports whether a modern host's request is the retry
+// of a parked call, which runs no new upstream call.
+func hasRequestState(params json.RawMessage) bool {
+	_, ok := jsonrpc.Field(params, "requestState")
+	return ok
 }
 
 // enterGate waits, up to the upstream's timeout, for the call's turn on

@@ -179,10 +179,10 @@ func transportErrorType(err error) string {
 type callInfo struct {
 	upstream, original string
 
-	mu sync.Mutex // guards the fields below
 	// checked is the upstream result whose isError member the client
 	// span looked up, and toolError what it said: the server span reuses
-	// the answer instead of scanning a large result again.
+	// the answer instead of scanning a large result again. All of a
+	// callInfo is written and read on the request's own goroutine.
 	checked   json.RawMessage
 	toolError bool
 }
@@ -449,9 +449,7 @@ func replyOutcome(ctx context.Context, method string, reply *Reply) (string, int
 func noteToolError(ctx context.Context, result json.RawMessage) bool {
 	te := isToolError(result)
 	if ci, ok := ctx.Value(callInfoKey{}).(*callInfo); ok {
-		ci.mu.Lock()
 		ci.checked, ci.toolError = result, te
-		ci.mu.Unlock()
 	}
 	return te
 }
@@ -461,11 +459,8 @@ func noteToolError(ctx context.Context, result json.RawMessage) bool {
 // upstream gave it), so that a large result is scanned once.
 func toolErrorOf(ctx context.Context, result json.RawMessage) bool {
 	if ci, ok := ctx.Value(callInfoKey{}).(*callInfo); ok && len(result) > 0 {
-		ci.mu.Lock()
-		checked, te := ci.checked, ci.toolError
-		ci.mu.Unlock()
-		if len(checked) == len(result) && &checked[0] == &result[0] {
-			return te
+		if len(ci.checked) == len(result) && &ci.checked[0] == &result[0] {
+			return ci.toolError
 		}
 	}
 	return isToolError(result)

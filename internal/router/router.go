@@ -415,7 +415,7 @@ func (r *Router) startUpstream(ctx context.Context, u *upstreamState) {
 			return
 		}
 		r.log.Warn("upstream failed to start", telemetry.KeyUpstream, u.Name, telemetry.KeyErr, err)
-		if s, ok := u.Client.(interface{ State() upstream.State }); ok && s.State().Phase != upstream.Failed {
+		if s, ok := u.Client.(stateful); ok && s.State().Phase != upstream.Failed {
 			// A supervised upstream tries again: take its state now
 			// (restarting, or even ready again) rather than wait for its
 			// callback, so that whoever reads the status after the
@@ -490,11 +490,15 @@ func (r *Router) upstreamChanged(u *upstreamState, st upstream.State) {
 	}
 }
 
+// stateful is an upstream client that reports its state (upstream.Client
+// and upstream.Supervised both do).
+type stateful interface{ State() upstream.State }
+
 // connectionUp reports whether the upstream's connection can take calls
 // now: always for a plain client; for a supervised one, when it is
 // Ready with its breaker closed.
 func (u *upstreamState) connectionUp() bool {
-	s, ok := u.Client.(interface{ State() upstream.State })
+	s, ok := u.Client.(stateful)
 	if !ok {
 		return true
 	}

@@ -42,6 +42,9 @@ type fakeUpstream struct {
 	calls    []recordedCall
 	closed   bool
 	handlers Handlers
+	// onState is the router's state callback (ConnectOptions.OnState),
+	// through which a test plays a supervised client's state changes.
+	onState func(upstream.State)
 }
 
 // connect is an UpstreamConfig.Connect that hands out the fake and keeps
@@ -51,6 +54,7 @@ func (f *fakeUpstream) connect(o ConnectOptions) (Upstream, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.handlers = o.Handlers
+	f.onState = o.OnState
 	return f, nil
 }
 
@@ -91,6 +95,8 @@ func (f *fakeUpstream) Call(_ context.Context, method string, params json.RawMes
 }
 
 func (f *fakeUpstream) List(_ context.Context, method, _ string) ([]json.RawMessage, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	var out []json.RawMessage
 	for _, s := range f.lists[method] {
 		out = append(out, json.RawMessage(s))

@@ -1,0 +1,133 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
+)
+
+// TestSupervisedUpstreamStates plays a supervised client's states to the
+// router: while the upstream restarts, has its breaker open, or has
+// failed for good, its tools leave the list (hosts hear list_changed) and
+// a call to one is answered at once, without reaching the upstream, with
+// an isError result that says why and when it is retried; a new
+// connection is listed again before its tools come back.
+func TestSupervisedUpstreamStates(t *testing.T) {
+	up := &fakeUpstream{lists: map[string][]string{"tools/list": tools("echo")}}
+	other := &fakeUpstream{lists: map[string][]string{"tools/list": tools("echo")}}
+	changed := make(chan string, 16)
+	r := startRouter(t, Options{OnChange: func(c Change) { changed <- c.Method }}, map[string]*fakeUpstream{"up": up, "other": other}, "up", "other")
+	drain := func() {
+		for {
+			select {
+			case <-changed:
+			default:
+				return
+			}
+		}
+	}
+	drain()
+	names := func() []string {
+		return listNames(t, r.Dispatch(context.Background(), legacyCaller, request("tools/list", `{}`)), "tools")
+	}
+	callText := func(t *testing.T, name string) (string, bool) {
+		t.Helper()
+		reply := r.Dispatch(context.Background(), legacyCaller, request("tools/call", `{"name":"`+name+`"}`))
+		if reply.Error != nil {
+			t.Fatalf("%s: JSON-RPC error %v, want a tool result", name, reply.Error)
+		}
+		var res struct {
+			Content []struct{ Text string }
+			IsError bool
+		}
+		if err := json.Unmarshal(reply.Result, &res); err != nil || len(res.Content) == 0 {
+			t.Fatalf("%s: result %s", name, reply.Result)
+		}
+		return res.Content[0].Text, res.IsError
+	}
+	expectChange := func(t *testing.T, what string) {
+		t.Helper()
+		select {
+		case m := <-changed:
+			if m != "notifications/tools/list_changed" {
+				t.Errorf("%s: change %s", what, m)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: no list_changed", what)
+		}
+	}
+	callsBefore := len(up.recorded())
+	retry := time.Now().Add(time.Minute)
+
+	for _, tc := range []struct {
+		name  string
+		state upstream.State
+		phase Phase
+		says  []string
+	}{
+		{"restarting", upstream.State{Phase: upstream.Restarting, Err: errors.New("exit status 3"), RetryAt: retry},
+			PhaseRestarting, []string{`"up" is restarting`, "retried at " + retry.UTC().Format(time.RFC3339)}},
+		{"breaker open", upstream.State{Phase: upstream.Ready, Generation: 1, Breaker: upstream.BreakerOpen, RetryAt: retry},
+			PhaseUnavailable, []string{`"up" is unavailable after repeated failures`, "retried at"}},
+		{"failed", upstream.State{Phase: upstream.Failed, Err: errors.New("crash loop: 5 crashes")},
+			PhaseFailed, []string{`"up" stopped after crashing repeatedly`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up.onState(tc.state)
+			expectChange(t, "going down")
+			if got := names(); slices.Contains(got, "up__echo") || !slices.Contains(got, "other__echo") {
+				t.Errorf("tools while down: %v", got)
+			}
+			text, isError := callText(t, "up__echo")
+			for _, want := range tc.says {
+				if !isError || !strings.Contains(text, want) {
+					t.Errorf("a call while down: %q (isError %v), want it to say %q", text, isError, want)
+				}
+			}
+			if s := r.Status()[0]; s.State != tc.phase || s.Error == "" {
+				t.Errorf("status %+v, want %s with its reason", s, tc.phase)
+			}
+			// Back: a new connection, with a tool more, is listed before
+			// its tools return.
+			up.mu.Lock()
+			up.lists = map[string][]string{"tools/list": tools("echo", "added_"+strings.ReplaceAll(tc.name, " ", "_"))}
+			up.mu.Unlock()
+			u := r.upstreams()[0]
+			u.mu.Lock()
+			gen := u.gen
+			u.mu.Unlock()
+			if tc.phase != PhaseUnavailable {
+				gen++ // a restart; a breaker closes on the same connection
+			}
+			up.onState(upstream.State{Phase: upstream.Ready, Generation: gen})
+			expectChange(t, "coming back")
+			got := names()
+			if !slices.Contains(got, "up__echo") {
+				t.Errorf("tools after coming back: %v", got)
+			}
+			if tc.phase != PhaseUnavailable && !slices.Contains(got, "up__added_"+strings.ReplaceAll(tc.name, " ", "_")) {
+				t.Errorf("a new connection was not listed again: %v", got)
+			}
+			drain()
+		})
+	}
+	if n := len(up.recorded()); n != callsBefore {
+		t.Errorf("%d calls reached the upstream while it was down", n-callsBefore)
+	}
+
+	// A call the upstream client refuses for overload says so.
+	up.answer = func(string, json.RawMessage) (*jsonrpc.Message, error) {
+		return nil, fmt.Errorf("upstream %q: tools/call: %w", "up", upstream.ErrOverloaded)
+	}
+	if text, isError := callText(t, "up__echo"); !isError || !strings.Contains(text, `"up" is too busy`) {
+		t.Errorf("an overloaded call: %q (isError %v)", text, isError)
+	}
+}
