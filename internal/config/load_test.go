@@ -46,18 +46,6 @@ func mapEnv(m map[string]string) *LoadOptions {
 	}}
 }
 
-// with returns testEnv plus extra.
-func with(extra map[string]string) map[string]string {
-	m := make(map[string]string, len(testEnv)+len(extra))
-	for k, v := range testEnv {
-		m[k] = v
-	}
-	for k, v := range extra {
-		m[k] = v
-	}
-	return m
-}
-
 // problemsOf returns the problems of a *ValidationError, failing the test
 // for any other error.
 func problemsOf(t *testing.T, err error) []Problem {

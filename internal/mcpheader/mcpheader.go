@@ -205,8 +205,9 @@ func isToken(s string) bool {
 // reports false when the argument is absent or null, or not of those
 // kinds: no header is then sent or expected.
 func (b Binding) Value(arguments json.RawMessage) (string, bool) {
-	v, ok := arguments, len(arguments) > 0
+	v := arguments
 	for _, k := range b.Path {
+		var ok bool
 		if v, ok = jsonrpc.Field(v, k); !ok {
 			return "", false
 		}

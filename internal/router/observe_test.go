@@ -53,7 +53,7 @@ func collect(t *testing.T, reader *sdkmetric.ManualReader) map[string]metricdata
 func attrsOf(set attribute.Set) map[string]string {
 	out := map[string]string{}
 	for _, kv := range set.ToSlice() {
-		out[string(kv.Key)] = kv.Value.Emit()
+		out[string(kv.Key)] = kv.Value.String()
 	}
 	return out
 }
@@ -95,7 +95,7 @@ func TestTelemetryOfAToolCall(t *testing.T) {
 			server = s.SpanContext()
 			serverAttrs = map[string]string{}
 			for _, kv := range s.Attributes() {
-				serverAttrs[string(kv.Key)] = kv.Value.Emit()
+				serverAttrs[string(kv.Key)] = kv.Value.String()
 			}
 			if s.Parent().TraceID().String() != hostTrace {
 				t.Errorf("server span's parent %v, want the host's trace", s.Parent())
@@ -104,7 +104,7 @@ func TestTelemetryOfAToolCall(t *testing.T) {
 			client = s.SpanContext()
 			clientAttrs = map[string]string{}
 			for _, kv := range s.Attributes() {
-				clientAttrs[string(kv.Key)] = kv.Value.Emit()
+				clientAttrs[string(kv.Key)] = kv.Value.String()
 			}
 			clientParent = s.Parent()
 		}
@@ -128,7 +128,7 @@ func TestTelemetryOfAToolCall(t *testing.T) {
 	}
 	for _, s := range ended {
 		for _, kv := range s.Attributes() {
-			if strings.Contains(kv.Value.Emit(), "s3cr3t") {
+			if strings.Contains(kv.Value.String(), "s3cr3t") {
 				t.Errorf("span %q carries an argument value in %s", s.Name(), kv.Key)
 			}
 		}

@@ -113,7 +113,7 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo())
 		if err != nil {
-			return nil, fmt.Errorf("Prometheus exporter: %w", err)
+			return nil, fmt.Errorf("building the Prometheus exporter: %w", err)
 		}
 		readers = append(readers, sdkmetric.WithReader(exp))
 		t.metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})

@@ -84,12 +84,6 @@ func (d *deadline) stop() {
 	d.cancel(context.Canceled)
 }
 
-// timedOut reports whether the deadline (not the parent) ended the
-// context.
-func (d *deadline) timedOut() bool {
-	return errors.Is(context.Cause(d.ctx), errDeadline)
-}
-
 // describe says how long the call had, for ErrTimeout's message.
 func (d *deadline) describe() string {
 	d.mu.Lock()

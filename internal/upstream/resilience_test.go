@@ -35,7 +35,6 @@ type rawServer struct {
 
 	mu      sync.Mutex
 	methods []string // of every request received, in order
-	arrived chan struct{}
 }
 
 func (f *rawServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
