@@ -406,7 +406,7 @@ type Client struct {
 	clientInfo   json.RawMessage
 	capabilities json.RawMessage // declared in a legacy initialize
 	hc           *http.Client
-	ownTransport *http.Transport // hc's transport when New built it
+	ownTransport interface{ CloseIdleConnections() } // hc's transport when New built it
 
 	nextID atomic.Int64
 	life   context.Context // done once Close begins
@@ -531,8 +531,13 @@ func New(opts *Options) (*Client, error) {
 	if c.kind != kindStdio {
 		c.hc = o.HTTPClient
 		if c.hc == nil {
-			c.ownTransport = defaultTransport(inflight)
-			c.hc = &http.Client{Transport: c.ownTransport}
+			base := defaultTransport(inflight)
+			var rt http.RoundTripper = base
+			if h1 := newH1Transport(base, o.URL, base.MaxIdleConnsPerHost); h1 != nil {
+				rt = h1
+			}
+			c.ownTransport = rt.(interface{ CloseIdleConnections() })
+			c.hc = &http.Client{Transport: rt}
 		}
 	}
 	c.probeTimeout = o.ProbeTimeout
