@@ -171,3 +171,19 @@ func TestBindingsTable(t *testing.T) {
 		})
 	}
 }
+
+func TestMediaType(t *testing.T) {
+	for in, want := range map[string]string{
+		"application/json":                   "application/json",
+		"Application/JSON; charset=utf-8":    "application/json",
+		" text/event-stream ;q=1":            "text/event-stream",
+		"text/event-stream":                  "text/event-stream",
+		"":                                   "",
+		"not a type":                         "not a type",
+		"application/json ; charset=\"x;y\"": "application/json",
+	} {
+		if got := MediaType(in); got != want {
+			t.Errorf("MediaType(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

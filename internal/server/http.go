@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"mime"
 	"net/http"
 	"slices"
 	"strings"
@@ -453,8 +452,7 @@ func writeError(w http.ResponseWriter, status int, id json.RawMessage, e *jsonrp
 }
 
 func isJSON(contentType string) bool {
-	mt, _, err := mime.ParseMediaType(contentType)
-	return err == nil && mt == "application/json"
+	return mcpheader.MediaType(contentType) == "application/json"
 }
 
 // acceptsResponse reports whether the client can take a JSON or an SSE
@@ -464,9 +462,8 @@ func acceptsResponse(accept string) bool {
 	if accept == "" {
 		return true
 	}
-	for _, part := range strings.Split(accept, ",") {
-		mt, _, _ := mime.ParseMediaType(strings.TrimSpace(part))
-		switch mt {
+	for part := range strings.SplitSeq(accept, ",") {
+		switch mcpheader.MediaType(part) {
 		case "application/json", "text/event-stream", "*/*", "application/*", "text/*":
 			return true
 		}

@@ -18,6 +18,7 @@ import (
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/exemplar"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.39.0"
@@ -129,7 +130,14 @@ func New(ctx context.Context, o Options) (*Telemetry, error) {
 		readers = append(readers, sdkmetric.WithReader(o.MetricReader))
 	}
 	if len(readers) > 0 {
-		mp := sdkmetric.NewMeterProvider(append(readers, sdkmetric.WithResource(res))...)
+		opts := append(readers, sdkmetric.WithResource(res))
+		if !t.tracing {
+			// Exemplars link a measurement to its sampled span; without
+			// tracing there is none, and looking for one on every
+			// measurement costs every call some time.
+			opts = append(opts, sdkmetric.WithExemplarFilter(exemplar.AlwaysOffFilter))
+		}
+		mp := sdkmetric.NewMeterProvider(opts...)
 		t.Meter, t.metering = mp.Meter(scope), true
 		t.shutdown = append(t.shutdown, mp.Shutdown)
 	}

@@ -406,7 +406,9 @@ type Client struct {
 	clientInfo   json.RawMessage
 	capabilities json.RawMessage // declared in a legacy initialize
 	hc           *http.Client
-	ownTransport interface{ CloseIdleConnections() } // hc's transport when New built it
+	ownTransport *http.Transport // hc's transport when New built it
+	h1           *h1Transport    // POSTs when New built hc and the URL is plain http
+	headers      http.Header     // Options.Headers, keys canonical
 
 	nextID atomic.Int64
 	life   context.Context // done once Close begins
@@ -531,13 +533,15 @@ func New(opts *Options) (*Client, error) {
 	if c.kind != kindStdio {
 		c.hc = o.HTTPClient
 		if c.hc == nil {
-			base := defaultTransport(inflight)
-			var rt http.RoundTripper = base
-			if h1 := newH1Transport(base, o.URL, base.MaxIdleConnsPerHost); h1 != nil {
-				rt = h1
+			c.ownTransport = defaultTransport(inflight)
+			c.hc = &http.Client{Transport: c.ownTransport}
+			if c.kind != kindSSE {
+				c.h1 = newH1Transport(c.ownTransport, o.URL, c.ownTransport.MaxIdleConnsPerHost)
 			}
-			c.ownTransport = rt.(interface{ CloseIdleConnections() })
-			c.hc = &http.Client{Transport: rt}
+		}
+		c.headers = make(http.Header, len(o.Headers))
+		for k, v := range o.Headers {
+			c.headers.Set(k, v)
 		}
 	}
 	c.probeTimeout = o.ProbeTimeout
@@ -655,6 +659,9 @@ func (c *Client) Close() error {
 	c.wg.Wait()
 	if c.ownTransport != nil {
 		c.ownTransport.CloseIdleConnections()
+	}
+	if c.h1 != nil {
+		c.h1.close()
 	}
 	c.setState(Stopped, nil)
 	c.closeErr = err

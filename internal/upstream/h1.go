@@ -19,21 +19,22 @@ import (
 // h1Transport makes the POSTs of a plain-HTTP (http://, no proxy)
 // upstream on keep-alive HTTP/1.1 connections of its own, writing the
 // request and reading the answer on the caller's goroutine. Everything
-// else (GET streams, DELETE, https://, proxies) goes to base.
+// else (GET streams, DELETE, redirects, https://, proxies) goes through
+// the Client's http.Client.
 //
-// Why: net/http's Transport hands every request to two goroutines of the
-// connection (one writes, one reads) and back, and keeps a third watching
-// an idle connection. On the gateway's hot path (a small tools/call to a
-// local server) that machinery cost about as much CPU as the rest of the
-// gateway's work (docs/performance.md). The answer is read with
+// Why: net/http's Client and Transport copy the request's headers for
+// redirects and hand every request to two goroutines of the connection
+// (one writes, one reads) and back. On the gateway's hot path (a small
+// tools/call to a local server) that cost about a third of the gateway's
+// CPU per call (docs/performance.md). The answer is still read with
 // http.ReadResponse, so its framing (Content-Length, chunked, 1xx, close)
 // is net/http's own.
 type h1Transport struct {
-	base   *http.Transport
 	dialer net.Dialer
 	host   string // host:port the connections go to
+	uri    string // the request target: the URL's path and query
 	// maxIdle bounds the connections kept idle; idleTimeout closes one
-	// left idle longer, as base does.
+	// left idle longer.
 	maxIdle     int
 	idleTimeout time.Duration
 
@@ -42,12 +43,12 @@ type h1Transport struct {
 	closed bool
 }
 
-// newH1Transport returns a transport for the upstream at target, or nil
-// when its POSTs need what only net/http has: TLS (and HTTP/2), or a
-// proxy from the environment.
+// newH1Transport returns a transport for POSTs to target, or nil when
+// they need what only net/http has: TLS (and HTTP/2), or the proxy that
+// base would use.
 func newH1Transport(base *http.Transport, target string, maxIdle int) *h1Transport {
 	u, err := url.Parse(target)
-	if err != nil || u.Scheme != "http" || u.Host == "" || u.User != nil {
+	if err != nil || u.Scheme != "http" || u.Host == "" || u.User != nil || !httpguts.ValidHostHeader(u.Host) {
 		return nil
 	}
 	if base.Proxy != nil {
@@ -60,9 +61,9 @@ func newH1Transport(base *http.Transport, target string, maxIdle int) *h1Transpo
 		host = net.JoinHostPort(u.Hostname(), "80")
 	}
 	return &h1Transport{
-		base:        base,
 		dialer:      net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second},
 		host:        host,
+		uri:         u.RequestURI(),
 		maxIdle:     maxIdle,
 		idleTimeout: base.IdleConnTimeout,
 	}
@@ -76,28 +77,22 @@ type h1Conn struct {
 	idleFrom time.Time
 }
 
-// errBrokenConn marks a connection that may not be used again.
-var errBrokenConn = errors.New("connection not reusable")
+// postRequest is what http.ReadResponse is told of the request: a POST.
+var postRequest = &http.Request{Method: http.MethodPost}
 
-// RoundTrip implements http.RoundTripper.
-func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Method != http.MethodPost || req.URL.Scheme != "http" || canonicalHost(req.URL) != t.host {
-		return t.base.RoundTrip(req)
-	}
-	ctx := req.Context()
+// post sends body with header and returns the answer, whose body the
+// caller must close. Cancelling ctx ends the request at once, in the
+// write or in the reading of the answer.
+func (t *h1Transport) post(ctx context.Context, header http.Header, body []byte) (*http.Response, error) {
 	if err := ctx.Err(); err != nil {
-		closeBody(req)
 		return nil, err
 	}
 	pc, err := t.get(ctx)
 	if err != nil {
-		closeBody(req)
 		return nil, err
 	}
-	// A cancelled request ends the connection's reads and writes at once;
-	// stop reports whether that has happened.
 	stop := context.AfterFunc(ctx, func() { _ = pc.conn.SetDeadline(time.Unix(1, 0)) })
-	resp, err := pc.roundTrip(req)
+	resp, err := pc.roundTrip(t, header, body)
 	if err != nil {
 		stop()
 		_ = pc.conn.Close()
@@ -110,28 +105,13 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// canonicalHost is u's host:port, with the scheme's port when u has none.
-func canonicalHost(u *url.URL) string {
-	if u.Port() != "" {
-		return u.Host
-	}
-	return net.JoinHostPort(u.Hostname(), "80")
-}
-
-func closeBody(req *http.Request) {
-	if req.Body != nil {
-		_ = req.Body.Close()
-	}
-}
-
-// roundTrip writes req and reads the head of its answer.
-func (pc *h1Conn) roundTrip(req *http.Request) (*http.Response, error) {
-	defer closeBody(req)
-	if err := writeRequest(pc.bw, req); err != nil {
+// roundTrip writes a request and reads the head of its answer.
+func (pc *h1Conn) roundTrip(t *h1Transport, header http.Header, body []byte) (*http.Response, error) {
+	if err := writeRequest(pc.bw, t, header, body); err != nil {
 		return nil, err
 	}
 	for {
-		resp, err := http.ReadResponse(pc.br, req)
+		resp, err := http.ReadResponse(pc.br, postRequest)
 		if err != nil {
 			return nil, err
 		}
@@ -148,39 +128,29 @@ func (pc *h1Conn) roundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
-// writeRequest writes req as HTTP/1.1 with a Content-Length body.
-// Header names and values are checked as net/http checks them, so that
-// no value (a configured header, a session id) can split the request.
-func writeRequest(bw *bufio.Writer, req *http.Request) error {
-	if req.ContentLength < 0 || (req.ContentLength > 0 && req.Body == nil) {
-		return errors.New("h1: a POST needs a body of known length")
-	}
-	host := req.Host
-	if host == "" {
-		host = req.URL.Host
-	}
-	if !httpguts.ValidHostHeader(host) {
-		return fmt.Errorf("h1: invalid Host %q", host)
-	}
+// writeRequest writes a POST of body as HTTP/1.1. Header names and values
+// are checked as net/http checks them, so that no value (a configured
+// header, a session id) can split the request.
+func writeRequest(bw *bufio.Writer, t *h1Transport, header http.Header, body []byte) error {
 	bw.WriteString("POST ")
-	bw.WriteString(req.URL.RequestURI())
+	bw.WriteString(t.uri)
 	bw.WriteString(" HTTP/1.1\r\nHost: ")
-	bw.WriteString(host)
+	bw.WriteString(t.host)
 	bw.WriteString("\r\n")
-	if _, ok := req.Header["User-Agent"]; !ok {
+	if _, ok := header["User-Agent"]; !ok {
 		bw.WriteString("User-Agent: Go-http-client/1.1\r\n")
 	}
-	for name, values := range req.Header {
+	for name, values := range header {
 		switch name {
 		case "Host", "Content-Length", "Transfer-Encoding", "Connection", "Trailer":
 			continue // framing is ours
 		}
 		if !httpguts.ValidHeaderFieldName(name) {
-			return fmt.Errorf("h1: invalid header name %q", name)
+			return fmt.Errorf("invalid header name %q", name)
 		}
 		for _, v := range values {
 			if !httpguts.ValidHeaderFieldValue(v) {
-				return fmt.Errorf("h1: invalid value for header %q", name)
+				return fmt.Errorf("invalid value for header %q", name)
 			}
 			bw.WriteString(name)
 			bw.WriteString(": ")
@@ -189,17 +159,10 @@ func writeRequest(bw *bufio.Writer, req *http.Request) error {
 		}
 	}
 	bw.WriteString("Content-Length: ")
-	bw.WriteString(strconv.FormatInt(req.ContentLength, 10))
+	var num [20]byte
+	bw.Write(strconv.AppendInt(num[:0], int64(len(body)), 10))
 	bw.WriteString("\r\n\r\n")
-	if req.ContentLength > 0 {
-		n, err := io.Copy(bw, io.LimitReader(req.Body, req.ContentLength))
-		if err != nil {
-			return err
-		}
-		if n != req.ContentLength {
-			return fmt.Errorf("h1: body of %d bytes, Content-Length %d", n, req.ContentLength)
-		}
-	}
+	bw.Write(body)
 	return bw.Flush()
 }
 
@@ -210,7 +173,7 @@ func (t *h1Transport) get(ctx context.Context) (*h1Conn, error) {
 		t.mu.Lock()
 		if t.closed {
 			t.mu.Unlock()
-			return nil, errors.New("h1: transport closed")
+			return nil, errors.New("client closed")
 		}
 		var pc *h1Conn
 		if n := len(t.idle); n > 0 {
@@ -249,16 +212,16 @@ func (t *h1Transport) put(pc *h1Conn) {
 	}
 }
 
-// CloseIdleConnections closes the idle connections, and base's.
-func (t *h1Transport) CloseIdleConnections() {
+// close closes the idle connections and keeps no more; connections in
+// use close when their requests end.
+func (t *h1Transport) close() {
 	t.mu.Lock()
 	idle := t.idle
-	t.idle = nil
+	t.idle, t.closed = nil, true
 	t.mu.Unlock()
 	for _, pc := range idle {
 		_ = pc.conn.Close()
 	}
-	t.base.CloseIdleConnections()
 }
 
 // h1Body is the body of an answer on an h1Conn: once it has been read to
@@ -281,7 +244,7 @@ func (b *h1Body) Read(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.done {
-		return 0, errors.New("h1: read on a closed body")
+		return 0, errors.New("read on a closed body")
 	}
 	n, err := b.body.Read(p)
 	switch {

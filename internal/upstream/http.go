@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -145,40 +144,37 @@ func (w *httpWire) renew(ctx context.Context, old string) error {
 func (w *httpWire) post(ctx context.Context, m *outgoing) (string, error) {
 	ctx, cancel := w.c.bound(ctx)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.c.opts.URL, bytes.NewReader(m.data))
-	if err != nil {
-		return "", err
+	// Keys are set canonical, as net/http's Set would make them.
+	h := make(http.Header, len(w.c.headers)+len(m.header)+6)
+	for k, v := range w.c.headers {
+		h[k] = v
 	}
-	h := req.Header
-	for k, v := range w.c.opts.Headers {
-		h.Set(k, v)
-	}
-	h.Set("Content-Type", "application/json")
-	h.Set("Accept", "application/json, text/event-stream")
+	h["Content-Type"] = contentTypeJSON
+	h["Accept"] = acceptJSONOrSSE
 	w.mu.Lock()
 	modern, version, session := w.modern, w.version, w.session
 	w.mu.Unlock()
 	if m.method == "initialize" {
 		session = "" // a new session: no session id, no version yet
 	} else if version != "" {
-		h.Set("MCP-Protocol-Version", version)
+		h["Mcp-Protocol-Version"] = []string{version}
 	}
 	if modern {
 		session = ""
 		if m.method != "" {
-			h.Set("Mcp-Method", m.method)
+			h["Mcp-Method"] = []string{m.method}
 		}
 		if name, ok := mcpName(m.method, m.params); ok {
-			h.Set("Mcp-Name", mcpheader.Encode(name))
+			h["Mcp-Name"] = []string{mcpheader.Encode(name)}
 		}
 	} else if session != "" {
-		h.Set("Mcp-Session-Id", session)
+		h["Mcp-Session-Id"] = []string{session}
 	}
 	for k, v := range m.header {
 		h[k] = v
 	}
 	w.c.injectTrace(ctx, h)
-	resp, err := w.c.hc.Do(req)
+	resp, err := w.do(ctx, h, m.data)
 	if err != nil {
 		return session, err
 	}
@@ -186,9 +182,44 @@ func (w *httpWire) post(ctx context.Context, m *outgoing) (string, error) {
 	return session, w.answer(ctx, resp, m, session != "")
 }
 
+var (
+	contentTypeJSON = []string{"application/json"}
+	acceptJSONOrSSE = []string{"application/json, text/event-stream"}
+)
+
+// do POSTs body: on the Client's own connections when it has them
+// (h1Transport), through its http.Client otherwise, and for a redirect,
+// which net/http follows.
+func (w *httpWire) do(ctx context.Context, h http.Header, body []byte) (*http.Response, error) {
+	if w.c.h1 != nil {
+		resp, err := w.c.h1.post(ctx, h, body)
+		if err != nil || !isRedirect(resp.StatusCode) {
+			return resp, err
+		}
+		resp.Body.Close()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.c.opts.URL, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header = h
+	return w.c.hc.Do(req)
+}
+
+// isRedirect reports whether code is a redirect that net/http's Client
+// follows for a POST.
+func isRedirect(code int) bool {
+	switch code {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		return true
+	}
+	return false
+}
+
 // answer handles the HTTP response to a POST. ctx is the POST's.
 func (w *httpWire) answer(ctx context.Context, resp *http.Response, m *outgoing, withSession bool) error {
-	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	ct := mcpheader.MediaType(resp.Header.Get("Content-Type"))
 	switch code := resp.StatusCode; {
 	case code == http.StatusAccepted || code == http.StatusNoContent:
 		if m.id != 0 {
@@ -404,7 +435,7 @@ func (w *httpWire) getStream(ctx context.Context, lastID *string, answered func(
 		return false, 0, err
 	}
 	defer resp.Body.Close()
-	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	ct := mcpheader.MediaType(resp.Header.Get("Content-Type"))
 	if resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
 		body, _ := readBody(io.LimitReader(resp.Body, 4<<10), -1, 4<<10)
 		return false, 0, &statusError{Code: resp.StatusCode, ContentType: ct, Body: body}

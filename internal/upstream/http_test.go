@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -779,5 +780,26 @@ func TestHTTPConnectionDropped(t *testing.T) {
 	err := c.Start(testCtx(t))
 	if err == nil || c.State().Phase != upstream.Failed {
 		t.Fatalf("Start = %v, state %v", err, c.State().Phase)
+	}
+}
+
+// A POST answered with a redirect is sent again where it points, as
+// net/http's client does (307 and 308 keep the method and the body).
+func TestHTTPRedirectedPosts(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	srv := mcptest.NewStreamableServer(t, &mcptest.HTTPOptions{Stateless: true, JSONResponse: true})
+	var redirected sync.Map
+	moved := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		redirected.Store(r.Method, true)
+		http.Redirect(w, r, srv.URL, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(moved.Close)
+	c := start(t, httpOptions(moved.URL+"/old"))
+	if got := callTool(t, ctx, c, "echo", `{"text":"moved"}`); !strings.Contains(got, "moved") {
+		t.Errorf("echo through a redirect = %s", got)
+	}
+	if _, ok := redirected.Load(http.MethodPost); !ok {
+		t.Error("the POSTs never went to the old address")
 	}
 }

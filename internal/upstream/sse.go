@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"net/url"
 	"sync"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+	"github.com/mcp-gateway/mcp-gateway/internal/mcpheader"
 )
 
 // sseWire speaks the deprecated HTTP+SSE transport (spec 2024-11-05;
@@ -58,7 +58,7 @@ func dialSSE(ctx context.Context, c *Client) (*sseWire, error) {
 	if err != nil {
 		return fail(nil, err)
 	}
-	ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	ct := mcpheader.MediaType(resp.Header.Get("Content-Type"))
 	if resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
 		body, _ := readBody(io.LimitReader(resp.Body, 4<<10), -1, 4<<10)
 		return fail(resp, &statusError{Code: resp.StatusCode, ContentType: ct, Body: body})
@@ -120,7 +120,7 @@ func (w *sseWire) send(ctx context.Context, m *outgoing) error {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode >= 300 {
-		ct, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+		ct := mcpheader.MediaType(resp.Header.Get("Content-Type"))
 		body, _ := readBody(io.LimitReader(resp.Body, 4<<10), -1, 4<<10)
 		return &statusError{Code: resp.StatusCode, ContentType: ct, Body: body}
 	}
