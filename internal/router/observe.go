@@ -36,8 +36,8 @@ type observer struct {
 	// gauges is the registration of the observed gauges.
 	gauges metric.Registration
 	// sets caches the attribute sets of measurements (attrKey ->
-	// metric.MeasurementOption): building one allocates, and the few
-	// combinations repeat on every call. cached counts them.
+	// measure): building one allocates, and the few combinations repeat
+	// on every call. cached counts them.
 	sets   sync.Map
 	cached atomic.Int64
 }
@@ -54,10 +54,18 @@ type attrKey struct {
 	target                                   string
 }
 
-// measurement returns the option carrying k's attributes.
-func (o *observer) measurement(k attrKey) metric.MeasurementOption {
+// measure is the options that carry one measurement's attributes, as
+// the variadic arguments of Add and Record: passing a cached slice
+// spares the slice that each call would otherwise allocate.
+type measure struct {
+	add    []metric.AddOption
+	record []metric.RecordOption
+}
+
+// measurement returns the options carrying k's attributes.
+func (o *observer) measurement(k attrKey) measure {
 	if v, ok := o.sets.Load(k); ok {
-		return v.(metric.MeasurementOption)
+		return v.(measure)
 	}
 	attrs := []attribute.KeyValue{telemetry.AttrMethod.String(k.method)}
 	if k.client || k.upstream != "" {
@@ -76,12 +84,13 @@ func (o *observer) measurement(k attrKey) metric.MeasurementOption {
 		}
 	}
 	opt := metric.WithAttributeSet(attribute.NewSet(attrs...))
+	m := measure{add: []metric.AddOption{opt}, record: []metric.RecordOption{opt}}
 	if o.cached.Load() < maxCachedSets {
-		if _, loaded := o.sets.LoadOrStore(k, opt); !loaded {
+		if _, loaded := o.sets.LoadOrStore(k, m); !loaded {
 			o.cached.Add(1)
 		}
 	}
-	return opt
+	return m
 }
 
 func (r *Router) newObserver() error {
@@ -207,12 +216,12 @@ func (r *Router) observe(ctx context.Context, c *Caller, req *jsonrpc.Message) *
 		ctx = r.metaTraceContext(ctx, req.Params)
 	}
 	target := requestTarget(req)
-	name := req.Method
-	if target != "" && req.Method != "resources/read" {
-		name += " " + target
-	}
 	span := trace.SpanFromContext(ctx) // a no-op without tracing
 	if r.obs.tel.Tracing() {
+		name := req.Method
+		if target != "" && req.Method != "resources/read" {
+			name += " " + target
+		}
 		ctx, span = r.obs.tel.Tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer))
 	}
 	if span.IsRecording() {
@@ -232,9 +241,9 @@ func (r *Router) observe(ctx context.Context, c *Caller, req *jsonrpc.Message) *
 	info := &callInfo{}
 	ctx = context.WithValue(ctx, callInfoKey{}, info)
 	active := r.obs.measurement(attrKey{active: true, method: req.Method})
-	r.obs.in.ServerActive.Add(ctx, 1, active)
+	r.obs.in.ServerActive.Add(ctx, 1, active.add...)
 	reply := r.dispatch(ctx, c, req)
-	r.obs.in.ServerActive.Add(ctx, -1, active)
+	r.obs.in.ServerActive.Add(ctx, -1, active.add...)
 	elapsed := time.Since(start)
 
 	outcome, code := replyOutcome(ctx, req.Method, reply)
@@ -249,7 +258,7 @@ func (r *Router) observe(ctx context.Context, c *Caller, req *jsonrpc.Message) *
 	} else if outcome == telemetry.OutcomeToolError {
 		key.errType = "tool_error"
 	}
-	r.obs.in.ServerDuration.Record(ctx, elapsed.Seconds(), r.obs.measurement(key))
+	r.obs.in.ServerDuration.Record(ctx, elapsed.Seconds(), r.obs.measurement(key).record...)
 	if span.IsRecording() {
 		span.SetAttributes(telemetry.AttrOutcome.String(outcome))
 		if info.upstream != "" {
@@ -294,12 +303,12 @@ func (r *Router) observeUpstream(ctx context.Context, u *upstreamState, method s
 	if ci, ok := ctx.Value(callInfoKey{}).(*callInfo); ok {
 		original = ci.original
 	}
-	name := method
-	if original != "" && method != "resources/read" {
-		name += " " + original
-	}
 	span := trace.SpanFromContext(ctx) // a no-op without tracing
 	if r.obs.tel.Tracing() {
+		name := method
+		if original != "" && method != "resources/read" {
+			name += " " + original
+		}
 		ctx, span = r.obs.tel.Tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient))
 	}
 	if span.IsRecording() {
@@ -312,9 +321,9 @@ func (r *Router) observeUpstream(ctx context.Context, u *upstreamState, method s
 		params = r.withMetaTraceContext(ctx, params)
 	}
 	active := r.obs.measurement(attrKey{active: true, client: true, method: method, upstream: u.Name})
-	r.obs.in.ClientActive.Add(ctx, 1, active)
+	r.obs.in.ClientActive.Add(ctx, 1, active.add...)
 	return ctx, params, func(resp *jsonrpc.Message, err error) {
-		r.obs.in.ClientActive.Add(ctx, -1, active)
+		r.obs.in.ClientActive.Add(ctx, -1, active.add...)
 		outcome, errType := telemetry.OutcomeOK, ""
 		switch {
 		case ctx.Err() != nil:
@@ -330,7 +339,7 @@ func (r *Router) observeUpstream(ctx context.Context, u *upstreamState, method s
 		if method != "resources/read" {
 			key.target = original
 		}
-		r.obs.in.ClientDuration.Record(ctx, time.Since(start).Seconds(), r.obs.measurement(key))
+		r.obs.in.ClientDuration.Record(ctx, time.Since(start).Seconds(), r.obs.measurement(key).record...)
 		if span.IsRecording() {
 			span.SetAttributes(telemetry.AttrOutcome.String(outcome))
 			if errType != "" {

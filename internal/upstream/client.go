@@ -652,6 +652,9 @@ func (c *Client) Close() error {
 
 	c.stop()
 	c.markDead(errors.New("client closed"))
+	if c.h1 != nil {
+		c.h1.close() // ends the POSTs in flight, as c.stop ends the others
+	}
 	var err error
 	if w != nil {
 		err = w.close()
@@ -660,9 +663,7 @@ func (c *Client) Close() error {
 	if c.ownTransport != nil {
 		c.ownTransport.CloseIdleConnections()
 	}
-	if c.h1 != nil {
-		c.h1.close()
-	}
+
 	c.setState(Stopped, nil)
 	c.closeErr = err
 	close(c.closeDone)

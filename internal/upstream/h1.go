@@ -40,6 +40,7 @@ type h1Transport struct {
 
 	mu     sync.Mutex
 	idle   []*h1Conn // most recently used last
+	busy   map[*h1Conn]struct{}
 	closed bool
 }
 
@@ -66,6 +67,7 @@ func newH1Transport(base *http.Transport, target string, maxIdle int) *h1Transpo
 		uri:         u.RequestURI(),
 		maxIdle:     maxIdle,
 		idleTimeout: base.IdleConnTimeout,
+		busy:        map[*h1Conn]struct{}{},
 	}
 }
 
@@ -81,8 +83,8 @@ type h1Conn struct {
 var postRequest = &http.Request{Method: http.MethodPost}
 
 // post sends body with header and returns the answer, whose body the
-// caller must close. Cancelling ctx ends the request at once, in the
-// write or in the reading of the answer.
+// caller must close. Cancelling ctx, or closing t, ends the request at
+// once, in the write or in the reading of the answer.
 func (t *h1Transport) post(ctx context.Context, header http.Header, body []byte) (*http.Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -95,7 +97,7 @@ func (t *h1Transport) post(ctx context.Context, header http.Header, body []byte)
 	resp, err := pc.roundTrip(t, header, body)
 	if err != nil {
 		stop()
-		_ = pc.conn.Close()
+		t.drop(pc)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -180,13 +182,14 @@ func (t *h1Transport) get(ctx context.Context) (*h1Conn, error) {
 			pc = t.idle[n-1]
 			t.idle[n-1] = nil
 			t.idle = t.idle[:n-1]
+			t.busy[pc] = struct{}{}
 		}
 		t.mu.Unlock()
 		if pc == nil {
 			break
 		}
 		if (t.idleTimeout > 0 && time.Since(pc.idleFrom) > t.idleTimeout) || !stillOpen(pc.conn) {
-			_ = pc.conn.Close()
+			t.drop(pc)
 			continue
 		}
 		return pc, nil
@@ -195,13 +198,33 @@ func (t *h1Transport) get(ctx context.Context) (*h1Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &h1Conn{conn: conn, br: bufio.NewReaderSize(conn, 4<<10), bw: bufio.NewWriterSize(conn, 4<<10)}, nil
+	pc := &h1Conn{conn: conn, br: bufio.NewReaderSize(conn, 4<<10), bw: bufio.NewWriterSize(conn, 4<<10)}
+	t.mu.Lock()
+	closed := t.closed
+	if !closed {
+		t.busy[pc] = struct{}{}
+	}
+	t.mu.Unlock()
+	if closed {
+		_ = conn.Close()
+		return nil, errors.New("client closed")
+	}
+	return pc, nil
+}
+
+// drop closes a connection in use.
+func (t *h1Transport) drop(pc *h1Conn) {
+	t.mu.Lock()
+	delete(t.busy, pc)
+	t.mu.Unlock()
+	_ = pc.conn.Close()
 }
 
 // put keeps pc for the next request, or closes it.
 func (t *h1Transport) put(pc *h1Conn) {
 	pc.idleFrom = time.Now()
 	t.mu.Lock()
+	delete(t.busy, pc)
 	if !t.closed && len(t.idle) < t.maxIdle {
 		t.idle = append(t.idle, pc)
 		pc = nil
@@ -212,14 +235,17 @@ func (t *h1Transport) put(pc *h1Conn) {
 	}
 }
 
-// close closes the idle connections and keeps no more; connections in
-// use close when their requests end.
+// close closes every connection, ending the requests in flight, and
+// keeps no more.
 func (t *h1Transport) close() {
 	t.mu.Lock()
-	idle := t.idle
-	t.idle, t.closed = nil, true
+	conns := t.idle
+	for pc := range t.busy {
+		conns = append(conns, pc)
+	}
+	t.idle, t.busy, t.closed = nil, nil, true
 	t.mu.Unlock()
-	for _, pc := range idle {
+	for _, pc := range conns {
 		_ = pc.conn.Close()
 	}
 }
@@ -277,7 +303,8 @@ func (b *h1Body) Close() error {
 		b.t.put(b.pc)
 		return nil
 	}
-	return b.pc.conn.Close()
+	b.t.drop(b.pc)
+	return nil
 }
 
 // framed reports whether the answer's end was marked (a length, chunks,

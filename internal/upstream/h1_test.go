@@ -278,3 +278,29 @@ func TestH1ClosedTransport(t *testing.T) {
 		t.Fatal("a closed transport posted")
 	}
 }
+
+func TestH1CloseEndsRequestsInFlight(t *testing.T) {
+	release := make(chan struct{})
+	arrived := make(chan struct{}, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		arrived <- struct{}{}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	tr := newH1(t, srv.URL)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := tr.post(context.Background(), nil, []byte("{}"))
+		errc <- err
+	}()
+	<-arrived
+	tr.close()
+	if err := <-errc; err == nil {
+		t.Fatal("a request in flight outlived the transport's close")
+	}
+}

@@ -142,8 +142,6 @@ func (w *httpWire) renew(ctx context.Context, old string) error {
 // post sends one message and handles the answer. It returns the session it
 // sent.
 func (w *httpWire) post(ctx context.Context, m *outgoing) (string, error) {
-	ctx, cancel := w.c.bound(ctx)
-	defer cancel()
 	// Keys are set canonical, as net/http's Set would make them.
 	h := make(http.Header, len(w.c.headers)+len(m.header)+6)
 	for k, v := range w.c.headers {
@@ -174,10 +172,11 @@ func (w *httpWire) post(ctx context.Context, m *outgoing) (string, error) {
 		h[k] = v
 	}
 	w.c.injectTrace(ctx, h)
-	resp, err := w.do(ctx, h, m.data)
+	resp, done, err := w.do(ctx, h, m.data)
 	if err != nil {
 		return session, err
 	}
+	defer done()
 	defer resp.Body.Close()
 	return session, w.answer(ctx, resp, m, session != "")
 }
@@ -189,22 +188,30 @@ var (
 
 // do POSTs body: on the Client's own connections when it has them
 // (h1Transport), through its http.Client otherwise, and for a redirect,
-// which net/http follows.
-func (w *httpWire) do(ctx context.Context, h http.Header, body []byte) (*http.Response, error) {
+// which net/http follows. Either way the request ends when the Client
+// closes. done is called once the answer's body is closed.
+func (w *httpWire) do(ctx context.Context, h http.Header, body []byte) (resp *http.Response, done func(), err error) {
 	if w.c.h1 != nil {
 		resp, err := w.c.h1.post(ctx, h, body)
 		if err != nil || !isRedirect(resp.StatusCode) {
-			return resp, err
+			return resp, noop, err
 		}
 		resp.Body.Close()
 	}
+	ctx, cancel := w.c.bound(ctx)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.c.opts.URL, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
+	if err == nil {
+		req.Header = h
+		resp, err = w.c.hc.Do(req)
 	}
-	req.Header = h
-	return w.c.hc.Do(req)
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	return resp, cancel, nil
 }
+
+func noop() {}
 
 // isRedirect reports whether code is a redirect that net/http's Client
 // follows for a POST.
