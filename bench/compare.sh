@@ -7,7 +7,10 @@
 #
 #   http/direct           the HTTP echo server itself
 #   http/proxy            the same through a bare reverse proxy (bench/proxy):
-#                         the cost of one more HTTP hop, the floor of any gateway
+#                         the cost of one more HTTP hop through net/http
+#   http/tcp-relay        the same through a TCP relay (bench/proxy -tcp) that
+#                         copies bytes and reads no header: the floor of any
+#                         proxy, whatever its HTTP stack
 #   http/gateway-1        through the gateway, the echo server its only upstream
 #   http/gateway-1-nometrics  the same with telemetry.metrics off
 #   http/gateway-20       through a gateway with 19 more (stdio) upstreams
@@ -137,7 +140,7 @@ for i in $(seq 1 19); do
 done
 
 P_PROXY=$((PORT + 1)) P_GW1=$((PORT + 2)) P_GW1N=$((PORT + 3)) P_GW20=$((PORT + 4)) P_GWS=$((PORT + 5)) P_MEM=$((PORT + 6))
-P_SSE=$((PORT + 7)) P_GWSSE=$((PORT + 8)) P_GWSLOW=$((PORT + 9))
+P_SSE=$((PORT + 7)) P_GWSSE=$((PORT + 8)) P_GWSLOW=$((PORT + 9)) P_RELAY=$((PORT + 10))
 gateway_config "$OUT/gw1.yaml" $P_GW1 true "$echo_http"
 gateway_config "$OUT/gw1n.yaml" $P_GW1N false "$echo_http"
 gateway_config "$OUT/gw20.yaml" $P_GW20 true "$echo_http$others"
@@ -152,6 +155,8 @@ start echo-sse "$BIN/echo" -listen 127.0.0.1:$P_SSE -era legacy -sse
 ECHOSSE=$LAST_PID
 start proxy "$BIN/proxy" -listen 127.0.0.1:$P_PROXY -to http://127.0.0.1:$PORT
 PROXY=$LAST_PID
+start relay "$BIN/proxy" -tcp -listen 127.0.0.1:$P_RELAY -to http://127.0.0.1:$PORT
+RELAY=$LAST_PID
 start gw1 "$BIN/mcp-gateway" --config "$OUT/gw1.yaml"
 GW1=$LAST_PID
 start gw1n "$BIN/mcp-gateway" --config "$OUT/gw1n.yaml"
@@ -183,6 +188,7 @@ for run in $(seq 1 "$RUNS"); do
 		((c == 1)) || n=$N8
 		load http/direct "$run" $c $n -url http://127.0.0.1:$PORT/mcp -pid $ECHO
 		load http/proxy "$run" $c $n -url http://127.0.0.1:$P_PROXY/mcp -pid $PROXY,$ECHO
+		load http/tcp-relay "$run" $c $n -url http://127.0.0.1:$P_RELAY/mcp -pid $RELAY,$ECHO
 		load http/gateway-1 "$run" $c $n -url http://127.0.0.1:$P_GW1/mcp -tool echo__echo -pid $GW1,$ECHO
 		load http/gateway-1-nometrics "$run" $c $n -url http://127.0.0.1:$P_GW1N/mcp -tool echo__echo -pid $GW1N,$ECHO
 		load http/gateway-20 "$run" $c $n -url http://127.0.0.1:$P_GW20/mcp -tool echo__echo -pid $GW20,$ECHO
