@@ -40,6 +40,59 @@ type observer struct {
 	// on every call. cached counts them.
 	sets   sync.Map
 	cached atomic.Int64
+	// server and client count the requests in progress, for the
+	// observed ServerActive and ClientActive.
+	server, client activeCounts
+}
+
+// activeCounts counts requests in progress by attribute set (attrKey ->
+// *activeCount): a request adds to its counter, and a metrics collection
+// reads them all. At most maxActiveSeries sets are counted apart (the
+// method of a host's request is any string it sends); the requests of
+// the others share one counter marked otel.metric.overflow, as the OTel
+// SDK marks the series over its cardinality limit.
+type activeCounts struct {
+	m        sync.Map
+	n        atomic.Int64 // sets in m
+	overflow activeCount
+}
+
+type activeCount struct {
+	n    atomic.Int64
+	opts []metric.ObserveOption // the attribute set
+}
+
+// maxActiveSeries bounds the series of each active-requests counter.
+const maxActiveSeries = 1000
+
+var overflowOpts = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(attribute.Bool("otel.metric.overflow", true)))}
+
+// get returns the counter of k.
+func (a *activeCounts) get(o *observer, k attrKey) *activeCount {
+	if v, ok := a.m.Load(k); ok {
+		return v.(*activeCount)
+	}
+	if a.n.Load() >= maxActiveSeries {
+		return &a.overflow
+	}
+	c := &activeCount{opts: []metric.ObserveOption{o.measurement(k).observe}}
+	if v, loaded := a.m.LoadOrStore(k, c); loaded {
+		return v.(*activeCount)
+	}
+	a.n.Add(1)
+	return c
+}
+
+// observe reports every counter to inst.
+func (a *activeCounts) observe(o metric.Observer, inst metric.Int64Observable) {
+	a.m.Range(func(_, v any) bool {
+		c := v.(*activeCount)
+		o.ObserveInt64(inst, c.n.Load(), c.opts...)
+		return true
+	})
+	if a.n.Load() >= maxActiveSeries {
+		o.ObserveInt64(inst, a.overflow.n.Load(), overflowOpts...)
+	}
 }
 
 // maxCachedSets bounds the attribute-set cache; combinations beyond it
@@ -58,8 +111,8 @@ type attrKey struct {
 // the variadic arguments of Add and Record: passing a cached slice
 // spares the slice that each call would otherwise allocate.
 type measure struct {
-	add    []metric.AddOption
-	record []metric.RecordOption
+	record  []metric.RecordOption
+	observe metric.ObserveOption
 }
 
 // measurement returns the options carrying k's attributes.
@@ -84,7 +137,7 @@ func (o *observer) measurement(k attrKey) measure {
 		}
 	}
 	opt := metric.WithAttributeSet(attribute.NewSet(attrs...))
-	m := measure{add: []metric.AddOption{opt}, record: []metric.RecordOption{opt}}
+	m := measure{record: []metric.RecordOption{opt}, observe: opt}
 	if o.cached.Load() < maxCachedSets {
 		if _, loaded := o.sets.LoadOrStore(k, m); !loaded {
 			o.cached.Add(1)
@@ -138,8 +191,10 @@ func (r *Router) newObserver() error {
 			o.ObserveInt64(tools, int64(len(v.tools.entries)), view)
 			o.ObserveInt64(tokens, int64(r.viewTokens(v)), view)
 		}
+		r.obs.server.observe(o, in.ServerActive)
+		r.obs.client.observe(o, in.ClientActive)
 		return nil
-	}, state, restarts, tools, tokens)
+	}, state, restarts, tools, tokens, in.ServerActive, in.ClientActive)
 	return err
 }
 
@@ -240,10 +295,10 @@ func (r *Router) observe(ctx context.Context, c *Caller, req *jsonrpc.Message) *
 	}
 	info := &callInfo{}
 	ctx = context.WithValue(ctx, callInfoKey{}, info)
-	active := r.obs.measurement(attrKey{active: true, method: req.Method})
-	r.obs.in.ServerActive.Add(ctx, 1, active.add...)
+	active := r.obs.server.get(&r.obs, attrKey{active: true, method: req.Method})
+	active.n.Add(1)
 	reply := r.dispatch(ctx, c, req)
-	r.obs.in.ServerActive.Add(ctx, -1, active.add...)
+	active.n.Add(-1)
 	elapsed := time.Since(start)
 
 	outcome, code := replyOutcome(ctx, req.Method, reply)
@@ -320,10 +375,10 @@ func (r *Router) observeUpstream(ctx context.Context, u *upstreamState, method s
 		// through untouched.
 		params = r.withMetaTraceContext(ctx, params)
 	}
-	active := r.obs.measurement(attrKey{active: true, client: true, method: method, upstream: u.Name})
-	r.obs.in.ClientActive.Add(ctx, 1, active.add...)
+	active := r.obs.client.get(&r.obs, attrKey{active: true, client: true, method: method, upstream: u.Name})
+	active.n.Add(1)
 	return ctx, params, func(resp *jsonrpc.Message, err error) {
-		r.obs.in.ClientActive.Add(ctx, -1, active.add...)
+		active.n.Add(-1)
 		outcome, errType := telemetry.OutcomeOK, ""
 		switch {
 		case ctx.Err() != nil:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -198,4 +199,72 @@ func spanNames(spans []sdktrace.ReadOnlySpan) []string {
 		out = append(out, s.Name()+" ("+s.SpanKind().String()+")")
 	}
 	return out
+}
+
+// activeValue returns the value of the active-requests series whose
+// attributes include want, and how many series the metric has.
+func activeValue(t *testing.T, data map[string]metricdata.Aggregation, name string, want map[string]string) (int64, int) {
+	t.Helper()
+	sum, ok := data[name].(metricdata.Sum[int64])
+	if !ok || sum.IsMonotonic {
+		t.Fatalf("%s: %+v, want a non-monotonic sum", name, data[name])
+	}
+	var v int64 = -1
+	for _, p := range sum.DataPoints {
+		at := attrsOf(p.Attributes)
+		match := true
+		for k, w := range want {
+			match = match && at[k] == w
+		}
+		if match {
+			v = p.Value
+		}
+	}
+	return v, len(sum.DataPoints)
+}
+
+// TestActiveRequestsObserved: the requests in progress are counted on
+// both sides while a call waits on its upstream and are back to zero
+// after it; hosts' arbitrary method names cannot grow the series past
+// maxActiveSeries.
+func TestActiveRequestsObserved(t *testing.T) {
+	arrived, release := make(chan struct{}), make(chan struct{})
+	a := &fakeUpstream{lists: map[string][]string{"tools/list": tools("slow")}}
+	a.answer = func(method string, params json.RawMessage) (*jsonrpc.Message, error) {
+		arrived <- struct{}{}
+		<-release
+		return &jsonrpc.Message{Result: json.RawMessage(`{"content":[]}`)}, nil
+	}
+	r, _, reader, _ := observedRouter(t, map[string]*fakeUpstream{"a": a}, "a")
+	caller := &Caller{ProtocolVersion: "2025-11-25", Session: "s"}
+	done := make(chan *Reply)
+	go func() { done <- r.Dispatch(context.Background(), caller, request("tools/call", `{"name":"a__slow"}`)) }()
+	<-arrived
+	data := collect(t, reader)
+	if v, _ := activeValue(t, data, "mcp_gateway.server.active_requests", map[string]string{"mcp.method.name": "tools/call"}); v != 1 {
+		t.Errorf("host requests in progress during the call: %d, want 1", v)
+	}
+	if v, _ := activeValue(t, data, "mcp_gateway.client.active_requests", map[string]string{"mcp.method.name": "tools/call", "mcp_gateway.upstream": "a"}); v != 1 {
+		t.Errorf("upstream requests in progress during the call: %d, want 1", v)
+	}
+	close(release)
+	if reply := <-done; reply.Error != nil {
+		t.Fatal(reply.Error)
+	}
+	data = collect(t, reader)
+	if v, _ := activeValue(t, data, "mcp_gateway.server.active_requests", map[string]string{"mcp.method.name": "tools/call"}); v != 0 {
+		t.Errorf("host requests in progress after the call: %d, want 0", v)
+	}
+	if v, _ := activeValue(t, data, "mcp_gateway.client.active_requests", map[string]string{"mcp_gateway.upstream": "a"}); v != 0 {
+		t.Errorf("upstream requests in progress after the call: %d, want 0", v)
+	}
+
+	for i := range maxActiveSeries + 10 {
+		r.Dispatch(context.Background(), caller, request("made/up/"+strconv.Itoa(i), `{}`))
+	}
+	data = collect(t, reader)
+	v, series := activeValue(t, data, "mcp_gateway.server.active_requests", map[string]string{"otel.metric.overflow": "true"})
+	if v != 0 || series != maxActiveSeries+1 {
+		t.Errorf("after %d methods: %d series, overflow series %d; want %d series and an overflow series at 0", maxActiveSeries+10, series, v, maxActiveSeries+1)
+	}
 }
