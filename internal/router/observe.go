@@ -107,9 +107,10 @@ type attrKey struct {
 	target                                   string
 }
 
-// measure is the options that carry one measurement's attributes, as
-// the variadic arguments of Add and Record: passing a cached slice
-// spares the slice that each call would otherwise allocate.
+// measure is the options that carry one measurement's attributes: as
+// Record's variadic arguments (passing a cached slice spares the slice
+// each call would otherwise allocate), and as the option of an
+// observation (activeCounts).
 type measure struct {
 	record  []metric.RecordOption
 	observe metric.ObserveOption

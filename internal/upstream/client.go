@@ -408,7 +408,7 @@ type Client struct {
 	hc           *http.Client
 	ownTransport *http.Transport // hc's transport when New built it
 	h1           *h1Transport    // POSTs when New built hc and the URL is plain http
-	headers      http.Header     // Options.Headers, keys canonical
+	headers      http.Header     // Options.Headers, keys canonical (see addHeaders)
 
 	nextID atomic.Int64
 	life   context.Context // done once Close begins
@@ -663,7 +663,6 @@ func (c *Client) Close() error {
 	if c.ownTransport != nil {
 		c.ownTransport.CloseIdleConnections()
 	}
-
 	c.setState(Stopped, nil)
 	c.closeErr = err
 	close(c.closeDone)
@@ -735,6 +734,13 @@ func (c *Client) spawn(f func()) bool {
 		f()
 	}()
 	return true
+}
+
+// addHeaders adds the configured headers (Options.Headers) to h.
+func (c *Client) addHeaders(h http.Header) {
+	for k, v := range c.headers {
+		h[k] = v
+	}
 }
 
 // bound returns a context that is also done when Close begins.

@@ -31,7 +31,8 @@ import (
 // is net/http's own.
 type h1Transport struct {
 	dialer net.Dialer
-	host   string // host:port the connections go to
+	addr   string // host:port the connections go to
+	host   string // the Host header: the URL's host, as net/http sends it
 	uri    string // the request target: the URL's path and query
 	// maxIdle bounds the connections kept idle; idleTimeout closes one
 	// left idle longer.
@@ -57,13 +58,14 @@ func newH1Transport(base *http.Transport, target string, maxIdle int) *h1Transpo
 			return nil
 		}
 	}
-	host := u.Host
+	addr := u.Host
 	if u.Port() == "" {
-		host = net.JoinHostPort(u.Hostname(), "80")
+		addr = net.JoinHostPort(u.Hostname(), "80")
 	}
 	return &h1Transport{
 		dialer:      net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second},
-		host:        host,
+		addr:        addr,
+		host:        u.Host,
 		uri:         u.RequestURI(),
 		maxIdle:     maxIdle,
 		idleTimeout: base.IdleConnTimeout,
@@ -194,7 +196,7 @@ func (t *h1Transport) get(ctx context.Context) (*h1Conn, error) {
 		}
 		return pc, nil
 	}
-	conn, err := t.dialer.DialContext(ctx, "tcp", t.host)
+	conn, err := t.dialer.DialContext(ctx, "tcp", t.addr)
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +254,10 @@ func (t *h1Transport) close() {
 
 // h1Body is the body of an answer on an h1Conn: once it has been read to
 // its end, the connection goes back to the pool; closed before that, or
-// after the request was cancelled, the connection is closed.
+// after the request was cancelled, the connection is closed. Read and
+// Close are called by the one goroutine that made the request (the
+// wire's post); cancelling its context or closing the transport is how
+// another goroutine ends a read.
 type h1Body struct {
 	t    *h1Transport
 	pc   *h1Conn
@@ -260,15 +265,11 @@ type h1Body struct {
 	body io.ReadCloser
 	stop func() bool
 	ctx  context.Context
-
-	mu   sync.Mutex // Read and Close may come from different goroutines
 	done bool
 	eof  bool
 }
 
 func (b *h1Body) Read(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	if b.done {
 		return 0, errors.New("read on a closed body")
 	}
@@ -287,8 +288,6 @@ func (b *h1Body) Read(p []byte) (int, error) {
 const maxDrain = 64 << 10
 
 func (b *h1Body) Close() error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	if b.done {
 		return nil
 	}

@@ -70,11 +70,28 @@ func TestH1OnlyForPlainHTTP(t *testing.T) {
 	}
 }
 
+// The Host header is the URL's host as net/http sends it: a server that
+// checks it against its allowed hosts (DNS-rebinding protection) sees
+// "example.com", not the "example.com:80" the connection dials.
+func TestH1HostHeader(t *testing.T) {
+	for url, want := range map[string][2]string{
+		"http://example.com/mcp":      {"example.com:80", "example.com"},
+		"http://example.com:8080/mcp": {"example.com:8080", "example.com:8080"},
+		"http://[::1]/mcp?a=b":        {"[::1]:80", "[::1]"},
+	} {
+		tr := newH1Transport(defaultTransport(8), url, 8)
+		if tr == nil || tr.addr != want[0] || tr.host != want[1] {
+			t.Errorf("%s: %+v, want address %s and Host %s", url, tr, want[0], want[1])
+		}
+	}
+}
+
 func TestH1ReusesConnectionsAndSendsHeaders(t *testing.T) {
 	var conns connCounter
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
-		if r.Method != http.MethodPost || r.URL.RequestURI() != "/mcp?x=1" || r.Header.Get("Authorization") != "Bearer k" || r.ContentLength != int64(len(b)) {
+		if r.Method != http.MethodPost || r.URL.RequestURI() != "/mcp?x=1" || r.Host != r.Context().Value(http.LocalAddrContextKey).(net.Addr).String() ||
+			r.Header.Get("Authorization") != "Bearer k" || r.ContentLength != int64(len(b)) {
 			http.Error(w, "bad request: "+r.Method+" "+r.URL.RequestURI(), http.StatusBadRequest)
 			return
 		}
@@ -213,38 +230,40 @@ func TestH1RejectsHeaderInjection(t *testing.T) {
 	}
 }
 
-func TestH1Cancel(t *testing.T) {
+// holdingServer reads each request's body, runs first (if set), and then
+// holds the request until the client leaves or the test ends.
+func holdingServer(t *testing.T, first func(http.ResponseWriter)) *httptest.Server {
+	t.Helper()
 	release := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.Write([]byte("data: first\n\n"))
-		w.(http.Flusher).Flush()
+		io.Copy(io.Discard, r.Body) // from here on, r's context sees the client leave
+		if first != nil {
+			first(w)
+		}
 		select {
 		case <-release:
 		case <-r.Context().Done():
 		}
 	}))
-	defer srv.Close()
-	defer close(release)
-	tr := newH1(t, srv.URL)
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) }) // runs first
+	return srv
+}
 
+func TestH1Cancel(t *testing.T) {
 	// Cancelled while waiting for the answer's head.
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	blocked := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body) // from here on, r's context sees the client leave
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}))
-	defer blocked.Close()
-	if _, err := newH1(t, blocked.URL).post(ctx, nil, []byte("{}")); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := newH1(t, holdingServer(t, nil).URL).post(ctx, nil, []byte("{}")); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("post = %v, want the context's deadline", err)
 	}
 
 	// Cancelled while reading the body.
+	tr := newH1(t, holdingServer(t, func(w http.ResponseWriter) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write([]byte("data: first\n\n"))
+		w.(http.Flusher).Flush()
+	}).URL)
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	resp, err := tr.post(ctx2, nil, []byte("{}"))
 	if err != nil {
@@ -280,19 +299,8 @@ func TestH1ClosedTransport(t *testing.T) {
 }
 
 func TestH1CloseEndsRequestsInFlight(t *testing.T) {
-	release := make(chan struct{})
 	arrived := make(chan struct{}, 1)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		arrived <- struct{}{}
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}))
-	defer srv.Close()
-	defer close(release)
-	tr := newH1(t, srv.URL)
+	tr := newH1(t, holdingServer(t, func(http.ResponseWriter) { arrived <- struct{}{} }).URL)
 	errc := make(chan error, 1)
 	go func() {
 		_, err := tr.post(context.Background(), nil, []byte("{}"))

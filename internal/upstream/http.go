@@ -144,9 +144,7 @@ func (w *httpWire) renew(ctx context.Context, old string) error {
 func (w *httpWire) post(ctx context.Context, m *outgoing) (string, error) {
 	// Keys are set canonical, as net/http's Set would make them.
 	h := make(http.Header, len(w.c.headers)+len(m.header)+6)
-	for k, v := range w.c.headers {
-		h[k] = v
-	}
+	w.c.addHeaders(h)
 	h["Content-Type"] = contentTypeJSON
 	h["Accept"] = acceptJSONOrSSE
 	w.mu.Lock()
@@ -421,9 +419,7 @@ func (w *httpWire) getStream(ctx context.Context, lastID *string, answered func(
 	if err != nil {
 		return false, 0, err
 	}
-	for k, v := range w.c.opts.Headers {
-		req.Header.Set(k, v)
-	}
+	w.c.addHeaders(req.Header)
 	req.Header.Set("Accept", "text/event-stream")
 	w.mu.Lock()
 	if w.version != "" {
@@ -472,9 +468,7 @@ func (w *httpWire) close() error {
 	if err != nil {
 		return nil
 	}
-	for k, v := range w.c.opts.Headers {
-		req.Header.Set(k, v)
-	}
+	w.c.addHeaders(req.Header)
 	req.Header.Set("Mcp-Session-Id", session)
 	if version != "" {
 		req.Header.Set("MCP-Protocol-Version", version)

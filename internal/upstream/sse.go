@@ -39,9 +39,7 @@ func dialSSE(ctx context.Context, c *Client) (*sseWire, error) {
 		cancel()
 		return nil, err
 	}
-	for k, v := range c.opts.Headers {
-		req.Header.Set(k, v)
-	}
+	c.addHeaders(req.Header)
 	req.Header.Set("Accept", "text/event-stream")
 	fail := func(resp *http.Response, err error) (*sseWire, error) {
 		stop()
@@ -109,9 +107,7 @@ func (w *sseWire) send(ctx context.Context, m *outgoing) error {
 	if err != nil {
 		return err
 	}
-	for k, v := range w.c.opts.Headers {
-		req.Header.Set(k, v)
-	}
+	w.c.addHeaders(req.Header)
 	req.Header.Set("Content-Type", "application/json")
 	w.c.injectTrace(ctx, req.Header)
 	resp, err := w.c.hc.Do(req)
