@@ -5,8 +5,9 @@
 #
 #   1. go vet
 #   2. go test -race ./... (unit, end-to-end and interop tests)
-#   3. the interop harness's own tests
-#   4. the conformance suites against the Go SDK conformance server directly
+#   3. the differential fuzz target of the strict decoder, for 30 s
+#   4. the interop harness's own tests
+#   5. the conformance suites against the Go SDK conformance server directly
 #      and through the gateway, once with a legacy upstream session and once
 #      with a modern (stateless) upstream: any scenario that passes directly
 #      but not through the gateway fails the run, except the live-traffic
@@ -21,7 +22,11 @@ echo "== go vet"
 go vet ./...
 
 echo "== go test -race"
-go test -race -count=1 ./...
+# Tests that need the npm peers fail rather than skip.
+MCP_GATEWAY_TEST_PEERS=require go test -race -count=1 ./...
+
+echo "== fuzz: the strict decoder against encoding/json and a last-member-wins parser"
+go test ./internal/jsonrpc -run '^$' -fuzz '^FuzzDecodeRequestDifferential$' -fuzztime 30s
 
 echo "== interop harness tests"
 interop/node_modules/node/bin/node --test interop/*.test.mjs

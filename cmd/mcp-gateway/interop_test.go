@@ -24,6 +24,9 @@ import (
 // npm and the TypeScript SDK client, installed by interop/setup.sh into
 // interop/node_modules (./test.sh runs it first).
 
+// Without them a test skips, so that go test ./... passes on a fresh
+// clone; ./test.sh installs them and sets MCP_GATEWAY_TEST_PEERS=require,
+// which turns such a skip into a failure.
 func interopDir(t *testing.T) string {
 	t.Helper()
 	dir, err := filepath.Abs("../../interop")
@@ -31,7 +34,10 @@ func interopDir(t *testing.T) string {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "node", "bin", "node")); err != nil {
-		t.Fatalf("the npm test peers are not installed: run interop/setup.sh (./test.sh does): %v", err)
+		if os.Getenv("MCP_GATEWAY_TEST_PEERS") == "require" {
+			t.Fatalf("the npm test peers are not installed (interop/setup.sh): %v", err)
+		}
+		t.Skipf("the npm test peers are not installed: run ./test.sh, which installs them (%v)", err)
 	}
 	return dir
 }

@@ -123,32 +123,13 @@ func DecodeInto(m *Message, data []byte) error {
 		}
 		return fmt.Errorf("%w: a message must be a JSON object", ErrInvalidRequest)
 	}
-	var (
-		version, method, errRaw []byte
-		hasID, hasResult        bool
-	)
+	var e envelope
 	end, err := eachMember(data, i, 0, func(key []byte, vs, ve int) bool {
-		v := data[vs:ve]
-		if bytes.IndexByte(key, '\\') >= 0 {
-			key = []byte(strconv.Quote(unquote(key)))
+		name := key[1 : len(key)-1]
+		if bytes.IndexByte(name, '\\') >= 0 {
+			name = []byte(unquote(key))
 		}
-		// JSON-RPC 2.0 defines no other members and MCP adds none at the
-		// top level; unknown members are ignored, as a newer peer may add
-		// some.
-		switch string(key) {
-		case `"jsonrpc"`:
-			version = v
-		case `"id"`:
-			m.ID, hasID = v, true
-		case `"method"`:
-			method = v
-		case `"params"`:
-			m.Params = v
-		case `"result"`:
-			m.Result, hasResult = v, true
-		case `"error"`:
-			errRaw = v
-		}
+		e.member(m, name, data[vs:ve])
 		return true
 	})
 	if err != nil {
@@ -157,6 +138,38 @@ func DecodeInto(m *Message, data []byte) error {
 	if rest := skipSpace(data, end); rest != len(data) {
 		return fmt.Errorf("%w: %v", ErrParse, syntaxErr(data, rest, "after the message"))
 	}
+	return m.check(&e)
+}
+
+// envelope is what a message's top-level members say, before check.
+type envelope struct {
+	version, method, errRaw []byte
+	hasID, hasResult        bool
+}
+
+// member takes one top-level member (key unescaped, without quotes).
+// JSON-RPC 2.0 defines no other members and MCP adds none at the top
+// level; unknown members are ignored, as a newer peer may add some.
+func (e *envelope) member(m *Message, key, v []byte) {
+	switch string(key) {
+	case "jsonrpc":
+		e.version = v
+	case "id":
+		m.ID, e.hasID = v, true
+	case "method":
+		e.method = v
+	case "params":
+		m.Params = v
+	case "result":
+		m.Result, e.hasResult = v, true
+	case "error":
+		e.errRaw = v
+	}
+}
+
+// check validates the envelope as JSON-RPC 2.0 and completes m.
+func (m *Message) check(e *envelope) error {
+	version, method, errRaw, hasID, hasResult := e.version, e.method, e.errRaw, e.hasID, e.hasResult
 	if !bytes.Equal(version, []byte(`"2.0"`)) {
 		return fmt.Errorf(`%w: "jsonrpc" must be "2.0"`, ErrInvalidRequest)
 	}

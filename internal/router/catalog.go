@@ -446,13 +446,16 @@ func (r *Router) Tools(viewName string) (ViewInfo, bool) {
 }
 
 // ParamBindings returns the x-mcp-header bindings of a tool by exposed
-// name in any view; nil for a tool without any, or a name no view holds.
-// (Which tools a caller may call is checked when the call is routed.)
-func (r *Router) ParamBindings(name string) []mcpheader.Binding {
-	for _, v := range r.catalog().views {
-		if e := v.tools.byName[name]; e != nil {
-			return e.bindings
-		}
+// name in the named view; nil for a tool without any, or one the view
+// does not hold, so that checking them tells nothing of another view's
+// tools.
+func (r *Router) ParamBindings(viewName, name string) []mcpheader.Binding {
+	v := r.catalog().view(viewName)
+	if v == nil {
+		return nil
+	}
+	if e := v.tools.byName[name]; e != nil {
+		return e.bindings
 	}
 	return nil
 }

@@ -96,14 +96,14 @@ var removedInModern = map[string]bool{
 }
 
 // Dispatch answers one host request. It never returns nil.
-func (r *Router) Dispatch(ctx context.Context, c *Caller, req *jsonrpc.Message) *Reply {
+func (r *Router) Dispatch(ctx context.Context, c *Caller, req *jsonrpc.Request) *Reply {
 	if r.obs.on {
 		return r.observe(ctx, c, req)
 	}
 	return r.dispatch(ctx, c, req)
 }
 
-func (r *Router) dispatch(ctx context.Context, c *Caller, req *jsonrpc.Message) *Reply {
+func (r *Router) dispatch(ctx context.Context, c *Caller, req *jsonrpc.Request) *Reply {
 	if c.Modern() && removedInModern[req.Method] {
 		return errorReply(jsonrpc.CodeMethodNotFound, "Method not found: %s is not part of protocol version %s", req.Method, c.ProtocolVersion)
 	}
@@ -143,8 +143,8 @@ func (r *Router) dispatch(ctx context.Context, c *Caller, req *jsonrpc.Message) 
 	case "logging/setLevel":
 		return r.setLogLevel(ctx, c, req)
 	case "resources/subscribe", "resources/unsubscribe":
-		uri, ok := jsonrpc.StringField(req.Params, "uri")
-		if !ok {
+		uri := req.URI
+		if !req.HasURI {
 			return errorReply(jsonrpc.CodeInvalidParams, "%s needs params.uri", req.Method)
 		}
 		if c.Session == "" {
@@ -181,8 +181,8 @@ func (r *Router) awaitFirstStart(ctx context.Context) {
 
 // list answers a list method from the caller's view. The gateway returns
 // the whole list in one page: a cursor it never issued is invalid.
-func (r *Router) list(c *Caller, v *view, req *jsonrpc.Message, key string, body []byte) *Reply {
-	if cursor, ok := jsonrpc.Field(req.Params, "cursor"); ok && string(cursor) != "null" {
+func (r *Router) list(c *Caller, v *view, req *jsonrpc.Request, key string, body []byte) *Reply {
+	if cursor := req.Cursor; cursor != nil && string(cursor) != "null" {
 		return errorReply(jsonrpc.CodeInvalidParams, "Invalid cursor: the gateway returns every %s in one page", key)
 	}
 	out := make([]byte, 0, len(body)+len(key)+96)
@@ -210,9 +210,9 @@ func (r *Router) appendCacheable(out []byte, private bool) []byte {
 }
 
 // callNamed routes tools/call and prompts/get by exposed name.
-func (r *Router) callNamed(ctx context.Context, c *Caller, req *jsonrpc.Message, n named, kind string) *Reply {
-	name, ok := jsonrpc.StringField(req.Params, "name")
-	if !ok {
+func (r *Router) callNamed(ctx context.Context, c *Caller, req *jsonrpc.Request, n named, kind string) *Reply {
+	name := req.Name
+	if !req.HasName {
 		return errorReply(jsonrpc.CodeInvalidParams, "%s needs params.name", req.Method)
 	}
 	e := n.byName[name]
@@ -386,9 +386,9 @@ func isTimeout(err error) bool {
 }
 
 // readResource routes resources/read by URI.
-func (r *Router) readResource(ctx context.Context, c *Caller, v *view, req *jsonrpc.Message) *Reply {
-	uri, ok := jsonrpc.StringField(req.Params, "uri")
-	if !ok {
+func (r *Router) readResource(ctx context.Context, c *Caller, v *view, req *jsonrpc.Request) *Reply {
+	uri := req.URI
+	if !req.HasURI {
 		return errorReply(jsonrpc.CodeInvalidParams, "resources/read needs params.uri")
 	}
 	u := v.resourceUpstream(r, uri, r.log)
@@ -434,15 +434,15 @@ func addCacheHints(result json.RawMessage) json.RawMessage {
 
 // complete routes completion/complete by its reference: a prompt by
 // exposed name, a resource template by URI.
-func (r *Router) complete(ctx context.Context, c *Caller, v *view, req *jsonrpc.Message) *Reply {
+func (r *Router) complete(ctx context.Context, c *Caller, v *view, req *jsonrpc.Request) *Reply {
 	ref, ok := jsonrpc.Field(req.Params, "ref")
 	if !ok {
 		return errorReply(jsonrpc.CodeInvalidParams, "completion/complete needs params.ref")
 	}
-	typ, _ := jsonrpc.StringField(ref, "type")
+	typ := req.Ref.Type
 	switch typ {
 	case "ref/prompt":
-		name, _ := jsonrpc.StringField(ref, "name")
+		name := req.Ref.Name
 		e := v.prompts.byName[name]
 		if e == nil {
 			return errorReply(jsonrpc.CodeInvalidParams, "Unknown prompt: %s", name)
@@ -457,7 +457,7 @@ func (r *Router) complete(ctx context.Context, c *Caller, v *view, req *jsonrpc.
 		}
 		return r.forward(ctx, c, e.up, req.Method, params, name)
 	case "ref/resource":
-		uri, _ := jsonrpc.StringField(ref, "uri")
+		uri := req.Ref.URI
 		u := v.resourceUpstream(r, uri, r.log)
 		if u == nil {
 			return resourceNotFound(c, uri)
@@ -476,9 +476,8 @@ var logLevels = []string{"debug", "info", "notice", "warning", "error", "critica
 // session of a per-client upstream, else to the shared session, where the
 // level applies to the upstream as a whole (the gateway still relays
 // messages only to hosts whose own level lets them through).
-func (r *Router) setLogLevel(ctx context.Context, c *Caller, req *jsonrpc.Message) *Reply {
-	level, _ := jsonrpc.StringField(req.Params, "level")
-	if !slices.Contains(logLevels, level) {
+func (r *Router) setLogLevel(ctx context.Context, c *Caller, req *jsonrpc.Request) *Reply {
+	if !slices.Contains(logLevels, req.Level) {
 		return errorReply(jsonrpc.CodeInvalidParams, "Invalid params: level must be one of %s", strings.Join(logLevels, ", "))
 	}
 	var wg sync.WaitGroup

@@ -113,7 +113,10 @@ func BenchmarkDispatchToolsCall(b *testing.B) {
 				b.Run(name, func(b *testing.B) {
 					r := benchRouter(b, result, tc.tel)
 					caller := &router.Caller{ProtocolVersion: "2025-11-25", Session: "s1", Capabilities: json.RawMessage(`{}`)}
-					req := &jsonrpc.Message{ID: json.RawMessage(`"host-1"`), Method: "tools/call", Params: json.RawMessage(params)}
+					req, err := jsonrpc.DecodeRequest(jsonrpc.AppendRequest(nil, json.RawMessage(`"host-1"`), "tools/call", json.RawMessage(params)))
+					if err != nil {
+						b.Fatal(err)
+					}
 					ctx := context.Background()
 					call := func() {
 						reply := r.Dispatch(ctx, caller, req)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
@@ -57,9 +56,10 @@ func (r *Router) startCall(c *Caller, u *upstreamState, calls *callSet, params j
 	cl := &call{r: r, caller: c, up: u, calls: calls}
 	if meta, ok := jsonrpc.Field(params, "_meta"); ok {
 		if tok, ok := jsonrpc.Field(meta, "progressToken"); ok && string(tok) != "null" {
+			// Unguessable, so that no one who sees or guesses another
+			// call's token can send progress into it.
+			cl.token = "gw-" + randomTag()
 			r.mu.Lock()
-			r.nextToken++
-			cl.token = "gw-" + strconv.FormatUint(r.nextToken, 10)
 			r.progress[cl.token] = cl
 			r.mu.Unlock()
 			cl.hostToken = tok

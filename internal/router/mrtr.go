@@ -392,8 +392,9 @@ func (pc *parkedCall) requestInput(ctx context.Context, req *jsonrpc.Message, ca
 	}
 }
 
+// randomTag returns 128 random bits, base64url encoded.
 func randomTag() string {
-	var b [9]byte
+	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }

@@ -266,10 +266,10 @@ var audited = map[string]bool{"tools/call": true, "prompts/get": true, "resource
 
 // observe answers req as dispatch does, inside a server span, and
 // records the host-side metrics and the audit record.
-func (r *Router) observe(ctx context.Context, c *Caller, req *jsonrpc.Message) *Reply {
+func (r *Router) observe(ctx context.Context, c *Caller, req *jsonrpc.Request) *Reply {
 	start := time.Now()
 	if r.obs.tel.Tracing() {
-		ctx = r.metaTraceContext(ctx, req.Params)
+		ctx = r.metaTraceContext(ctx, &req.Meta)
 	}
 	target := requestTarget(req)
 	span := trace.SpanFromContext(ctx) // a no-op without tracing
@@ -336,7 +336,7 @@ func (r *Router) observe(ctx context.Context, c *Caller, req *jsonrpc.Message) *
 		if reply.Error != nil {
 			size = len(reply.Error.Message) + len(reply.Error.Data)
 		}
-		args, _ := jsonrpc.Field(req.Params, "arguments")
+		args := req.Arguments
 		r.obs.audit.Record(ctx, telemetry.AuditRecord{
 			Method: req.Method, Name: target, Upstream: info.upstream, Original: info.original,
 			Identity: c.Identity, Team: c.View, Session: c.Session, Protocol: c.ProtocolVersion,
@@ -413,20 +413,16 @@ func (r *Router) observeUpstream(ctx context.Context, u *upstreamState, method s
 // metaTraceContext returns ctx with the trace context of params._meta
 // (traceparent, tracestate, baggage: the 2026-07-28 revision's keys),
 // which wins over that of the HTTP headers already in ctx.
-func (r *Router) metaTraceContext(ctx context.Context, params json.RawMessage) context.Context {
-	meta, ok := jsonrpc.Field(params, "_meta")
-	if !ok {
+func (r *Router) metaTraceContext(ctx context.Context, meta *jsonrpc.Meta) context.Context {
+	if meta.TraceParent == "" {
 		return ctx
 	}
-	tp, ok := jsonrpc.StringField(meta, "traceparent")
-	if !ok {
-		return ctx
+	carrier := propagation.MapCarrier{"traceparent": meta.TraceParent}
+	if meta.TraceState != "" {
+		carrier["tracestate"] = meta.TraceState
 	}
-	carrier := propagation.MapCarrier{"traceparent": tp}
-	for _, k := range []string{"tracestate", "baggage"} {
-		if v, ok := jsonrpc.StringField(meta, k); ok {
-			carrier[k] = v
-		}
+	if meta.Baggage != "" {
+		carrier["baggage"] = meta.Baggage
 	}
 	return r.obs.tel.Propagator.Extract(ctx, carrier)
 }
@@ -465,14 +461,12 @@ func (r *Router) withMetaTraceContext(ctx context.Context, params json.RawMessag
 }
 
 // requestTarget is what a request names: a tool, a prompt, or a URI.
-func requestTarget(req *jsonrpc.Message) string {
+func requestTarget(req *jsonrpc.Request) string {
 	switch req.Method {
 	case "tools/call", "prompts/get":
-		s, _ := jsonrpc.StringField(req.Params, "name")
-		return s
+		return req.Name
 	case "resources/read", "resources/subscribe", "resources/unsubscribe":
-		s, _ := jsonrpc.StringField(req.Params, "uri")
-		return s
+		return req.URI
 	}
 	return ""
 }

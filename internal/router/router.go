@@ -213,9 +213,8 @@ type Router struct {
 	// progress maps the progress tokens the gateway gave upstreams to
 	// the calls they belong to.
 	progress map[string]*call
-	// nextToken numbers the gateway's progress tokens, nextParked the
-	// parked calls.
-	nextToken, nextParked uint64
+	// nextParked numbers the parked calls.
+	nextParked uint64
 }
 
 // upstreamState is the router's record of one upstream.

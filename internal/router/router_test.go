@@ -159,8 +159,13 @@ func startRouter(t *testing.T, opts Options, fakes map[string]*fakeUpstream, ord
 var legacyCaller = &Caller{ProtocolVersion: "2025-11-25", Session: "s1"}
 var modernCaller = &Caller{ProtocolVersion: ModernVersion}
 
-func request(method, params string) *jsonrpc.Message {
-	return &jsonrpc.Message{ID: json.RawMessage(`"host-1"`), Method: method, Params: json.RawMessage(params)}
+// request decodes a host's request as the server does.
+func request(method, params string) *jsonrpc.Request {
+	req, err := jsonrpc.DecodeRequest(jsonrpc.AppendRequest(nil, json.RawMessage(`"host-1"`), method, json.RawMessage(params)))
+	if err != nil {
+		panic(err)
+	}
+	return req
 }
 
 func listNames(t *testing.T, reply *Reply, key string) []string {

@@ -28,9 +28,8 @@ const (
 
 // _meta keys of the 2026-07-28 per-request protocol fields.
 const (
-	metaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
-	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
-	metaLogLevel           = "io.modelcontextprotocol/logLevel"
+	metaProtocolVersion    = jsonrpc.MetaProtocolVersion
+	metaClientCapabilities = jsonrpc.MetaClientCapabilities
 )
 
 func (s *Server) post(w http.ResponseWriter, r *http.Request) {
@@ -69,7 +68,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, nil, jsonrpc.NewError(jsonrpc.CodeParseError, "Reading the request body: %v", err))
 		return
 	}
-	msg, err := jsonrpc.Decode(body)
+	msg, err := jsonrpc.DecodeRequest(body)
 	if err != nil {
 		code := int64(jsonrpc.CodeParseError)
 		if errors.Is(err, jsonrpc.ErrInvalidRequest) {
@@ -104,13 +103,13 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 }
 
 // initialize opens a legacy session (2025-11-25 basic/lifecycle).
-func (s *Server) initialize(w http.ResponseWriter, r *http.Request, view string, msg *jsonrpc.Message) {
+func (s *Server) initialize(w http.ResponseWriter, r *http.Request, view string, msg *jsonrpc.Request) {
 	if !msg.IsRequest() {
 		writeError(w, http.StatusBadRequest, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "initialize must be a request"))
 		return
 	}
-	requested, ok := jsonrpc.StringField(msg.Params, "protocolVersion")
-	if !ok {
+	requested := msg.ProtocolVersion
+	if requested == "" {
 		writeError(w, http.StatusBadRequest, msg.ID, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "initialize needs params.protocolVersion"))
 		return
 	}
@@ -120,15 +119,14 @@ func (s *Server) initialize(w http.ResponseWriter, r *http.Request, view string,
 		writeError(w, http.StatusServiceUnavailable, msg.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, "Cannot open a session: %v", err))
 		return
 	}
-	ss.capabilities, _ = jsonrpc.Field(msg.Params, "capabilities")
-	ss.capabilities = append(json.RawMessage(nil), ss.capabilities...) // the body buffer is not kept
+	ss.capabilities = append(json.RawMessage(nil), msg.Capabilities...) // the body buffer is not kept
 	s.log.Info("session opened", telemetry.KeySession, ss.id, "protocol_version", version, "requested_version", requested)
 	w.Header().Set(headerSessionID, ss.id)
 	writeReply(newRequestStream(w, r, ss, false), msg.ID, &router.Reply{Result: s.d.InitializeResult(version)})
 }
 
 // postLegacy handles a message on an existing legacy session.
-func (s *Server) postLegacy(w http.ResponseWriter, r *http.Request, id, view string, msg *jsonrpc.Message) {
+func (s *Server) postLegacy(w http.ResponseWriter, r *http.Request, id, view string, msg *jsonrpc.Request) {
 	ss := s.sessionFor(w, id, view, msg.ID)
 	if ss == nil {
 		return
@@ -147,13 +145,13 @@ func (s *Server) postLegacy(w http.ResponseWriter, r *http.Request, id, view str
 	switch {
 	case msg.IsResponse():
 		// The host's answer to a request the gateway sent it.
-		ss.link.resolve(msg)
+		ss.link.resolve(&msg.Message)
 		w.WriteHeader(http.StatusAccepted)
 		return
 	case msg.IsNotification():
 		if msg.Method == "notifications/cancelled" {
-			if id, ok := jsonrpc.Field(msg.Params, "requestId"); ok {
-				ss.link.cancel(id)
+			if msg.RequestID != nil {
+				ss.link.cancel(msg.RequestID)
 			}
 		}
 		// initialized and roots/list_changed need nothing more.
@@ -178,8 +176,7 @@ func (s *Server) postLegacy(w http.ResponseWriter, r *http.Request, id, view str
 		return
 	}
 	if msg.Method == "logging/setLevel" && reply.Error == nil {
-		level, _ := jsonrpc.StringField(msg.Params, "level")
-		ss.setLogLevel(level)
+		ss.setLogLevel(msg.Level)
 	}
 	writeReply(rs, msg.ID, reply)
 }
@@ -187,18 +184,13 @@ func (s *Server) postLegacy(w http.ResponseWriter, r *http.Request, id, view str
 // isModernRequest reports whether a request without a session speaks the
 // modern era: it declares a version in params._meta, or a modern version
 // in the header (postModern then checks that the two agree).
-func isModernRequest(r *http.Request, msg *jsonrpc.Message) bool {
-	if r.Header.Get(headerProtocolVersion) >= router.ModernVersion {
-		return true
-	}
-	meta, _ := jsonrpc.Field(msg.Params, "_meta")
-	_, ok := jsonrpc.StringField(meta, metaProtocolVersion)
-	return ok
+func isModernRequest(r *http.Request, msg *jsonrpc.Request) bool {
+	return r.Header.Get(headerProtocolVersion) >= router.ModernVersion || msg.Meta.HasProtocolVersion
 }
 
 // postModern serves a stateless request (2026-07-28
 // basic/transports/streamable-http "Server Validation").
-func (s *Server) postModern(w http.ResponseWriter, r *http.Request, view string, msg *jsonrpc.Message) {
+func (s *Server) postModern(w http.ResponseWriter, r *http.Request, view string, msg *jsonrpc.Request) {
 	if msg.IsResponse() {
 		writeError(w, http.StatusBadRequest, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Bad Request: clients must not send responses in protocol version %s", router.ModernVersion))
 		return
@@ -207,23 +199,21 @@ func (s *Server) postModern(w http.ResponseWriter, r *http.Request, view string,
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	if e := s.validateModern(r, msg); e != nil {
+	if e := s.validateModern(r, view, msg); e != nil {
 		writeError(w, http.StatusBadRequest, msg.ID, e)
 		return
 	}
-	meta, _ := jsonrpc.Field(msg.Params, "_meta")
-	declared, _ := jsonrpc.StringField(meta, metaProtocolVersion)
+	declared := msg.Meta.ProtocolVersion
 	if !isModernSupported(declared) {
 		data, _ := json.Marshal(map[string]any{"supported": router.SupportedVersions(), "requested": declared})
 		writeError(w, http.StatusBadRequest, msg.ID, &jsonrpc.Error{Code: jsonrpc.CodeUnsupportedProtocolVersion, Message: "Unsupported protocol version", Data: data})
 		return
 	}
 	rs := newRequestStream(w, r, nil, true)
-	caps, _ := jsonrpc.Field(meta, metaClientCapabilities)
-	level, _ := jsonrpc.StringField(meta, metaLogLevel)
-	caller := &router.Caller{ProtocolVersion: declared, Capabilities: caps, LogLevel: level, Host: rs, View: view, Identity: identityOf(r.Context())}
+	caller := &router.Caller{ProtocolVersion: declared, Capabilities: msg.Meta.ClientCapabilities, LogLevel: msg.Meta.LogLevel,
+		Host: rs, View: view, Identity: identityOf(r.Context())}
 	if msg.Method == "subscriptions/listen" {
-		s.listen(w, r, caller, msg)
+		s.listen(w, r, caller, &msg.Message)
 		return
 	}
 	writeReply(rs, msg.ID, s.d.Dispatch(r.Context(), caller, msg))
@@ -240,14 +230,15 @@ func isModernSupported(v string) bool {
 
 // validateModern checks the per-request fields and the headers that
 // mirror them, including the Mcp-Param-* headers of tools whose schemas
-// bind arguments to headers. Each failure names what is wrong.
-func (s *Server) validateModern(r *http.Request, msg *jsonrpc.Message) *jsonrpc.Error {
-	meta, hasMeta := jsonrpc.Field(msg.Params, "_meta")
-	declared, ok := jsonrpc.StringField(meta, metaProtocolVersion)
-	if !hasMeta || !ok {
+// bind arguments to headers: those of the caller's view only, so that a
+// tool the caller may not see answers like one that does not exist.
+// Each failure names what is wrong.
+func (s *Server) validateModern(r *http.Request, view string, msg *jsonrpc.Request) *jsonrpc.Error {
+	declared := msg.Meta.ProtocolVersion
+	if !msg.Meta.HasProtocolVersion {
 		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: params._meta[%q] is required", metaProtocolVersion)
 	}
-	if _, ok := jsonrpc.Field(meta, metaClientCapabilities); !ok {
+	if msg.Meta.ClientCapabilities == nil {
 		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: params._meta[%q] is required", metaClientCapabilities)
 	}
 	if h := r.Header.Get(headerProtocolVersion); h != declared {
@@ -262,16 +253,15 @@ func (s *Server) validateModern(r *http.Request, msg *jsonrpc.Message) *jsonrpc.
 		}
 		return jsonrpc.NewError(jsonrpc.CodeHeaderMismatch, "Header mismatch: %s header value %q does not match body value %q", headerMethod, h, msg.Method)
 	}
-	var field string
+	var want string
 	switch msg.Method {
 	case "tools/call", "prompts/get":
-		field = "name"
+		want = msg.Name
 	case "resources/read":
-		field = "uri"
+		want = msg.URI
 	default:
 		return nil
 	}
-	want, _ := jsonrpc.StringField(msg.Params, field)
 	raw := r.Header.Get(headerName)
 	if raw == "" {
 		return jsonrpc.NewError(jsonrpc.CodeHeaderMismatch, "Header mismatch: %s header is required for %s", headerName, msg.Method)
@@ -284,8 +274,7 @@ func (s *Server) validateModern(r *http.Request, msg *jsonrpc.Message) *jsonrpc.
 		return jsonrpc.NewError(jsonrpc.CodeHeaderMismatch, "Header mismatch: %s header value %q does not match body value %q", headerName, got, want)
 	}
 	if msg.Method == "tools/call" {
-		args, _ := jsonrpc.Field(msg.Params, "arguments")
-		if err := mcpheader.Check(s.d.ParamBindings(want), args, r.Header.Get); err != nil {
+		if err := mcpheader.Check(s.d.ParamBindings(view, want), msg.Arguments, r.Header.Get); err != nil {
 			return jsonrpc.NewError(jsonrpc.CodeHeaderMismatch, "Header mismatch: %v", err)
 		}
 	}

@@ -80,7 +80,7 @@ func initSession(t *testing.T, ts *httptest.Server, caps string) string {
 // the request with a POST, and the final result closes the stream.
 func TestLegacyCallStream(t *testing.T) {
 	ts, d, _ := newTestServerWith(t, nil)
-	d.interactive = func(ctx context.Context, c *router.Caller, req *jsonrpc.Message) *router.Reply {
+	d.interactive = func(ctx context.Context, c *router.Caller, req *jsonrpc.Request) *router.Reply {
 		if string(c.Capabilities) != `{"sampling":{}}` {
 			return &router.Reply{Error: jsonrpc.NewError(-1, "capabilities %s", c.Capabilities)}
 		}
@@ -175,7 +175,7 @@ func TestCancellationReachesTheDispatcher(t *testing.T) {
 	ts, d, _ := newTestServerWith(t, nil)
 	started := make(chan struct{}, 2)
 	cancelled := make(chan string, 2)
-	d.interactive = func(ctx context.Context, _ *router.Caller, req *jsonrpc.Message) *router.Reply {
+	d.interactive = func(ctx context.Context, _ *router.Caller, req *jsonrpc.Request) *router.Reply {
 		started <- struct{}{}
 		<-ctx.Done()
 		cancelled <- string(req.ID)
@@ -216,7 +216,7 @@ func TestSlowHostDoesNotBlockSenders(t *testing.T) {
 	ts, d, _ := newTestServerWith(t, nil)
 	notified := make(chan struct{})
 	release := make(chan struct{})
-	d.interactive = func(ctx context.Context, c *router.Caller, req *jsonrpc.Message) *router.Reply {
+	d.interactive = func(ctx context.Context, c *router.Caller, req *jsonrpc.Request) *router.Reply {
 		if name, _ := jsonrpc.StringField(req.Params, "name"); name == "flood" {
 			big := json.RawMessage(`{"progressToken":1,"message":"` + strings.Repeat("x", 64<<10) + `"}`)
 			for range 2000 { // 128 MB: far more than any socket buffer
@@ -261,7 +261,7 @@ func TestDrainLetsRequestsFinish(t *testing.T) {
 	ts, d, s := newTestServerWith(t, nil)
 	started := make(chan struct{}, 1)
 	release := make(chan struct{})
-	d.interactive = func(ctx context.Context, _ *router.Caller, req *jsonrpc.Message) *router.Reply {
+	d.interactive = func(ctx context.Context, _ *router.Caller, req *jsonrpc.Request) *router.Reply {
 		started <- struct{}{}
 		select {
 		case <-release:

@@ -42,15 +42,16 @@ import (
 
 // Dispatcher is what the server needs of the router (*router.Router).
 type Dispatcher interface {
-	Dispatch(ctx context.Context, c *router.Caller, req *jsonrpc.Message) *router.Reply
+	Dispatch(ctx context.Context, c *router.Caller, req *jsonrpc.Request) *router.Reply
 	InitializeResult(version string) json.RawMessage
 	// SubscribeResource subscribes a host (a session or a listen stream,
 	// by key) to a resource; HostGone forgets a host that ended.
 	SubscribeResource(ctx context.Context, c *router.Caller, key, uri string) *jsonrpc.Error
 	HostGone(key string)
-	// ParamBindings returns the x-mcp-header bindings of an exposed tool,
-	// against which a modern request's Mcp-Param-* headers are checked.
-	ParamBindings(tool string) []mcpheader.Binding
+	// ParamBindings returns the x-mcp-header bindings of a tool in a
+	// view, against which a modern request's Mcp-Param-* headers are
+	// checked; none for a tool the view does not hold.
+	ParamBindings(view, tool string) []mcpheader.Binding
 	Status() []router.UpstreamStatus
 	Views() []router.ViewStatus
 	Ready() bool

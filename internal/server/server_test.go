@@ -40,10 +40,10 @@ type fakeDispatcher struct {
 	// traces are the trace contexts the requests arrived with.
 	traces []trace.SpanContext
 	// interactive, if set, answers tools/call instead of replies.
-	interactive func(ctx context.Context, c *router.Caller, req *jsonrpc.Message) *router.Reply
+	interactive func(ctx context.Context, c *router.Caller, req *jsonrpc.Request) *router.Reply
 }
 
-func (d *fakeDispatcher) Dispatch(ctx context.Context, c *router.Caller, req *jsonrpc.Message) *router.Reply {
+func (d *fakeDispatcher) Dispatch(ctx context.Context, c *router.Caller, req *jsonrpc.Request) *router.Reply {
 	d.mu.Lock()
 	d.callers = append(d.callers, *c)
 	d.methods = append(d.methods, req.Method)
@@ -62,7 +62,7 @@ func (d *fakeDispatcher) Dispatch(ctx context.Context, c *router.Caller, req *js
 func (d *fakeDispatcher) InitializeResult(v string) json.RawMessage {
 	return json.RawMessage(`{"protocolVersion":"` + v + `","capabilities":{},"serverInfo":{"name":"gw","version":"0"}}`)
 }
-func (d *fakeDispatcher) ParamBindings(tool string) []mcpheader.Binding {
+func (d *fakeDispatcher) ParamBindings(_, tool string) []mcpheader.Binding {
 	if tool == "sql" {
 		return []mcpheader.Binding{{Header: "Region", Path: []string{"region"}}, {Header: "Limit", Path: []string{"opts", "limit"}}}
 	}

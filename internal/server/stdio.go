@@ -153,7 +153,7 @@ func (sr stdioRequest) Request(ctx context.Context, method string, params json.R
 }
 
 func (st *Stdio) handle(ctx context.Context, wg *sync.WaitGroup, line []byte) {
-	msg, err := jsonrpc.Decode(line)
+	msg, err := jsonrpc.DecodeRequest(line)
 	if err != nil {
 		code := int64(jsonrpc.CodeParseError)
 		if errors.Is(err, jsonrpc.ErrInvalidRequest) {
@@ -164,11 +164,11 @@ func (st *Stdio) handle(ctx context.Context, wg *sync.WaitGroup, line []byte) {
 	}
 	switch {
 	case msg.IsResponse():
-		st.link.resolve(msg)
+		st.link.resolve(&msg.Message)
 		return
 	case msg.IsNotification():
 		if msg.Method == "notifications/cancelled" {
-			if id, ok := jsonrpc.Field(msg.Params, "requestId"); ok {
+			if id := msg.RequestID; id != nil {
 				st.link.cancel(id)
 				st.mu.Lock()
 				l := st.listeners[string(id)]
@@ -181,11 +181,9 @@ func (st *Stdio) handle(ctx context.Context, wg *sync.WaitGroup, line []byte) {
 		}
 		return
 	case msg.Method == "initialize":
-		requested, _ := jsonrpc.StringField(msg.Params, "protocolVersion")
-		version := router.NegotiateLegacy(requested)
-		caps, _ := jsonrpc.Field(msg.Params, "capabilities")
+		version := router.NegotiateLegacy(msg.ProtocolVersion)
 		st.mu.Lock()
-		st.version, st.capabilities = version, caps
+		st.version, st.capabilities = version, msg.Capabilities
 		st.mu.Unlock()
 		st.write(jsonrpc.AppendResult(nil, msg.ID, st.d.InitializeResult(version)))
 		return
@@ -197,7 +195,7 @@ func (st *Stdio) handle(ctx context.Context, wg *sync.WaitGroup, line []byte) {
 		return
 	}
 	if modern && msg.Method == "subscriptions/listen" {
-		st.listen(ctx, caller, msg)
+		st.listen(ctx, caller, &msg.Message)
 		return
 	}
 	reqCtx, cancel := context.WithCancel(ctx)
@@ -217,9 +215,8 @@ func (st *Stdio) handle(ctx context.Context, wg *sync.WaitGroup, line []byte) {
 			return // cancelled by the host: no response (2025-11-25 cancellation)
 		}
 		if msg.Method == "logging/setLevel" && reply.Error == nil {
-			level, _ := jsonrpc.StringField(msg.Params, "level")
 			st.mu.Lock()
-			st.level = level
+			st.level = msg.Level
 			st.mu.Unlock()
 		}
 		st.write(appendReply(nil, msg.ID, reply, modern))
@@ -228,16 +225,13 @@ func (st *Stdio) handle(ctx context.Context, wg *sync.WaitGroup, line []byte) {
 
 // caller decides the era of one request: modern when it declares a
 // version in _meta, else the legacy session's (which initialize opened).
-func (st *Stdio) caller(msg *jsonrpc.Message) (*router.Caller, bool, *jsonrpc.Error) {
-	meta, _ := jsonrpc.Field(msg.Params, "_meta")
-	if declared, ok := jsonrpc.StringField(meta, metaProtocolVersion); ok {
+func (st *Stdio) caller(msg *jsonrpc.Request) (*router.Caller, bool, *jsonrpc.Error) {
+	if declared := msg.Meta.ProtocolVersion; msg.Meta.HasProtocolVersion {
 		if !isModernSupported(declared) {
 			data, _ := json.Marshal(map[string]any{"supported": router.SupportedVersions(), "requested": declared})
 			return nil, false, &jsonrpc.Error{Code: jsonrpc.CodeUnsupportedProtocolVersion, Message: "Unsupported protocol version", Data: data}
 		}
-		caps, _ := jsonrpc.Field(meta, metaClientCapabilities)
-		level, _ := jsonrpc.StringField(meta, metaLogLevel)
-		return &router.Caller{ProtocolVersion: declared, Capabilities: caps, LogLevel: level, View: st.view}, true, nil
+		return &router.Caller{ProtocolVersion: declared, Capabilities: msg.Meta.ClientCapabilities, LogLevel: msg.Meta.LogLevel, View: st.view}, true, nil
 	}
 	st.mu.Lock()
 	version, caps, level := st.version, st.capabilities, st.level

@@ -20,7 +20,7 @@ type blockingDispatcher struct {
 	cancelled chan struct{}
 }
 
-func (d *blockingDispatcher) Dispatch(ctx context.Context, c *router.Caller, req *jsonrpc.Message) *router.Reply {
+func (d *blockingDispatcher) Dispatch(ctx context.Context, c *router.Caller, req *jsonrpc.Request) *router.Reply {
 	if req.Method == "tools/call" {
 		close(d.started)
 		<-ctx.Done()

@@ -1,0 +1,257 @@
+package jsonrpc
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// _meta keys of the 2026-07-28 per-request protocol fields (basic/index
+// "_meta").
+const (
+	MetaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	MetaClientInfo         = "io.modelcontextprotocol/clientInfo"
+	MetaLogLevel           = "io.modelcontextprotocol/logLevel"
+)
+
+// Request is a message from a host, decoded once and strictly by
+// DecodeRequest: its JSON-RPC envelope, and the members of its params
+// that the gateway reads. Everything behind the boundary reads these
+// fields; nothing scans the raw params again. A host also sends
+// notifications and (in the legacy era) responses: Message tells them
+// apart.
+//
+// String fields are empty, and raw fields nil, when the member is absent
+// or (for strings) not a string. Raw fields alias the decoded buffer,
+// which must not change while the request is in use.
+type Request struct {
+	Message
+
+	// Name is params.name (tools/call, prompts/get); HasName is set when
+	// it is a string.
+	Name    string
+	HasName bool
+	// URI is params.uri (resources/read, subscribe, unsubscribe).
+	URI    string
+	HasURI bool
+	// Arguments is params.arguments (tools/call, prompts/get).
+	Arguments json.RawMessage
+	// Cursor is params.cursor of a list request.
+	Cursor json.RawMessage
+	// Level is params.level (logging/setLevel).
+	Level string
+	// RequestState and InputResponses are the members of a 2026-07-28
+	// multi round-trip retry (basic/patterns/mrtr).
+	RequestState   json.RawMessage
+	InputResponses json.RawMessage
+	// RequestID is params.requestId (notifications/cancelled).
+	RequestID json.RawMessage
+	// ProtocolVersion and Capabilities are initialize's.
+	ProtocolVersion string
+	Capabilities    json.RawMessage
+	// Ref is params.ref (completion/complete).
+	Ref Ref
+	// Meta is params._meta.
+	Meta Meta
+
+	// params holds params' members in order, for Outgoing.
+	params Object
+	// buf backs the member lists of params, _meta and ref, which are
+	// short: the whole Request is then one allocation.
+	buf [12]member
+}
+
+// Ref is what completion/complete refers to: a prompt by name or a
+// resource (template) by URI.
+type Ref struct {
+	Type, Name, URI string
+	obj             Object
+}
+
+// Meta is what the gateway reads of params._meta.
+type Meta struct {
+	// ProgressToken is the raw token (a string or a number); nil when
+	// absent or null.
+	ProgressToken json.RawMessage
+	// ProtocolVersion, ClientCapabilities (raw), ClientInfo (raw) and
+	// LogLevel are the 2026-07-28 per-request fields.
+	ProtocolVersion    string
+	HasProtocolVersion bool
+	ClientCapabilities json.RawMessage
+	ClientInfo         json.RawMessage
+	LogLevel           string
+	// TraceParent, TraceState and Baggage are W3C trace context.
+	TraceParent, TraceState, Baggage string
+
+	obj Object
+}
+
+// Has reports whether params._meta is an object with a member key.
+func (m *Meta) Has(key string) bool {
+	_, ok := m.obj.get(key)
+	return ok
+}
+
+// Object is a JSON object decoded once: its raw bytes, and its members
+// in order, each key unescaped and each value a sub-slice of the input.
+type Object struct {
+	Raw     json.RawMessage
+	members []member
+}
+
+type member struct {
+	key    []byte          // unescaped; aliases the input when it had no escapes
+	rawKey []byte          // as written, quotes included
+	value  json.RawMessage // as written
+}
+
+func (o *Object) add(key, rawKey []byte, value json.RawMessage) {
+	o.members = append(o.members, member{key: key, rawKey: rawKey, value: value})
+}
+
+func (o *Object) get(key string) (json.RawMessage, bool) {
+	for _, m := range o.members {
+		if string(m.key) == key {
+			return m.value, true
+		}
+	}
+	return nil, false
+}
+
+// DecodeRequest decodes a message a host sent, strictly: besides what
+// Decode checks, the message must be I-JSON (RFC 7493: valid UTF-8, no
+// lone surrogates, no object with two members of one name after
+// unescaping), and no member of params, params._meta, params.ref or the
+// message itself may differ only in case from a member the gateway
+// reads there (encoding/json would match it). Such a message is refused
+// with an error that wraps ErrInvalidRequest and names the member,
+// because an upstream's parser could read it differently from the
+// gateway: a check the gateway made would not be what the upstream runs.
+//
+// The whole message is walked once; the typed fields come from that walk.
+func DecodeRequest(data []byte) (*Request, error) {
+	r := &Request{}
+	r.params.members = r.buf[0:0:6]
+	r.Meta.obj.members = r.buf[6:6:10]
+	r.Ref.obj.members = r.buf[10:10:12]
+	s := scanners.Get().(*strictScan)
+	defer s.release()
+	*s = strictScan{data: data, keys: s.keys[:0], msg: &r.Message}
+	s.objects[levelParams] = &r.params
+	s.objects[levelMeta] = &r.Meta.obj
+	s.objects[levelRef] = &r.Ref.obj
+	i := skipSpace(data, 0)
+	if i >= len(data) {
+		return nil, fmt.Errorf("%w: %v", ErrParse, syntaxErr(data, i, "expected a value"))
+	}
+	if data[i] != '{' {
+		end, err := s.value(i, 0)
+		if err == nil && skipSpace(data, end) != len(data) {
+			err = syntaxErr(data, skipSpace(data, end), "after the message")
+		}
+		if err = strictErr(err); err != nil {
+			return nil, err
+		}
+		if data[i] == '[' {
+			return nil, fmt.Errorf("%w: JSON-RPC batches are not supported", ErrInvalidRequest)
+		}
+		return nil, fmt.Errorf("%w: a message must be a JSON object", ErrInvalidRequest)
+	}
+	end, err := s.object(i, 0, levelTop)
+	if err == nil && skipSpace(data, end) != len(data) {
+		err = syntaxErr(data, skipSpace(data, end), "after the message")
+	}
+	if err = strictErr(err); err != nil {
+		return nil, err
+	}
+	if err := r.Message.check(&s.env); err != nil {
+		return nil, err
+	}
+	r.fill()
+	return r, nil
+}
+
+// strictErr wraps a scanner error as DecodeRequest returns it.
+func strictErr(err error) error {
+	var se *errStrict
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &se):
+		return fmt.Errorf("%w: %s (a message that JSON parsers could read in different ways is refused)", ErrInvalidRequest, se)
+	}
+	return fmt.Errorf("%w: %v", ErrParse, err)
+}
+
+// fill sets the typed fields from the members the scan recorded.
+func (r *Request) fill() {
+	for _, m := range r.params.members {
+		v := m.value
+		switch string(m.key) {
+		case "name":
+			r.Name, r.HasName = stringValue(v)
+		case "uri":
+			r.URI, r.HasURI = stringValue(v)
+		case "arguments":
+			r.Arguments = v
+		case "cursor":
+			r.Cursor = v
+		case "level":
+			r.Level, _ = stringValue(v)
+		case "requestState":
+			r.RequestState = v
+		case "inputResponses":
+			r.InputResponses = v
+		case "requestId":
+			r.RequestID = v
+		case "protocolVersion":
+			r.ProtocolVersion, _ = stringValue(v)
+		case "capabilities":
+			r.Capabilities = v
+		}
+	}
+	for _, m := range r.Ref.obj.members {
+		switch string(m.key) {
+		case "type":
+			r.Ref.Type, _ = stringValue(m.value)
+		case "name":
+			r.Ref.Name, _ = stringValue(m.value)
+		case "uri":
+			r.Ref.URI, _ = stringValue(m.value)
+		}
+	}
+	meta := &r.Meta
+	for _, m := range meta.obj.members {
+		v := m.value
+		switch string(m.key) {
+		case "progressToken":
+			if !bytes.Equal(v, []byte("null")) {
+				meta.ProgressToken = v
+			}
+		case MetaProtocolVersion:
+			meta.ProtocolVersion, meta.HasProtocolVersion = stringValue(v)
+		case MetaClientCapabilities:
+			meta.ClientCapabilities = v
+		case MetaClientInfo:
+			meta.ClientInfo = v
+		case MetaLogLevel:
+			meta.LogLevel, _ = stringValue(v)
+		case "traceparent":
+			meta.TraceParent, _ = stringValue(v)
+		case "tracestate":
+			meta.TraceState, _ = stringValue(v)
+		case "baggage":
+			meta.Baggage, _ = stringValue(v)
+		}
+	}
+}
+
+// stringValue returns the value of a raw JSON string.
+func stringValue(v json.RawMessage) (string, bool) {
+	if len(v) == 0 || v[0] != '"' {
+		return "", false
+	}
+	return unquote(v), true
+}

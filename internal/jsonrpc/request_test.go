@@ -1,0 +1,351 @@
+package jsonrpc
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestDecodeRequest(t *testing.T) {
+	in := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"files__read","arguments":{"path":"/a","n":[1,{"x":null}]},` +
+		`"_meta":{"progressToken":"p-1","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}},` +
+		`"io.modelcontextprotocol/logLevel":"info","traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01","other":1}}}`
+	r, err := DecodeRequest([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]any{
+		"id": string(r.ID), "method": r.Method, "name": r.Name, "hasName": r.HasName,
+		"arguments": string(r.Arguments), "token": string(r.Meta.ProgressToken),
+		"version": r.Meta.ProtocolVersion, "caps": string(r.Meta.ClientCapabilities),
+		"level": r.Meta.LogLevel, "traceparent": r.Meta.TraceParent, "hasOther": r.Meta.Has("other"),
+		"params": string(r.Params),
+	}
+	want := map[string]any{
+		"id": "7", "method": "tools/call", "name": "files__read", "hasName": true,
+		"arguments": `{"path":"/a","n":[1,{"x":null}]}`, "token": `"p-1"`,
+		"version": "2026-07-28", "caps": `{"sampling":{}}`,
+		"level": "info", "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "hasOther": true,
+		"params": in[strings.Index(in, `{"name"`) : len(in)-1],
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("DecodeRequest (-want +got):\n%s", diff)
+	}
+
+	for _, tt := range []struct{ name, in, field, want string }{
+		{"escaped name", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"na\u006de":"a\/b"}}`, "name", "a/b"},
+		{"uri", `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///x"}}`, "uri", "file:///x"},
+		{"ref", `{"jsonrpc":"2.0","id":1,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"p"}}}`, "ref", "ref/prompt p"},
+		{"surrogate pair", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"\ud83d\ude00"}}`, "name", "😀"},
+		{"raw non-ASCII", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"héllo wörld"}}`, "name", "héllo wörld"},
+		{"null token", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressToken":null}}}`, "token", ""},
+		{"number token", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressToken":42}}}`, "token", "42"},
+		{"same key at other levels", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"name":"b","x":{"name":"c"}}}}`, "name", "a"},
+		{"case variants where the gateway reads nothing", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"Name":"b","NAME":"c"}}}`, "name", "a"},
+		{"initialize", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"roots":{}}}}`, "init", "2025-11-25 {\"roots\":{}}"},
+		{"cancelled", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"r-9"}}`, "requestId", `"r-9"`},
+		{"response", `{"jsonrpc":"2.0","id":3,"result":{"action":"accept"}}`, "result", `{"action":"accept"}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := DecodeRequest([]byte(tt.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got string
+			switch tt.field {
+			case "name":
+				got = r.Name
+			case "uri":
+				got = r.URI
+			case "ref":
+				got = r.Ref.Type + " " + r.Ref.Name
+			case "token":
+				got = string(r.Meta.ProgressToken)
+			case "init":
+				got = r.ProtocolVersion + " " + string(r.Capabilities)
+			case "requestId":
+				got = string(r.RequestID)
+			case "result":
+				got = string(r.Result)
+			}
+			if got != tt.want {
+				t.Errorf("%s = %q, want %q", tt.field, got, tt.want)
+			}
+		})
+	}
+}
+
+// The smuggling attempts: each makes a first-member lookup and an
+// upstream's parser (last member wins, or case-insensitive) read
+// different names, tokens or methods.
+func TestDecodeRequestRefusesAmbiguity(t *testing.T) {
+	many := func(key string) string {
+		var b strings.Builder
+		for i := range 40 {
+			b.WriteString(`"k` + strings.Repeat("x", i) + `":1,`)
+		}
+		return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{` + b.String() + `"` + key + `":2}}}`
+	}
+	for _, tt := range []struct{ name, in, want string }{
+		{"repeated name", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"allowed","name":"hidden"}}`,
+			`member "name" appears more than once in params`},
+		{"escaped repeat", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"allowed","na\u006de":"hidden"}}`,
+			`member "name" appears more than once in params`},
+		{"escaped first", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"\u006eame":"allowed","name":"hidden"}}`,
+			`member "name" appears more than once in params`},
+		{"repeated uri", `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///ok","uri":"file:///secret"}}`,
+			`member "uri" appears more than once in params`},
+		{"repeated ref name", `{"jsonrpc":"2.0","id":1,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"a","name":"b"}}}`,
+			`member "name" appears more than once in params.ref`},
+		{"repeated progress token", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","_meta":{"progressToken":"x","progressToken":"gw-5"}}}`,
+			`member "progressToken" appears more than once in params._meta`},
+		{"repeated params", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a"},"params":{"name":"b"}}`,
+			`member "params" appears more than once in the message`},
+		{"repeated method", `{"jsonrpc":"2.0","id":1,"method":"tools/list","method":"tools/call"}`,
+			`member "method" appears more than once in the message`},
+		{"repeated key deep in arguments", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"list":[{"x":1},{"y":1,"y":2}]}}}`,
+			`member "y" appears more than once in params.arguments.list[1]`},
+		{"repeat in a large object", many("k"), `member "k" appears more than once in params.arguments`},
+		{"upper-case name", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"allowed","NAME":"hidden"}}`,
+			`member "NAME" in params differs only in case from "name"`},
+		{"capitalised alone", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"Name":"hidden"}}`,
+			`member "Name" in params differs only in case from "name"`},
+		{"method in capitals", `{"jsonrpc":"2.0","id":1,"method":"tools/list","METHOD":"tools/call"}`,
+			`member "METHOD" in the message differs only in case from "method"`},
+		{"long s folds to s", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","argument\u017f":{}}}`,
+			`member "argumentſ" in params differs only in case from "arguments"`},
+		{"Kelvin sign folds to k", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressToken":"x","progressTo\u212aen":"gw-1"}}}`,
+			"member \"progressTo\u212aen\" in params._meta differs only in case from \"progressToken\""},
+		{"lone high surrogate", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a\ud800"}}`,
+			`a string in params.name holds a lone UTF-16 surrogate (\ud800)`},
+		{"lone low surrogate", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"\udc00a"}}`,
+			`a string in params.name holds a lone UTF-16 surrogate (\udc00)`},
+		{"high surrogate then not low", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"t":"\ud800\u0041"}}}`,
+			`a string in params.arguments.t holds a lone UTF-16 surrogate (\ud800)`},
+		{"surrogate in a key", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"\ud800":1}}`,
+			`a string in params holds a lone UTF-16 surrogate`},
+		{"invalid UTF-8", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"hid\xffden\"}}",
+			`a string in params.name is not valid UTF-8`},
+		{"overlong UTF-8", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"\xc0\xaf\"}}",
+			`is not valid UTF-8`},
+		{"UTF-8 surrogate", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"\xed\xa0\x80\"}}",
+			`is not valid UTF-8`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := DecodeRequest([]byte(tt.in))
+			if err == nil {
+				t.Fatalf("accepted, name %q", r.Name)
+			}
+			if !errors.Is(err, ErrInvalidRequest) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want ErrInvalidRequest saying %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestDecodeRequestMatchesDecode(t *testing.T) {
+	for _, in := range []string{
+		``, `  `, `[]`, `[{"jsonrpc":"2.0"}]`, `null`, `"x"`, `{`, `{"jsonrpc":"2.0","id":1,"method":"ping"} x`,
+		`{"jsonrpc":"1.0","id":1,"method":"ping"}`, `{"jsonrpc":"2.0","id":{},"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping","params":3}`, `{"jsonrpc":"2.0","id":1}`,
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}`, `{"jsonrpc":"2.0","id":null,"error":{"code":1,"message":"m"}}`,
+	} {
+		_, want := Decode([]byte(in))
+		_, got := DecodeRequest([]byte(in))
+		switch {
+		case (want == nil) != (got == nil):
+			t.Errorf("%q: Decode err %v, DecodeRequest err %v", in, want, got)
+		case want != nil && (errors.Is(want, ErrParse) != errors.Is(got, ErrParse)):
+			t.Errorf("%q: Decode err %v, DecodeRequest err %v: different kinds", in, want, got)
+		}
+	}
+}
+
+// goMessage is how a Go upstream built on encoding/json reads a request:
+// struct fields match case-insensitively and the last member wins.
+type goMessage struct {
+	Method json.RawMessage `json:"method"`
+	Params *struct {
+		Name      json.RawMessage `json:"name"`
+		URI       json.RawMessage `json:"uri"`
+		Arguments json.RawMessage `json:"arguments"`
+		Meta      *struct {
+			ProgressToken json.RawMessage `json:"progressToken"`
+		} `json:"_meta"`
+	} `json:"params"`
+}
+
+// lastWins reads an object as JSON.parse and Python's json do: keys are
+// exact and the last of two wins.
+func lastWins(raw json.RawMessage, key string) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	return m[key]
+}
+
+// hasDuplicate is an independent check for repeated keys, on
+// encoding/json's token stream.
+func hasDuplicate(data []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	type frame struct {
+		obj  bool
+		keys map[string]bool
+		key  bool // the next string token in an object is a key
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF || err != nil {
+			return false
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		isKey := top != nil && top.obj && top.key
+		switch v := tok.(type) {
+		case json.Delim:
+			switch v {
+			case '{':
+				if top != nil && top.obj {
+					top.key = true
+				}
+				stack = append(stack, &frame{obj: true, keys: map[string]bool{}, key: true})
+			case '[':
+				if top != nil && top.obj {
+					top.key = true
+				}
+				stack = append(stack, &frame{})
+			default:
+				stack = stack[:len(stack)-1]
+			}
+			continue
+		case string:
+			if isKey {
+				if top.keys[v] {
+					return true
+				}
+				top.keys[v] = true
+				top.key = false
+				continue
+			}
+		}
+		if top != nil && top.obj {
+			top.key = true
+		}
+	}
+}
+
+func rawString(raw json.RawMessage) (string, bool) {
+	var s string
+	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// FuzzDecodeRequestDifferential: for any message DecodeRequest accepts,
+// the method, name, uri, arguments and progress token it routes on are
+// exactly what encoding/json (case-insensitive fields, last member wins)
+// and a last-member-wins parser read; a message with a repeated key is
+// never accepted; errors wrap ErrParse or ErrInvalidRequest.
+func FuzzDecodeRequestDifferential(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"x":1},"_meta":{"progressToken":"t"}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"allowed","name":"hidden"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"allowed","na\u006de":"hidden"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"allowed","NAME":"hidden"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"a","uri":"b"}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressToken":"x","progressTo\u212aen":"gw-1"}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a\ud800"}}`,
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"\xff\"}}",
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list","METHOD":"tools/call"}`,
+		`{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"p","arguments":{"a":"b","a":"c"}}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := DecodeRequest(data)
+		if err != nil {
+			if !errors.Is(err, ErrParse) && !errors.Is(err, ErrInvalidRequest) {
+				t.Fatalf("error %v wraps neither ErrParse nor ErrInvalidRequest", err)
+			}
+			return
+		}
+		if hasDuplicate(data) {
+			t.Fatalf("accepted a message with a repeated key: %q", data)
+		}
+		var g goMessage
+		if err := json.Unmarshal(data, &g); err != nil {
+			return // e.g. params is an array: nothing to compare
+		}
+		if m, _ := rawString(g.Method); m != r.Method {
+			t.Fatalf("method: gateway %q, encoding/json %q", r.Method, m)
+		}
+		if m, _ := rawString(lastWins(data, "method")); m != r.Method {
+			t.Fatalf("method: gateway %q, last-wins %q", r.Method, m)
+		}
+		if g.Params == nil {
+			return
+		}
+		params := lastWins(data, "params")
+		for _, c := range []struct {
+			what           string
+			gateway        string
+			has            bool
+			goRaw, lastRaw json.RawMessage
+		}{
+			{"name", r.Name, r.HasName, g.Params.Name, lastWins(params, "name")},
+			{"uri", r.URI, r.HasURI, g.Params.URI, lastWins(params, "uri")},
+		} {
+			gs, gok := rawString(c.goRaw)
+			ls, lok := rawString(c.lastRaw)
+			if gok != c.has || lok != c.has || gs != c.gateway || ls != c.gateway {
+				t.Fatalf("%s: gateway %q (%v), encoding/json %q (%v), last-wins %q (%v)", c.what, c.gateway, c.has, gs, gok, ls, lok)
+			}
+		}
+		if !bytes.Equal(r.Arguments, g.Params.Arguments) || !bytes.Equal(r.Arguments, lastWins(params, "arguments")) {
+			t.Fatalf("arguments: gateway %s, encoding/json %s, last-wins %s", r.Arguments, g.Params.Arguments, lastWins(params, "arguments"))
+		}
+		var goToken json.RawMessage
+		if g.Params.Meta != nil {
+			goToken = g.Params.Meta.ProgressToken
+		}
+		lastToken := lastWins(lastWins(params, "_meta"), "progressToken")
+		if string(goToken) == "null" {
+			goToken, lastToken = nil, nil
+		}
+		if !bytes.Equal(r.Meta.ProgressToken, goToken) || !bytes.Equal(r.Meta.ProgressToken, lastToken) {
+			t.Fatalf("progress token: gateway %s, encoding/json %s, last-wins %s", r.Meta.ProgressToken, goToken, lastToken)
+		}
+	})
+}
+
+func BenchmarkDecodeRequest(b *testing.B) {
+	in := []byte(`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"everything__echo","arguments":{"message":"hello, world","n":3},"_meta":{"progressToken":"tok-1"}}}`)
+	b.Run("Decode", func(b *testing.B) {
+		b.ReportAllocs()
+		var m Message
+		for b.Loop() {
+			if err := DecodeInto(&m, in); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("DecodeRequest", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := DecodeRequest(in); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
