@@ -801,7 +801,7 @@ type benchUpstream struct{}
 
 func (benchUpstream) Start(context.Context) error { return nil }
 func (benchUpstream) Close() error                { return nil }
-func (benchUpstream) Call(context.Context, string, json.RawMessage) (*jsonrpc.Message, error) {
+func (benchUpstream) Send(context.Context, *jsonrpc.Outgoing) (*jsonrpc.Message, error) {
 	return &jsonrpc.Message{ID: json.RawMessage("1"), Result: json.RawMessage(`{"content":[{"type":"text","text":"hi"}]}`)}, nil
 }
 func (benchUpstream) List(_ context.Context, method, _ string) ([]json.RawMessage, error) {

@@ -42,10 +42,12 @@ type Request struct {
 	Cursor json.RawMessage
 	// Level is params.level (logging/setLevel).
 	Level string
-	// RequestState and InputResponses are the members of a 2026-07-28
-	// multi round-trip retry (basic/patterns/mrtr).
-	RequestState   json.RawMessage
-	InputResponses json.RawMessage
+	// RequestState (when a string) and InputResponses are the members of
+	// a 2026-07-28 multi round-trip retry (basic/patterns/mrtr);
+	// HasRequestState is set when requestState is present at all.
+	RequestState    string
+	HasRequestState bool
+	InputResponses  json.RawMessage
 	// RequestID is params.requestId (notifications/cancelled).
 	RequestID json.RawMessage
 	// ProtocolVersion and Capabilities are initialize's.
@@ -201,7 +203,8 @@ func (r *Request) fill() {
 		case "level":
 			r.Level, _ = stringValue(v)
 		case "requestState":
-			r.RequestState = v
+			r.RequestState, _ = stringValue(v)
+			r.HasRequestState = true
 		case "inputResponses":
 			r.InputResponses = v
 		case "requestId":
@@ -254,4 +257,10 @@ func stringValue(v json.RawMessage) (string, bool) {
 		return "", false
 	}
 	return unquote(v), true
+}
+
+// With returns the ref object with member key set to value (raw JSON),
+// every other member as the host wrote it.
+func (r *Ref) With(key string, value json.RawMessage) json.RawMessage {
+	return appendObject(nil, r.obj.members, []member{{key: []byte(key), value: value}})
 }

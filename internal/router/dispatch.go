@@ -223,17 +223,17 @@ func (r *Router) callNamed(ctx context.Context, c *Caller, req *jsonrpc.Request,
 		}
 		return errorReply(jsonrpc.CodeInvalidParams, "Unknown %s: %s", kind, name)
 	}
-	params, err := jsonrpc.SetField(req.Params, "name", jsonrpc.String(e.original))
-	if err != nil {
-		return errorReply(jsonrpc.CodeInvalidParams, "%s: %v", req.Method, err)
-	}
+	out := req.Outgoing()
+	out.Set("name", jsonrpc.String(e.original))
 	noteCall(ctx, e.up.Name, e.original)
-	return r.forward(ctx, c, e.up, req.Method, params, name)
+	return r.forward(ctx, c, e.up, req, out, name)
 }
 
-// forward sends a request to an upstream and turns a transport failure
-// into an answer a model can act on.
-func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, method string, params json.RawMessage, subject string) *Reply {
+// forward sends a host's request to an upstream, as out (in rewritten
+// for it), and turns a transport failure into an answer a model can act
+// on.
+func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, in *jsonrpc.Request, out *jsonrpc.Outgoing, subject string) *Reply {
+	method := out.Method
 	client, calls, release := u.Client, &u.calls, func() {}
 	var hc *hostConn
 	if u.pool != nil {
@@ -247,7 +247,7 @@ func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, metho
 		client, calls, release = hc.client, &hc.calls, func() { r.release(u, hc) }
 	}
 	interactive := slices.Contains(interactiveMethods, method)
-	if interactive && u.gated(c) && !hasRequestState(params) {
+	if interactive && u.gated(c) && !in.HasRequestState {
 		leave, reply := r.enterGate(ctx, c, u, method, subject)
 		if reply != nil {
 			release()
@@ -259,16 +259,16 @@ func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, metho
 	if interactive && c.Modern() && !u.isModern() {
 		// The call may outlive this request: the session is released
 		// when the upstream call ends.
-		return r.forwardParked(ctx, c, u, client, calls, release, method, params, subject)
+		return r.forwardParked(ctx, c, u, client, calls, release, in, out, subject)
 	}
 	defer release()
-	cl, params := r.startCall(c, u, calls, params)
+	cl := r.startCall(c, u, calls, in, out)
 	defer cl.end()
-	ctx, params, finish := r.observeUpstream(ctx, u, method, params)
-	resp, err := client.Call(upstream.WithCallHandler(ctx, cl), method, params)
+	ctx, finish := r.observeUpstream(ctx, u, out)
+	resp, err := client.Send(upstream.WithCallHandler(ctx, cl), out)
 	finish(resp, err)
 	if err == nil && interactive && !c.Modern() && u.isModern() {
-		resp, err = r.fulfil(ctx, u, client, cl, method, params, resp)
+		resp, err = r.fulfil(ctx, u, client, cl, out, resp)
 	}
 	if err != nil {
 		r.log.Warn("upstream call failed", telemetry.KeyUpstream, u.Name, telemetry.KeyMethod, method,
@@ -284,13 +284,6 @@ func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, metho
 		return &Reply{Error: resp.Error}
 	}
 	return &Reply{Result: resp.Result, LacksResultType: !u.isModern()}
-}
-
-// hasRequestState reports whether a modern host's request is the retry
-// of a parked call, which runs no new upstream call.
-func hasRequestState(params json.RawMessage) bool {
-	_, ok := jsonrpc.Field(params, "requestState")
-	return ok
 }
 
 // enterGate waits, up to the upstream's timeout, for the call's turn on
@@ -396,7 +389,7 @@ func (r *Router) readResource(ctx context.Context, c *Caller, v *view, req *json
 		return resourceNotFound(c, uri)
 	}
 	noteCall(ctx, u.Name, uri)
-	reply := r.forward(ctx, c, u, req.Method, req.Params, uri)
+	reply := r.forward(ctx, c, u, req, req.Outgoing(), uri)
 	if reply.Result != nil && c.Modern() && reply.LacksResultType {
 		// resources/read is cacheable in the modern era; a legacy
 		// upstream gives no hints, so the result is marked as private
@@ -435,10 +428,6 @@ func addCacheHints(result json.RawMessage) json.RawMessage {
 // complete routes completion/complete by its reference: a prompt by
 // exposed name, a resource template by URI.
 func (r *Router) complete(ctx context.Context, c *Caller, v *view, req *jsonrpc.Request) *Reply {
-	ref, ok := jsonrpc.Field(req.Params, "ref")
-	if !ok {
-		return errorReply(jsonrpc.CodeInvalidParams, "completion/complete needs params.ref")
-	}
 	typ := req.Ref.Type
 	switch typ {
 	case "ref/prompt":
@@ -447,22 +436,18 @@ func (r *Router) complete(ctx context.Context, c *Caller, v *view, req *jsonrpc.
 		if e == nil {
 			return errorReply(jsonrpc.CodeInvalidParams, "Unknown prompt: %s", name)
 		}
-		newRef, err := jsonrpc.SetField(ref, "name", jsonrpc.String(e.original))
-		if err != nil {
-			return errorReply(jsonrpc.CodeInvalidParams, "completion/complete: %v", err)
-		}
-		params, err := jsonrpc.SetField(req.Params, "ref", newRef)
-		if err != nil {
-			return errorReply(jsonrpc.CodeInvalidParams, "completion/complete: %v", err)
-		}
-		return r.forward(ctx, c, e.up, req.Method, params, name)
+		out := req.Outgoing()
+		out.Set("ref", req.Ref.With("name", jsonrpc.String(e.original)))
+		return r.forward(ctx, c, e.up, req, out, name)
 	case "ref/resource":
 		uri := req.Ref.URI
 		u := v.resourceUpstream(r, uri, r.log)
 		if u == nil {
 			return resourceNotFound(c, uri)
 		}
-		return r.forward(ctx, c, u, req.Method, req.Params, uri)
+		return r.forward(ctx, c, u, req, req.Outgoing(), uri)
+	case "":
+		return errorReply(jsonrpc.CodeInvalidParams, "completion/complete needs params.ref with a type")
 	}
 	return errorReply(jsonrpc.CodeInvalidParams, "completion/complete: unknown ref type %q", typ)
 }
@@ -502,7 +487,7 @@ func (r *Router) setLogLevel(ctx context.Context, c *Caller, req *jsonrpc.Reques
 				defer r.release(u, hc)
 				client = hc.client
 			}
-			resp, err := client.Call(callCtx, req.Method, req.Params)
+			resp, err := client.Send(callCtx, req.Outgoing())
 			if err == nil && resp.Error != nil {
 				err = resp.Error
 			}

@@ -38,8 +38,10 @@ type benchUpstream struct {
 
 func (u *benchUpstream) Start(context.Context) error { return nil }
 func (u *benchUpstream) Close() error                { return nil }
-func (u *benchUpstream) Call(_ context.Context, method string, _ json.RawMessage) (*jsonrpc.Message, error) {
-	if method != "tools/call" {
+// Send encodes the request, as a client does (once, into a new buffer).
+func (u *benchUpstream) Send(_ context.Context, req *jsonrpc.Outgoing) (*jsonrpc.Message, error) {
+	_ = req.AppendRequest(make([]byte, 0, req.SizeHint()+64), json.RawMessage("1"))
+	if req.Method != "tools/call" {
 		return &jsonrpc.Message{ID: json.RawMessage("1"), Result: json.RawMessage(`{}`)}, nil
 	}
 	return &jsonrpc.Message{ID: json.RawMessage("1"), Result: u.result}, nil

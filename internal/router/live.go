@@ -49,35 +49,33 @@ type call struct {
 	token     string
 }
 
-// startCall registers a call and rewrites its params for the upstream:
+// startCall registers a call and rewrites its request for the upstream:
 // a host's progress token is replaced by one unique to the gateway, so
 // that two hosts using the same token never see each other's progress.
-func (r *Router) startCall(c *Caller, u *upstreamState, calls *callSet, params json.RawMessage) (*call, json.RawMessage) {
+func (r *Router) startCall(c *Caller, u *upstreamState, calls *callSet, in *jsonrpc.Request, out *jsonrpc.Outgoing) *call {
 	cl := &call{r: r, caller: c, up: u, calls: calls}
-	if meta, ok := jsonrpc.Field(params, "_meta"); ok {
-		if tok, ok := jsonrpc.Field(meta, "progressToken"); ok && string(tok) != "null" {
-			// Unguessable, so that no one who sees or guesses another
-			// call's token can send progress into it.
-			cl.token = "gw-" + randomTag()
-			r.mu.Lock()
-			r.progress[cl.token] = cl
-			r.mu.Unlock()
-			cl.hostToken = tok
-			params = setMeta(params, "progressToken", jsonrpc.String(cl.token))
-		}
+	if tok := in.Meta.ProgressToken; tok != nil {
+		// Unguessable, so that no one who sees or guesses another call's
+		// token can send progress into it.
+		cl.token = "gw-" + randomTag()
+		r.mu.Lock()
+		r.progress[cl.token] = cl
+		r.mu.Unlock()
+		cl.hostToken = tok
+		out.SetMeta("progressToken", jsonrpc.String(cl.token))
 	}
 	// A legacy host declares its capabilities and log level once per
 	// session; a modern upstream reads them from each request's _meta.
 	if !c.Modern() && u.isModern() {
 		if len(c.Capabilities) > 0 {
-			params = setMeta(params, "io.modelcontextprotocol/clientCapabilities", c.Capabilities)
+			out.SetMeta(jsonrpc.MetaClientCapabilities, c.Capabilities)
 		}
 		if c.LogLevel != "" {
-			params = setMeta(params, "io.modelcontextprotocol/logLevel", jsonrpc.String(c.LogLevel))
+			out.SetMeta(jsonrpc.MetaLogLevel, jsonrpc.String(c.LogLevel))
 		}
 	}
 	calls.add(cl)
-	return cl, params
+	return cl
 }
 
 func (cl *call) getCaller() *Caller {
@@ -90,21 +88,6 @@ func (cl *call) setCaller(c *Caller) {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	cl.caller = c
-}
-
-// setMeta returns params with _meta[key] set; params is returned as it is
-// if it is not an object.
-func setMeta(params json.RawMessage, key string, value json.RawMessage) json.RawMessage {
-	meta, _ := jsonrpc.Field(params, "_meta")
-	m, err := jsonrpc.SetField(meta, key, value)
-	if err != nil {
-		return params
-	}
-	p, err := jsonrpc.SetField(params, "_meta", m)
-	if err != nil {
-		return params
-	}
-	return p
 }
 
 // end unregisters the call.

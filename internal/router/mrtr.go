@@ -49,7 +49,7 @@ var interactiveMethods = []string{"tools/call", "prompts/get", "resources/read"}
 // fulfil answers a modern upstream's input_required result for a legacy
 // host: it asks the host each input request, retries the call with the
 // answers, and repeats until the upstream completes.
-func (r *Router) fulfil(ctx context.Context, u *upstreamState, client Upstream, cl *call, method string, params json.RawMessage, resp *jsonrpc.Message) (*jsonrpc.Message, error) {
+func (r *Router) fulfil(ctx context.Context, u *upstreamState, client Upstream, cl *call, out *jsonrpc.Outgoing, resp *jsonrpc.Message) (*jsonrpc.Message, error) {
 	for round := 0; ; round++ {
 		if resp.Error != nil || !isInputRequired(resp.Result) {
 			return resp, nil
@@ -77,18 +77,12 @@ func (r *Router) fulfil(ctx context.Context, u *upstreamState, client Upstream, 
 			answers[key] = answer.Result
 		}
 		inputs, _ := json.Marshal(answers)
-		retry, err := jsonrpc.SetField(params, "inputResponses", inputs)
-		if err != nil {
-			return nil, err
-		}
-		if state, ok := jsonrpc.Field(resp.Result, "requestState"); ok {
-			if retry, err = jsonrpc.SetField(retry, "requestState", state); err != nil {
-				return nil, err
-			}
-		} else {
-			retry = jsonrpc.DeleteField(retry, "requestState")
-		}
-		if resp, err = client.Call(upstream.WithCallHandler(ctx, cl), method, retry); err != nil {
+		retry := out.Clone()
+		retry.Set("inputResponses", inputs)
+		state, _ := jsonrpc.Field(resp.Result, "requestState")
+		retry.Set("requestState", append(json.RawMessage(nil), state...)) // nil removes it
+		var err error
+		if resp, err = client.Send(upstream.WithCallHandler(ctx, cl), retry); err != nil {
 			return nil, err
 		}
 	}
@@ -235,19 +229,19 @@ func (p *parking) take(state, method, subject string) *parkedCall {
 
 // forwardParked runs a call of a modern host to a legacy upstream, or
 // continues one from its requestState.
-func (r *Router) forwardParked(ctx context.Context, c *Caller, u *upstreamState, client Upstream, calls *callSet, release func(), method string, params json.RawMessage, subject string) *Reply {
-	if state, ok := jsonrpc.StringField(params, "requestState"); ok {
+func (r *Router) forwardParked(ctx context.Context, c *Caller, u *upstreamState, client Upstream, calls *callSet, release func(), in *jsonrpc.Request, out *jsonrpc.Outgoing, subject string) *Reply {
+	method := out.Method
+	if in.HasRequestState {
 		release() // the parked call holds its own session
-		pc := r.parked.take(state, method, subject)
+		pc := r.parked.take(in.RequestState, method, subject)
 		if pc == nil {
 			return errorReply(jsonrpc.CodeInvalidParams, "Invalid params: requestState is unknown, expired, or belongs to another request or gateway replica; send the request again without it")
 		}
-		responses, _ := jsonrpc.Field(params, "inputResponses")
-		pc.answer(responses)
+		pc.answer(in.InputResponses)
 		return r.awaitParked(ctx, c, u, pc)
 	}
 
-	cl, fwd := r.startCall(c, u, calls, params)
+	cl := r.startCall(c, u, calls, in, out)
 	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), parkTTL)
 	r.mu.Lock()
 	r.nextParked++
@@ -263,7 +257,7 @@ func (r *Router) forwardParked(ctx context.Context, c *Caller, u *upstreamState,
 		defer release()
 		defer cl.end()
 		defer cancel()
-		resp, err := client.Call(upstream.WithCallHandler(callCtx, cl), method, fwd)
+		resp, err := client.Send(upstream.WithCallHandler(callCtx, cl), out)
 		pc.outcome <- callOutcome{resp, err}
 	}) {
 		cl.end()

@@ -350,9 +350,10 @@ func (r *Router) observe(ctx context.Context, c *Caller, req *jsonrpc.Request) *
 // writes its trace context into the request's _meta (HTTP upstreams
 // also get it in headers, from ctx). The returned finish records the
 // call's metrics and ends the span.
-func (r *Router) observeUpstream(ctx context.Context, u *upstreamState, method string, params json.RawMessage) (context.Context, json.RawMessage, func(resp *jsonrpc.Message, err error)) {
+func (r *Router) observeUpstream(ctx context.Context, u *upstreamState, out *jsonrpc.Outgoing) (context.Context, func(resp *jsonrpc.Message, err error)) {
+	method := out.Method
 	if !r.obs.on {
-		return ctx, params, func(*jsonrpc.Message, error) {}
+		return ctx, func(*jsonrpc.Message, error) {}
 	}
 	start := time.Now()
 	original := ""
@@ -374,11 +375,11 @@ func (r *Router) observeUpstream(ctx context.Context, u *upstreamState, method s
 	if r.obs.tel.Tracing() {
 		// Without tracing, a host's own _meta trace context passes
 		// through untouched.
-		params = r.withMetaTraceContext(ctx, params)
+		r.withMetaTraceContext(ctx, out)
 	}
 	active := r.obs.client.get(&r.obs, attrKey{active: true, client: true, method: method, upstream: u.Name})
 	active.n.Add(1)
-	return ctx, params, func(resp *jsonrpc.Message, err error) {
+	return ctx, func(resp *jsonrpc.Message, err error) {
 		active.n.Add(-1)
 		outcome, errType := telemetry.OutcomeOK, ""
 		switch {
@@ -427,37 +428,23 @@ func (r *Router) metaTraceContext(ctx context.Context, meta *jsonrpc.Meta) conte
 	return r.obs.tel.Propagator.Extract(ctx, carrier)
 }
 
-// withMetaTraceContext writes ctx's trace context into params._meta,
-// replacing the host's.
-func (r *Router) withMetaTraceContext(ctx context.Context, params json.RawMessage) json.RawMessage {
+// withMetaTraceContext writes ctx's trace context into the request's
+// _meta, replacing the host's.
+func (r *Router) withMetaTraceContext(ctx context.Context, out *jsonrpc.Outgoing) {
 	carrier := propagation.MapCarrier{}
 	r.obs.tel.Propagator.Inject(ctx, carrier)
-	if len(carrier) == 0 {
-		return params
+	if _, ok := carrier["traceparent"]; !ok {
+		return
 	}
-	if len(params) == 0 || string(params) == "null" {
-		params = json.RawMessage(`{}`)
-	}
-	meta, ok := jsonrpc.Field(params, "_meta")
-	if !ok || string(meta) == "null" {
-		meta = json.RawMessage(`{}`)
-	}
+	// The three go together: a host's tracestate or baggage does not
+	// describe the gateway's span.
 	for _, k := range []string{"traceparent", "tracestate", "baggage"} {
-		v, ok := carrier[k]
-		if !ok {
-			continue
+		if v, ok := carrier[k]; ok {
+			out.SetMeta(k, jsonrpc.String(v))
+		} else {
+			out.SetMeta(k, nil)
 		}
-		next, err := jsonrpc.SetField(meta, k, jsonrpc.String(v))
-		if err != nil {
-			return params
-		}
-		meta = next
 	}
-	out, err := jsonrpc.SetField(params, "_meta", meta)
-	if err != nil {
-		return params
-	}
-	return out
 }
 
 // requestTarget is what a request names: a tool, a prompt, or a URI.

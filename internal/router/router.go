@@ -40,9 +40,11 @@ type Upstream interface {
 	// Close stops the upstream and waits for it. It may be called more
 	// than once.
 	Close() error
-	// Call sends a request and returns the upstream's response; a Go
-	// error means the request failed in transport (down, timed out).
-	Call(ctx context.Context, method string, params json.RawMessage) (*jsonrpc.Message, error)
+	// Send sends a request and returns the upstream's response; a Go
+	// error means the request failed in transport (down, timed out). It
+	// may rewrite req (the _meta of the upstream's era) before encoding
+	// it, once.
+	Send(ctx context.Context, req *jsonrpc.Outgoing) (*jsonrpc.Message, error)
 	// List returns every item of a paginated list method.
 	List(ctx context.Context, method, itemsKey string) ([]json.RawMessage, error)
 	// ProtocolVersion is the version negotiated with the upstream.

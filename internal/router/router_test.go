@@ -84,7 +84,8 @@ func (f *fakeUpstream) Close() error {
 	return nil
 }
 
-func (f *fakeUpstream) Call(_ context.Context, method string, params json.RawMessage) (*jsonrpc.Message, error) {
+func (f *fakeUpstream) Send(_ context.Context, req *jsonrpc.Outgoing) (*jsonrpc.Message, error) {
+	method, params := req.Method, req.Params()
 	f.mu.Lock()
 	f.calls = append(f.calls, recordedCall{method, string(params)})
 	f.mu.Unlock()

@@ -143,7 +143,7 @@ func (r *Router) subscribeUpstream(ctx context.Context, u *upstreamState, uri st
 	params, _ := json.Marshal(map[string]string{"uri": uri})
 	callCtx, cancel := context.WithTimeout(ctx, u.Timeout)
 	defer cancel()
-	resp, err := u.Client.Call(callCtx, method, params)
+	resp, err := u.Client.Send(callCtx, jsonrpc.NewOutgoing(method, params))
 	if err != nil {
 		return err
 	}

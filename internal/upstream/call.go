@@ -13,17 +13,24 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 )
 
-// Call sends one request and returns the server's response: a message with
-// Result or Error set. A JSON-RPC error from the server is not a Go error.
-// Go errors are transport failures: ErrClosed, ErrNotReady, ErrTimeout
-// (Options.Timeout elapsed; on stdio and legacy transports the server is
-// sent notifications/cancelled), the context's error, ErrMalformed, or an
-// HTTP status the server answered with.
+// Call sends one request with params of the caller's own (valid JSON, or
+// nil for none); see Send.
+func (c *Client) Call(ctx context.Context, method string, params json.RawMessage) (*jsonrpc.Message, error) {
+	return c.Send(ctx, jsonrpc.NewOutgoing(method, params))
+}
+
+// Send sends one request and returns the server's response: a message
+// with Result or Error set. A JSON-RPC error from the server is not a Go
+// error. Go errors are transport failures: ErrClosed, ErrNotReady,
+// ErrTimeout (Options.Timeout elapsed; on stdio and legacy transports the
+// server is sent notifications/cancelled), the context's error,
+// ErrMalformed, or an HTTP status the server answered with.
 //
 // On a modern server, params._meta gets the negotiated protocol version
-// (replacing the caller's), the caller's client capabilities or {}, and the
-// gateway's client info unless the caller gave one; on a legacy server
-// those three keys are removed. The rest of params is sent byte for byte.
+// (replacing the caller's), the caller's client capabilities or {}, and
+// the gateway's client info unless the caller gave one; on a legacy
+// server those three keys are removed. These are rewrites of req, which
+// is then encoded once; the rest of its params is sent byte for byte.
 //
 // With a context from WithCallHandler, what the server sends on the call's
 // own Streamable HTTP response stream goes to that CallHandler; see
@@ -32,12 +39,13 @@ import (
 // The response's ID is the Client's own id for the request, not the
 // caller's. Its raw fields alias a read buffer shared with neighbouring
 // messages: copy what is kept long.
-func (c *Client) Call(ctx context.Context, method string, params json.RawMessage) (*jsonrpc.Message, error) {
+func (c *Client) Send(ctx context.Context, req *jsonrpc.Outgoing) (*jsonrpc.Message, error) {
+	method := req.Method
 	w, err := c.readyWire(method)
 	if err != nil {
 		return nil, err
 	}
-	params, header, err := c.prepare(method, params)
+	header, err := c.prepare(req)
 	if err != nil {
 		return nil, c.errorf(method, fmt.Errorf("%w: %w", errInvalidParams, err))
 	}
@@ -49,8 +57,8 @@ func (c *Client) Call(ctx context.Context, method string, params json.RawMessage
 		return nil, c.admitErr(ctx, method, err)
 	}
 	defer c.slots.release()
-	defer c.watchProgress(progressToken(params), d)()
-	return c.roundTrip(ctx, w, method, params, callOpts{deadline: d, header: header, handler: callHandlerFrom(ctx)})
+	defer c.watchProgress(progressToken(req), d)()
+	return c.roundTrip(ctx, w, method, nil, callOpts{req: req, deadline: d, header: header, handler: callHandlerFrom(ctx)})
 }
 
 // errInvalidParams: the caller's params could not be prepared; nothing
@@ -82,7 +90,7 @@ func (c *Client) Notify(ctx context.Context, method string, params json.RawMessa
 func (c *Client) notify(ctx context.Context, w wire, method string, params json.RawMessage, handshake bool) error {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	out := &outgoing{method: method, params: params, data: jsonrpc.AppendNotification(nil, method, params), handshake: handshake}
+	out := &outgoing{method: method, data: jsonrpc.AppendNotification(nil, method, params), handshake: handshake}
 	if err := w.send(ctx, out); err != nil {
 		return c.sendErr(ctx, ctx, method, err, c.timeout.String())
 	}
@@ -90,6 +98,9 @@ func (c *Client) notify(ctx context.Context, w wire, method string, params json.
 }
 
 type callOpts struct {
+	// req, if set, is the request to encode; otherwise the params given
+	// to roundTrip are sent as they are.
+	req *jsonrpc.Outgoing
 	// deadline, if set, bounds the call (Call); otherwise timeout does,
 	// and 0 means none (a subscription).
 	deadline *deadline
@@ -156,8 +167,13 @@ func (c *Client) roundTrip(ctx context.Context, w wire, method string, params js
 	}()
 
 	idRaw := strconv.AppendInt(nil, id, 10)
-	data := jsonrpc.AppendRequest(make([]byte, 0, len(params)+len(method)+64), idRaw, method, params)
-	out := &outgoing{id: id, method: method, params: params, data: data, header: o.header, handshake: o.handshake, handler: o.handler}
+	out := &outgoing{id: id, method: method, header: o.header, handshake: o.handshake, handler: o.handler}
+	if o.req != nil {
+		out.data = o.req.AppendRequest(make([]byte, 0, o.req.SizeHint()+len(method)+64), idRaw)
+		out.name, out.hasName = mcpName(method, o.req)
+	} else {
+		out.data = jsonrpc.AppendRequest(make([]byte, 0, len(params)+len(method)+64), idRaw, method, params)
+	}
 	if err := w.send(tctx, out); err != nil {
 		select {
 		case r := <-ch:
@@ -240,7 +256,7 @@ func (c *Client) cancelRemote(w wire, id int64) {
 	c.spawn(func() {
 		ctx, cancel := context.WithTimeout(c.life, notifyTimeout)
 		defer cancel()
-		out := &outgoing{method: "notifications/cancelled", params: params, data: jsonrpc.AppendNotification(nil, "notifications/cancelled", params)}
+		out := &outgoing{method: "notifications/cancelled", data: jsonrpc.AppendNotification(nil, "notifications/cancelled", params)}
 		if err := w.send(ctx, out); err != nil {
 			c.log.Debug("upstream cancellation not sent", "err", err)
 		}

@@ -376,8 +376,11 @@ type wire interface {
 type outgoing struct {
 	id     int64  // request id; 0 for notifications and responses
 	method string // "" for responses
-	params json.RawMessage
-	data   []byte      // the encoded message
+	// name is the request's Mcp-Name (a tool's or prompt's name, a
+	// resource's URI), when it has one.
+	name    string
+	hasName bool
+	data    []byte      // the encoded message
 	header http.Header // extra HTTP headers (Mcp-Param-*, probe headers)
 	// handler receives the messages of a request's own response stream.
 	handler CallHandler

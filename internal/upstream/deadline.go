@@ -98,12 +98,8 @@ func (d *deadline) describe() string {
 
 // progressToken returns the raw params._meta.progressToken of a request,
 // or "" when it has none.
-func progressToken(params []byte) string {
-	meta, ok := jsonrpc.Field(params, "_meta")
-	if !ok {
-		return ""
-	}
-	tok, ok := jsonrpc.Field(meta, "progressToken")
+func progressToken(req *jsonrpc.Outgoing) string {
+	tok, ok := req.MetaParam("progressToken")
 	if !ok || string(tok) == "null" {
 		return ""
 	}

@@ -160,8 +160,8 @@ func (w *httpWire) post(ctx context.Context, m *outgoing) (string, error) {
 		if m.method != "" {
 			h["Mcp-Method"] = []string{m.method}
 		}
-		if name, ok := mcpName(m.method, m.params); ok {
-			h["Mcp-Name"] = []string{mcpheader.Encode(name)}
+		if m.hasName {
+			h["Mcp-Name"] = []string{mcpheader.Encode(m.name)}
 		}
 	} else if session != "" {
 		h["Mcp-Session-Id"] = []string{session}

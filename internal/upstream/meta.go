@@ -3,103 +3,79 @@ package upstream
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
+	"errors"
 	"net/http"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/mcpheader"
 )
 
-// prepare adapts a request's params to the server's era and returns the
-// extra HTTP headers it needs.
-func (c *Client) prepare(method string, params json.RawMessage) (json.RawMessage, http.Header, error) {
+// prepare adapts a request to the server's era and returns the extra
+// HTTP headers it needs.
+func (c *Client) prepare(req *jsonrpc.Outgoing) (http.Header, error) {
 	c.mu.Lock()
 	era, version := c.state.Era, c.state.ProtocolVersion
 	c.mu.Unlock()
 	if era != EraModern {
-		return stripModernMeta(params), nil, nil
+		stripModernMeta(req)
+		return nil, nil
 	}
-	params, err := c.modernMeta(params, version)
-	if err != nil {
-		return nil, nil, err
+	if err := c.modernMeta(req, version); err != nil {
+		return nil, err
 	}
-	var header http.Header
-	if c.kind == kindStreamable && method == "tools/call" {
-		header = c.paramHeaders(params)
+	if c.kind == kindStreamable && req.Method == "tools/call" {
+		return c.paramHeaders(req), nil
 	}
-	return params, header, nil
+	return nil, nil
 }
 
 // modernMeta sets the per-request metadata every modern request carries
 // (spec 2026-07-28, basic/index "_meta"): the negotiated protocol version,
 // replacing the caller's, which belongs to the host's side; the caller's
 // client capabilities, or {}; the caller's client info, or the gateway's.
-// Only _meta changes: the rest of params is copied byte for byte.
-func (c *Client) modernMeta(params json.RawMessage, version string) (json.RawMessage, error) {
-	meta, ok := jsonrpc.Field(params, "_meta")
-	if !ok || len(meta) == 0 || meta[0] != '{' {
-		meta = json.RawMessage("{}")
+// Only _meta changes: the rest of params is sent byte for byte.
+func (c *Client) modernMeta(req *jsonrpc.Outgoing, version string) error {
+	if !req.IsObject() {
+		return errors.New("params: expected a JSON object")
 	}
-	meta, err := jsonrpc.SetField(meta, metaProtocolVersion, jsonrpc.String(version))
-	if err != nil {
-		return nil, err
+	req.SetMeta(metaProtocolVersion, jsonrpc.String(version))
+	if _, ok := req.MetaParam(metaClientCapabilities); !ok {
+		req.SetMeta(metaClientCapabilities, json.RawMessage("{}"))
 	}
-	if _, ok := jsonrpc.Field(meta, metaClientCapabilities); !ok {
-		if meta, err = jsonrpc.SetField(meta, metaClientCapabilities, json.RawMessage("{}")); err != nil {
-			return nil, err
-		}
+	if _, ok := req.MetaParam(metaClientInfo); !ok {
+		req.SetMeta(metaClientInfo, c.clientInfo)
 	}
-	if _, ok := jsonrpc.Field(meta, metaClientInfo); !ok {
-		if meta, err = jsonrpc.SetField(meta, metaClientInfo, c.clientInfo); err != nil {
-			return nil, err
-		}
-	}
-	params, err = jsonrpc.SetField(params, "_meta", meta)
-	if err != nil {
-		return nil, fmt.Errorf("params: %w", err)
-	}
-	return params, nil
+	return nil
 }
 
 // stripModernMeta removes the modern per-request keys from a request for
 // a legacy server: a dual-era server would take a request that carries
 // them for a modern one (and reject it when it serves only legacy
 // versions).
-func stripModernMeta(params json.RawMessage) json.RawMessage {
-	meta, ok := jsonrpc.Field(params, "_meta")
-	if !ok || !bytes.Contains(meta, []byte("io.modelcontextprotocol/")) {
-		return params
-	}
-	stripped := meta
+func stripModernMeta(req *jsonrpc.Outgoing) {
 	for _, k := range []string{metaProtocolVersion, metaClientCapabilities, metaClientInfo} {
-		stripped = jsonrpc.DeleteField(stripped, k)
+		if _, ok := req.MetaParam(k); ok {
+			req.SetMeta(k, nil)
+		}
 	}
-	if len(stripped) == len(meta) {
-		return params
-	}
-	out, err := jsonrpc.SetField(params, "_meta", stripped)
-	if err != nil {
-		return params
-	}
-	return out
 }
 
 // mcpName returns the value of the Mcp-Name header for a request (spec
 // 2026-07-28, streamable-http "Standard Request Headers").
-func mcpName(method string, params json.RawMessage) (string, bool) {
+func mcpName(method string, req *jsonrpc.Outgoing) (string, bool) {
 	switch method {
 	case "tools/call", "prompts/get":
-		return jsonrpc.StringField(params, "name")
+		return req.StringParam("name")
 	case "resources/read":
-		return jsonrpc.StringField(params, "uri")
+		return req.StringParam("uri")
 	}
 	return "", false
 }
 
 // paramHeaders returns the Mcp-Param-* headers of a tools/call (spec
 // 2026-07-28, streamable-http "Custom Headers from Tool Parameters").
-func (c *Client) paramHeaders(params json.RawMessage) http.Header {
-	name, ok := jsonrpc.StringField(params, "name")
+func (c *Client) paramHeaders(req *jsonrpc.Outgoing) http.Header {
+	name, ok := req.StringParam("name")
 	if !ok {
 		return nil
 	}
@@ -109,7 +85,7 @@ func (c *Client) paramHeaders(params json.RawMessage) http.Header {
 	if len(bindings) == 0 {
 		return nil
 	}
-	args, _ := jsonrpc.Field(params, "arguments")
+	args, _ := req.Param("arguments")
 	var h http.Header
 	for _, b := range bindings {
 		s, ok := b.Value(args)

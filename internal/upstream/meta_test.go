@@ -9,23 +9,28 @@ import (
 
 func TestModernMeta(t *testing.T) {
 	c := &Client{clientInfo: json.RawMessage(`{"name":"gw","version":"1"}`)}
+	const added = `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"gw","version":"1"}`
 	tests := []struct{ in, want string }{
-		{``, `{"_meta":{"io.modelcontextprotocol/clientInfo":{"name":"gw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`},
-		{`{"name":"x"}`, `{"_meta":{"io.modelcontextprotocol/clientInfo":{"name":"gw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"name":"x"}`},
+		{``, `{"_meta":{` + added + `}}`},
+		{`{"name":"x"}`, `{"name":"x","_meta":{` + added + `}}`},
 		{`{"name" : "x", "_meta" : {"io.modelcontextprotocol/protocolVersion":"2025-06-18", "io.modelcontextprotocol/clientInfo":{"name":"host"}, "k":[1, 2]}}`,
-			`{"name" : "x", "_meta" : {"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/protocolVersion":"2026-07-28", "io.modelcontextprotocol/clientInfo":{"name":"host"}, "k":[1, 2]}}`},
-		{`{"_meta":null,"a":1}`, `{"_meta":{"io.modelcontextprotocol/clientInfo":{"name":"gw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"a":1}`},
+			`{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"host"},"k":[1, 2],"io.modelcontextprotocol/clientCapabilities":{}}}`},
+		{`{"_meta":null,"a":1}`, `{"_meta":{` + added + `},"a":1}`},
 	}
 	for _, tt := range tests {
-		got, err := c.modernMeta(json.RawMessage(tt.in), "2026-07-28")
-		if err != nil {
+		var in json.RawMessage
+		if tt.in != "" {
+			in = json.RawMessage(tt.in)
+		}
+		req := jsonrpc.NewOutgoing("tools/call", in)
+		if err := c.modernMeta(req, "2026-07-28"); err != nil {
 			t.Fatalf("%s: %v", tt.in, err)
 		}
-		if string(got) != tt.want {
+		if got := req.Params(); string(got) != tt.want {
 			t.Errorf("modernMeta(%s)\n got %s\nwant %s", tt.in, got, tt.want)
 		}
 	}
-	if _, err := c.modernMeta(json.RawMessage(`[1]`), "2026-07-28"); err == nil {
+	if err := c.modernMeta(jsonrpc.NewOutgoing("tools/call", json.RawMessage(`[1]`)), "2026-07-28"); err == nil {
 		t.Error("array params accepted")
 	}
 }
@@ -38,7 +43,9 @@ func TestStripModernMeta(t *testing.T) {
 			`{"_meta":{"io.modelcontextprotocol/logLevel":"info"},"a":1}`},
 	}
 	for _, tt := range tests {
-		if got := stripModernMeta(json.RawMessage(tt.in)); string(got) != tt.want {
+		req := jsonrpc.NewOutgoing("tools/call", json.RawMessage(tt.in))
+		stripModernMeta(req)
+		if got := req.Params(); string(got) != tt.want {
 			t.Errorf("stripModernMeta(%s) = %s, want %s", tt.in, got, tt.want)
 		}
 	}

@@ -161,11 +161,12 @@ func (c *Client) openSubscription(ctx context.Context, w wire, want Subscription
 	if err != nil {
 		return nil, c.errorf(methodListen, err)
 	}
-	params := json.RawMessage(`{"notifications":` + string(f) + `}`)
-	params, header, err := c.prepare(methodListen, params)
+	req := jsonrpc.NewOutgoing(methodListen, json.RawMessage(`{"notifications":`+string(f)+`}`))
+	header, err := c.prepare(req)
 	if err != nil {
 		return nil, c.errorf(methodListen, err)
 	}
+	params := req.Params()
 	lctx, cancel := context.WithCancel(c.life)
 	sub := &subscription{want: want, params: params, header: header, cancel: cancel, done: make(chan struct{})}
 	l := newListener(c, replay)

@@ -589,28 +589,34 @@ func (s *Supervised) current(op string) (*Client, breaker, error) {
 	return nil, nil, fmt.Errorf("upstream %q: %s: %w", s.name, op, ErrNotReady)
 }
 
-// Call sends one request on the current connection, as Client.Call does,
+// Call sends one request with params of the caller's own; see Send.
+func (s *Supervised) Call(ctx context.Context, method string, params json.RawMessage) (*jsonrpc.Message, error) {
+	return s.Send(ctx, jsonrpc.NewOutgoing(method, params))
+}
+
+// Send sends one request on the current connection, as Client.Send does,
 // when the breaker lets it through; see Supervised for the errors of a
 // call that is not sent. The call's outcome counts for the breaker (see
 // BreakerOptions). A legacy resources/subscribe that succeeds is
 // remembered, and made again on the next connection.
-func (s *Supervised) Call(ctx context.Context, method string, params json.RawMessage) (*jsonrpc.Message, error) {
-	c, br, err := s.current(method)
+func (s *Supervised) Send(ctx context.Context, req *jsonrpc.Outgoing) (*jsonrpc.Message, error) {
+	c, br, err := s.current(req.Method)
 	if err != nil {
 		return nil, err
 	}
-	return s.callOn(ctx, c, br, method, params)
+	return s.sendOn(ctx, c, br, req)
 }
 
-func (s *Supervised) callOn(ctx context.Context, c *Client, br breaker, method string, params json.RawMessage) (*jsonrpc.Message, error) {
+func (s *Supervised) sendOn(ctx context.Context, c *Client, br breaker, req *jsonrpc.Outgoing) (*jsonrpc.Message, error) {
 	done, err := br.allow()
 	if err != nil {
 		return nil, err
 	}
-	resp, err := c.Call(ctx, method, params)
+	method := req.Method
+	resp, err := c.Send(ctx, req)
 	done(outcomeOf(ctx, err), err)
 	if err == nil && resp.Error == nil && (method == "resources/subscribe" || method == "resources/unsubscribe") {
-		if uri, ok := jsonrpc.StringField(params, "uri"); ok {
+		if uri, ok := req.StringParam("uri"); ok {
 			s.mu.Lock()
 			if method == "resources/subscribe" {
 				s.resources[uri] = true
@@ -631,7 +637,7 @@ func (s *Supervised) List(ctx context.Context, method, itemsKey string) ([]json.
 		return nil, err
 	}
 	return c.list(ctx, method, itemsKey, func(ctx context.Context, method string, params json.RawMessage) (*jsonrpc.Message, error) {
-		return s.callOn(ctx, c, br, method, params)
+		return s.sendOn(ctx, c, br, jsonrpc.NewOutgoing(method, params))
 	})
 }
 
