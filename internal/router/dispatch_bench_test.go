@@ -38,6 +38,7 @@ type benchUpstream struct {
 
 func (u *benchUpstream) Start(context.Context) error { return nil }
 func (u *benchUpstream) Close() error                { return nil }
+
 // Send encodes the request, as a client does (once, into a new buffer).
 func (u *benchUpstream) Send(_ context.Context, req *jsonrpc.Outgoing) (*jsonrpc.Message, error) {
 	_ = req.AppendRequest(make([]byte, 0, req.SizeHint()+64), json.RawMessage("1"))

@@ -381,7 +381,7 @@ type outgoing struct {
 	name    string
 	hasName bool
 	data    []byte      // the encoded message
-	header http.Header // extra HTTP headers (Mcp-Param-*, probe headers)
+	header  http.Header // extra HTTP headers (Mcp-Param-*, probe headers)
 	// handler receives the messages of a request's own response stream.
 	handler CallHandler
 	// handshake messages never trigger a session renewal.
