@@ -71,3 +71,60 @@ func TestPerClientSessions(t *testing.T) {
 		t.Errorf("the sampling host's new session saw %s", got)
 	}
 }
+
+// TestPerClientSessionsPerIdentity: on a per-client upstream, two teams
+// (and two keys of one team) never reach each other's upstream process
+// or its state, in either era, though they declare the same capabilities;
+// a host of one identity keeps reaching its own.
+func TestPerClientSessionsPerIdentity(t *testing.T) {
+	own := stdioUpstream("own", "echo", nil)
+	own.Session = config.SessionPerClient
+	cfg := config.Default()
+	cfg.Upstreams = []config.Upstream{own}
+	cfg.Auth.Mode = config.AuthAPIKey
+	cfg.Teams = []config.Team{
+		{Name: "a", APIKeys: []string{"team-a-key-one-0123456789", "team-a-key-two-0123456789"}, Allow: []string{"own__*"}},
+		{Name: "b", APIKeys: []string{"team-b-key-0123456789"}, Allow: []string{"own__*"}},
+	}
+	url, _ := startGateway(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			host := func(key string) *mcp.ClientSession {
+				cs, err := connectAs(t, url, era, key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return cs
+			}
+			a1, a2, b := host("team-a-key-one-0123456789"), host("team-a-key-two-0123456789"), host("team-b-key-0123456789")
+			call := func(cs *mcp.ClientSession, tool, text string) string {
+				t.Helper()
+				got, err := callText(ctx, cs, tool, map[string]any{"text": text})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return got
+			}
+			secret := "a1-secret-" + era
+			if got := call(a1, "own__note", secret); !strings.Contains(got, secret) {
+				t.Fatalf("a1's note: %q", got)
+			}
+			pids := map[string]string{}
+			for name, cs := range map[string]*mcp.ClientSession{"a1": a1, "a2": a2, "b": b} {
+				notes := call(cs, "own__note", "")
+				if (name == "a1") != strings.Contains(notes, secret) {
+					t.Errorf("%s's upstream process holds %q", name, notes)
+				}
+				pids[name] = call(cs, "own__pid", "")
+			}
+			if pids["a1"] == pids["a2"] || pids["a1"] == pids["b"] || pids["a2"] == pids["b"] {
+				t.Errorf("upstream processes by identity: %v, want one each", pids)
+			}
+			if again := call(a1, "own__pid", ""); again != pids["a1"] {
+				t.Errorf("a1 reached process %s, then %s", pids["a1"], again)
+			}
+		})
+	}
+}

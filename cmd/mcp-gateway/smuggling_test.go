@@ -206,8 +206,11 @@ func smuggle(t *testing.T, ups []config.Upstream, targets []smuggleTarget) {
 			if status, _, m := post(headers, body); status != 200 || m.Error != nil {
 				t.Errorf("%s reading %s: HTTP %d %+v", era, tg.resource, status, m.Error)
 			}
-			headers, body = request(era, "tools/call", hidden, `"name":`+q(hidden)+`,`+args)
-			if _, _, m := post(headers, body); m.Error == nil || m.Error.Code != jsonrpc.CodeInvalidParams || !strings.Contains(m.Error.Message, "Unknown tool: "+hidden) {
+			// A hidden tool answers as an unknown one, even where its
+			// schema binds an argument to a header the request lacks
+			// (the Go SDK's "headers" binds region to Mcp-Param-Region).
+			headers, body = request(era, "tools/call", hidden, `"name":`+q(hidden)+`,"arguments":{"region":"eu","message":"hi"}`)
+			if _, _, m := post(headers, body); m.Error == nil || m.Error.Code != jsonrpc.CodeInvalidParams || m.Error.Message != "Unknown tool: "+hidden {
 				t.Errorf("%s calling hidden %s: %+v %s, want -32602 Unknown tool", era, hidden, m.Error, m.Result)
 			}
 		}

@@ -96,9 +96,9 @@ func MaybeServeStdio() {
 //     subscription id and with the _meta key "n" set to the listen
 //     request's ordinal (2, 3, ...). It answers server/discover as a
 //     modern server and every other request with {}.
-//   - "worker": "echo" with three more tools, for supervision tests: pid
-//     (the process id), spawn (starts a "sleeper" in the server's process
-//     group and returns its process id), and slow {count, ms, text}
+//   - "worker": "echo" with two more tools, for supervision tests: spawn
+//     (starts a "sleeper" in the server's process group and returns its
+//     process id), and slow {count, ms, text}
 //     (sends count notifications/progress ms milliseconds apart when the
 //     call carries a progress token, then returns text). With the
 //     environment from WorkerStarts it counts its starts in a file and
@@ -111,8 +111,10 @@ func MaybeServeStdio() {
 //
 // The SDK-based fakes also have the tools getenv {name} (the variable's
 // value, or "<unset>"), meta (the _meta of the call's params as JSON,
-// "null" without one; traceparent and the like) and exit {code} (ends
-// the process).
+// "null" without one; traceparent and the like), note {text} (adds text
+// to the process's notes, unless empty, and returns them all, one per
+// line: state that lives as long as the process), pid (the process id)
+// and exit {code} (ends the process).
 func StdioCommand(name string) (command string, args []string, env map[string]string) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -180,10 +182,6 @@ func serveWorker() int {
 }
 
 func addWorkerTools(s *mcp.Server) {
-	s.AddTool(&mcp.Tool{Name: "pid", Description: "returns the server's process id", InputSchema: schema(``)},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return text(strconv.Itoa(os.Getpid())), nil
-		})
 	s.AddTool(&mcp.Tool{Name: "spawn", Description: "starts a helper process", InputSchema: schema(``)},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			cmd, args, env := StdioCommand("sleeper")
@@ -231,8 +229,27 @@ func serveSleeper() int {
 	}
 }
 
+// notes is the state of the note tool.
+var notes struct {
+	sync.Mutex
+	lines []string
+}
+
 // addProcessTools adds the tools that only make sense in a child process.
 func addProcessTools(s *mcp.Server) {
+	s.AddTool(&mcp.Tool{Name: "note", Description: "adds to the process's notes and returns them", InputSchema: schema(`"text":{"type":"string"}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var a struct{ Text string }
+			if err := args(req, &a); err != nil {
+				return nil, err
+			}
+			notes.Lock()
+			defer notes.Unlock()
+			if a.Text != "" {
+				notes.lines = append(notes.lines, a.Text)
+			}
+			return text(strings.Join(notes.lines, "\n")), nil
+		})
 	s.AddTool(&mcp.Tool{Name: "getenv", Description: "reads an environment variable", InputSchema: schema(`"name":{"type":"string"}`)},
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			var a struct{ Name string }
@@ -244,6 +261,10 @@ func addProcessTools(s *mcp.Server) {
 				v = "<unset>"
 			}
 			return text(v), nil
+		})
+	s.AddTool(&mcp.Tool{Name: "pid", Description: "returns the server's process id", InputSchema: schema(``)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return text(strconv.Itoa(os.Getpid())), nil
 		})
 	s.AddTool(&mcp.Tool{Name: "meta", Description: "returns the request's _meta", InputSchema: schema(``)},
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

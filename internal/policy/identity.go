@@ -19,6 +19,11 @@ type Identity struct {
 	// Key identifies the credential for audit logs without revealing it:
 	// "sha256:" and the first 12 hex digits of the key's digest.
 	Key string
+	// ID is who the caller is, for binding what the gateway keeps for a
+	// caller (sessions, parked calls, per-client upstream sessions) to
+	// it: "key:" and the whole digest of the API key; "" without
+	// authentication.
+	ID string
 }
 
 // ErrUnauthenticated means the caller presented no usable credentials;
@@ -87,5 +92,5 @@ func (k *APIKeys) Identify(key string) (Identity, error) {
 	if found < 0 {
 		return Identity{}, ErrInvalidCredentials
 	}
-	return Identity{Team: k.teams[found], Key: "sha256:" + hex.EncodeToString(d[:6])}, nil
+	return Identity{Team: k.teams[found], Key: "sha256:" + hex.EncodeToString(d[:6]), ID: "key:" + hex.EncodeToString(d[:])}, nil
 }

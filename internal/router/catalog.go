@@ -406,6 +406,25 @@ func (v *view) resourceUpstream(r *Router, uri string, log *slog.Logger) *upstre
 	return only
 }
 
+// shows reports whether the view lists anything of u: a tool, prompt,
+// resource or resource template.
+func (v *view) shows(u *upstreamState) bool {
+	if v.tools.count(u) > 0 || v.prompts.count(u) > 0 {
+		return true
+	}
+	for _, owner := range v.resourceOwner {
+		if owner == u {
+			return true
+		}
+	}
+	for _, t := range v.templates {
+		if t.up == u {
+			return true
+		}
+	}
+	return false
+}
+
 // ToolInfo describes one tool of a view, for `mcp-gateway tools`.
 type ToolInfo struct {
 	Name     string `json:"name"`

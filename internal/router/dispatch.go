@@ -38,10 +38,19 @@ type Caller struct {
 	// View is the caller's view: its team's name, or "" for the default
 	// view. A view that does not exist sees nothing.
 	View string
+	// Principal is who the caller is (policy.Identity.ID): what the
+	// router keeps for a caller (per-client upstream sessions, parked
+	// calls, sealed request state) is bound to it and its view. ""
+	// without authentication.
+	Principal string
 	// Identity names the caller's credential for the audit log (a key's
 	// id, never the key); "" without authentication.
 	Identity string
 }
+
+// owner names who a caller is for what is bound to it: its principal and
+// its view.
+func (c *Caller) owner() string { return c.Principal + "\x00" + c.View }
 
 // Modern reports whether the caller speaks the stateless era.
 func (c *Caller) Modern() bool { return isModern(c.ProtocolVersion) }
@@ -141,7 +150,7 @@ func (r *Router) dispatch(ctx context.Context, c *Caller, req *jsonrpc.Request) 
 	case "completion/complete":
 		return r.complete(ctx, c, v, req)
 	case "logging/setLevel":
-		return r.setLogLevel(ctx, c, req)
+		return r.setLogLevel(ctx, c, v, req)
 	case "resources/subscribe", "resources/unsubscribe":
 		uri := req.URI
 		if !req.HasURI {
@@ -262,6 +271,20 @@ func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, in *j
 		return r.forwardParked(ctx, c, u, client, calls, release, in, out, subject)
 	}
 	defer release()
+	relayed := interactive && c.Modern() && u.isModern() // input_required goes to the host
+	if relayed && in.HasRequestState {
+		// The retry of an input_required the gateway relayed: its state
+		// wraps the upstream's own.
+		st, err := r.sealer.open(in.RequestState, c, method, subject)
+		if err != nil || st.Upstream != u.Name {
+			return errorReply(jsonrpc.CodeInvalidParams, "Invalid params: %v", errBadState)
+		}
+		if st.State != nil {
+			out.Set("requestState", *st.State)
+		} else {
+			out.Set("requestState", nil)
+		}
+	}
 	cl := r.startCall(c, u, calls, in, out)
 	defer cl.end()
 	ctx, finish := r.observeUpstream(ctx, u, out)
@@ -269,6 +292,9 @@ func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, in *j
 	finish(resp, err)
 	if err == nil && interactive && !c.Modern() && u.isModern() {
 		resp, err = r.fulfil(ctx, u, client, cl, out, resp)
+	}
+	if err == nil && relayed && resp.Error == nil && isInputRequired(resp.Result) {
+		resp = r.sealInputRequired(c, u, method, subject, resp)
 	}
 	if err != nil {
 		r.log.Warn("upstream call failed", telemetry.KeyUpstream, u.Name, telemetry.KeyMethod, method,
@@ -284,6 +310,22 @@ func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, in *j
 		return &Reply{Error: resp.Error}
 	}
 	return &Reply{Result: resp.Result, LacksResultType: !u.isModern()}
+}
+
+// sealInputRequired returns an upstream's input_required answer with its
+// requestState sealed for the caller (seal.go): the host gets the
+// gateway's state, which carries the upstream's.
+func (r *Router) sealInputRequired(c *Caller, u *upstreamState, method, subject string, resp *jsonrpc.Message) *jsonrpc.Message {
+	st := sealedState{Owner: c.owner(), Method: method, Subject: subject, Upstream: u.Name}
+	if raw, ok := jsonrpc.Field(resp.Result, "requestState"); ok {
+		state := append(json.RawMessage(nil), raw...) // resp aliases a shared read buffer
+		st.State = &state
+	}
+	result, err := jsonrpc.SetField(resp.Result, "requestState", jsonrpc.String(r.sealer.seal(st)))
+	if err != nil {
+		return &jsonrpc.Message{Error: jsonrpc.NewError(jsonrpc.CodeInternalError, "The server %q sent an input_required result that is not an object", u.Name)}
+	}
+	return &jsonrpc.Message{ID: resp.ID, Result: result}
 }
 
 // enterGate waits, up to the upstream's timeout, for the call's turn on
@@ -319,6 +361,8 @@ func (r *Router) unavailable(ctx context.Context, u *upstreamState, method, subj
 		why = "the request was cancelled"
 	case errors.As(err, &down):
 		why = downReason(u.Name, down.Err, down.RetryAt)
+	case errors.Is(err, errNoRoom):
+		why = fmt.Sprintf("the server %q has no session free for this caller: all %d it may have are in use by other callers", u.Name, u.MaxClients)
 	case errors.Is(err, upstream.ErrOverloaded):
 		why = fmt.Sprintf("the server %q is too busy: too many calls are waiting for it", u.Name)
 	case isTimeout(err):
@@ -457,16 +501,20 @@ func (r *Router) complete(ctx context.Context, c *Caller, v *view, req *jsonrpc.
 var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
 
 // setLogLevel accepts a legacy host's logging/setLevel and passes it on to
-// every serving legacy upstream that offers logging: to the host's own
-// session of a per-client upstream, else to the shared session, where the
-// level applies to the upstream as a whole (the gateway still relays
-// messages only to hosts whose own level lets them through).
-func (r *Router) setLogLevel(ctx context.Context, c *Caller, req *jsonrpc.Request) *Reply {
+// every serving legacy upstream that offers logging and that the caller's
+// view shows something of: to the host's own session of a per-client
+// upstream, else to the shared session, where the level applies to the
+// upstream as a whole (the gateway still relays messages only to hosts
+// whose own level lets them through).
+func (r *Router) setLogLevel(ctx context.Context, c *Caller, v *view, req *jsonrpc.Request) *Reply {
 	if !slices.Contains(logLevels, req.Level) {
 		return errorReply(jsonrpc.CodeInvalidParams, "Invalid params: level must be one of %s", strings.Join(logLevels, ", "))
 	}
 	var wg sync.WaitGroup
 	for _, u := range r.upstreams() {
+		if !v.shows(u) {
+			continue
+		}
 		u.mu.Lock()
 		eligible := u.serving() && !u.modern && parseCapabilities(u.Client.Capabilities()).logging
 		u.mu.Unlock()

@@ -2,14 +2,11 @@ package router
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -29,10 +26,13 @@ import (
 //     answers the host with an input_required result, and hands the
 //     answers of the host's retry to the waiting upstream request. The
 //     running call lives in this process: its requestState names it, is
-//     signed with a key of this process, and expires with parkTTL. A
-//     retry must therefore reach the same gateway replica (route modern
-//     hosts to replicas by client, e.g. sticky load balancing); another
-//     replica rejects the state as unknown, and the host starts over.
+//     sealed (seal.go) and expires with parkTTL. A retry must therefore
+//     reach the same gateway replica (route modern hosts to replicas by
+//     client, e.g. sticky load balancing); another replica rejects the
+//     state as unknown, and the host starts over.
+//   - A modern host calling a modern upstream: the input_required result
+//     is relayed, its requestState sealed around the upstream's own, so
+//     that only the same identity can continue the call (seal.go).
 
 // gatherWindow is how long the gateway waits, after a legacy upstream's
 // first request for input, for the others it sends at the same time, so
@@ -111,6 +111,7 @@ const parkTTL = 10 * time.Minute
 // gathers the input the upstream asked for.
 type parkedCall struct {
 	id      string
+	owner   string // the Caller.owner() of the host whose call it is
 	method  string
 	subject string // the tool, prompt or URI: a retry must name the same
 	cl      *call
@@ -147,33 +148,16 @@ type inputAsk struct {
 	answer chan *jsonrpc.Message
 }
 
-// parking holds the parked calls and the key that signs their states.
+// parking holds the parked calls.
 type parking struct {
 	mu    sync.Mutex // guards calls
 	calls map[string]*parkedCall
-	key   [32]byte
-	once  sync.Once
-}
-
-func (p *parking) signingKey() []byte {
-	p.once.Do(func() { _, _ = rand.Read(p.key[:]) })
-	return p.key[:]
-}
-
-// state returns the requestState naming a parked call in its current
-// round: its id, the round, and a MAC over them and the request it
-// belongs to, so that a tampered, replayed or transplanted state is
-// rejected. p.mu must be held.
-func (p *parking) state(pc *parkedCall) string {
-	head := "mcpgw1." + pc.id + "." + strconv.Itoa(pc.round)
-	mac := hmac.New(sha256.New, p.signingKey())
-	mac.Write([]byte(head + "\x00" + pc.method + "\x00" + pc.subject))
-	return head + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil)[:18])
 }
 
 // park keeps a call until the host's retry takes it, or it expires, and
-// returns the requestState of this round.
-func (p *parking) park(pc *parkedCall) string {
+// returns the round it now waits in: each round has a requestState of
+// its own, so that a state is good for one retry.
+func (p *parking) park(pc *parkedCall) int {
 	now := time.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -184,7 +168,7 @@ func (p *parking) park(pc *parkedCall) string {
 	}
 	p.sweepLocked(now)
 	p.calls[pc.id] = pc
-	return p.state(pc)
+	return pc.round
 }
 
 // sweepLocked gives up the parked calls no host came back for: their
@@ -208,22 +192,18 @@ func (p *parking) closeAll() {
 	}
 }
 
-// take removes and returns the parked call a state names, if the state
-// is genuine and belongs to this method and subject.
-func (p *parking) take(state, method, subject string) *parkedCall {
-	parts := strings.Split(state, ".")
-	if len(parts) != 4 || parts[0] != "mcpgw1" {
-		return nil
-	}
+// take removes and returns the parked call an opened requestState names,
+// if it is waiting in the state's round for the state's owner and
+// request.
+func (p *parking) take(st *sealedState) *parkedCall {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.sweepLocked(time.Now())
-	pc := p.calls[parts[1]]
-	if pc == nil || pc.method != method || pc.subject != subject || !hmac.Equal([]byte(p.state(pc)), []byte(state)) {
-		p.mu.Unlock()
+	pc := p.calls[st.Parked]
+	if pc == nil || pc.round != st.Round || pc.owner != st.Owner || pc.method != st.Method || pc.subject != st.Subject {
 		return nil
 	}
 	delete(p.calls, pc.id)
-	p.mu.Unlock()
 	return pc
 }
 
@@ -233,9 +213,12 @@ func (r *Router) forwardParked(ctx context.Context, c *Caller, u *upstreamState,
 	method := out.Method
 	if in.HasRequestState {
 		release() // the parked call holds its own session
-		pc := r.parked.take(in.RequestState, method, subject)
+		var pc *parkedCall
+		if st, err := r.sealer.open(in.RequestState, c, method, subject); err == nil && st.Parked != "" {
+			pc = r.parked.take(st)
+		}
 		if pc == nil {
-			return errorReply(jsonrpc.CodeInvalidParams, "Invalid params: requestState is unknown, expired, or belongs to another request or gateway replica; send the request again without it")
+			return errorReply(jsonrpc.CodeInvalidParams, "Invalid params: %v", errBadState)
 		}
 		pc.answer(in.InputResponses)
 		return r.awaitParked(ctx, c, u, pc)
@@ -248,7 +231,7 @@ func (r *Router) forwardParked(ctx context.Context, c *Caller, u *upstreamState,
 	id := strconv.FormatUint(r.nextParked, 36) + "-" + randomTag()
 	r.mu.Unlock()
 	pc := &parkedCall{
-		id: id, method: method, subject: subject, cl: cl, cancel: cancel,
+		id: id, owner: c.owner(), method: method, subject: subject, cl: cl, cancel: cancel,
 		outcome: make(chan callOutcome, 1), asks: make(chan *inputAsk), missing: make(chan string, 1),
 		outstanding: map[string]*inputAsk{},
 	}
@@ -321,7 +304,7 @@ func (r *Router) inputRequired(pc *parkedCall, keys []string) *Reply {
 		requests[k], _ = json.Marshal(map[string]any{"method": a.method, "params": a.params})
 	}
 	pc.mu.Unlock()
-	state := r.parked.park(pc)
+	state := r.sealer.seal(sealedState{Owner: pc.owner, Method: pc.method, Subject: pc.subject, Parked: pc.id, Round: r.parked.park(pc)})
 	body, _ := json.Marshal(map[string]any{
 		"resultType":    "input_required",
 		"inputRequests": requests,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
+	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 )
 
 // Per-client upstream sessions (session: per-client): a host gets its own
@@ -20,14 +22,18 @@ import (
 // shared session still lists the catalog.
 //
 // A host is its legacy session, or for a modern host (which has no
-// session) its declared capabilities: hosts that declare the same share
-// an upstream session, so that what the upstream sees of the client is
-// always true of the host.
+// session) its identity, view and declared capabilities: the modern hosts
+// of one identity that declare the same share an upstream session, so
+// that what the upstream sees of the client is always true of the host;
+// no session is ever shared between identities.
 //
-// The sessions of one upstream are kept in an LRU of bounded size; the
-// least recently used is closed to make room, and the router's janitor
-// closes those unused for longer than the idle timeout. A session with
-// calls in flight is closed only when they end. (The expirable cache of
+// The sessions of one upstream are kept in an LRU of bounded size. To
+// make room for a new session the least recently used session of the
+// same identity is closed; one identity never closes another's, so when
+// every session belongs to other identities the new one is refused until
+// one of theirs ends. The router's janitor closes the sessions unused
+// for longer than the idle timeout. A session with calls in flight is
+// closed only when they end. (The expirable cache of
 // golang-lru v2.0.7 runs a cleanup goroutine that can never be stopped,
 // so the router sweeps the plain LRU itself.)
 
@@ -41,6 +47,8 @@ type conn struct {
 type hostConn struct {
 	conn
 	key string
+	// owner is the identity and view it belongs to (Caller.owner).
+	owner string
 	// ready is closed once the session's start finished; err says how.
 	ready chan struct{}
 	err   error
@@ -55,15 +63,16 @@ type hostConn struct {
 
 // clientPool holds an upstream's per-client sessions.
 type clientPool struct {
-	mu  sync.Mutex // guards lru and the hostConn fields it names
-	lru *simplelru.LRU[string, *hostConn]
+	size int
+	mu   sync.Mutex // guards lru and the hostConn fields it names
+	lru  *simplelru.LRU[string, *hostConn]
 	// retired are the sessions the LRU pushed out while evicting; the
 	// caller closes them after releasing mu.
 	retired []*hostConn
 }
 
 func newClientPool(size int) *clientPool {
-	p := &clientPool{}
+	p := &clientPool{size: size}
 	p.lru, _ = simplelru.NewLRU(size, func(_ string, hc *hostConn) {
 		hc.evicted = true
 		p.retired = append(p.retired, hc)
@@ -71,12 +80,34 @@ func newClientPool(size int) *clientPool {
 	return p
 }
 
-// hostKey names the host of a call for per-client sessions.
+// hostKey names the host of a call for per-client sessions: a legacy
+// session (which is bound to one identity), or a modern host's identity,
+// view and capabilities.
 func hostKey(c *Caller) string {
 	if c.Session != "" {
 		return "session:" + c.Session
 	}
-	return "capabilities:" + string(c.Capabilities)
+	return "capabilities:" + c.owner() + "\x00" + string(c.Capabilities)
+}
+
+// errNoRoom: every per-client session of the upstream belongs to other
+// identities.
+var errNoRoom = errors.New("every session the gateway may open to this server is in use by other callers")
+
+// makeRoomLocked makes room in a full pool for a session of owner by
+// evicting owner's least recently used one; false when owner has none.
+// p.mu must be held.
+func (p *clientPool) makeRoomLocked(owner string) bool {
+	if p.lru.Len() < p.size {
+		return true
+	}
+	for _, k := range p.lru.Keys() { // oldest first
+		if hc, _ := p.lru.Peek(k); hc.owner == owner {
+			p.lru.Remove(k) // the eviction callback retires it
+			return true
+		}
+	}
+	return false
 }
 
 // acquire returns the host's session on u, creating and starting it on
@@ -87,7 +118,11 @@ func (r *Router) acquire(ctx context.Context, u *upstreamState, c *Caller) (*hos
 	p.mu.Lock()
 	hc, ok := p.lru.Get(key)
 	if !ok {
-		hc = &hostConn{key: key, ready: make(chan struct{})}
+		if !p.makeRoomLocked(c.owner()) {
+			p.mu.Unlock()
+			return nil, fmt.Errorf("%w: %w (%d sessions)", upstream.ErrOverloaded, errNoRoom, p.size)
+		}
+		hc = &hostConn{key: key, owner: c.owner(), ready: make(chan struct{})}
 		p.lru.Add(key, hc)
 	}
 	hc.inflight++

@@ -3,12 +3,15 @@ package router
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 )
 
 // fakeFactory hands out a new fake per Connect and records what each was
@@ -100,6 +103,62 @@ func TestPerClientSessions(t *testing.T) {
 		synctest.Wait()
 		if !made[3].isClosed() {
 			t.Error("an idle per-client session was not closed")
+		}
+	})
+}
+
+// TestPerClientSessionsBoundToIdentity: modern hosts of two identities
+// that declare the same capabilities get sessions of their own; a new
+// session only ever displaces one of its own identity's, and when every
+// session belongs to others it is refused with a tool error that says so.
+func TestPerClientSessionsBoundToIdentity(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeFactory{lists: map[string][]string{"tools/list": tools("echo")}}
+		r, err := New(&Options{ListWait: -1, Rules: policy.Rules{Teams: []policy.Team{{Name: "a", Allow: []string{"*"}}, {Name: "b", Allow: []string{"*"}}}},
+			Upstreams: []UpstreamConfig{{Name: "up", Connect: f.connect, PerClient: true, MaxClients: 3, ClientIdle: time.Hour}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Start(context.Background())
+		defer r.Close()
+		synctest.Wait()
+		host := func(principal, team, caps string) *Caller {
+			return &Caller{ProtocolVersion: ModernVersion, Principal: principal, View: team, Capabilities: json.RawMessage(caps)}
+		}
+		call := func(c *Caller) *Reply {
+			t.Helper()
+			return r.Dispatch(context.Background(), c, request("tools/call", `{"name":"up__echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`))
+		}
+		a1, a2, a3 := host("key:a", "a", `{}`), host("key:a", "a", `{"sampling":{}}`), host("key:a", "a", `{"roots":{}}`)
+		b1, b2 := host("key:b", "b", `{}`), host("key:b", "b", `{"sampling":{}}`)
+		for _, c := range []*Caller{a1, b1, a1, b1} {
+			if reply := call(c); reply.Error != nil || isToolError(reply.Result) {
+				t.Fatalf("call: %v %s", reply.Error, reply.Result)
+			}
+		}
+		made, _ := f.snapshot()
+		if len(made) != 3 || len(made[1].recorded()) != 2 || len(made[2].recorded()) != 2 {
+			t.Fatalf("two identities with the same capabilities: %d sessions made, want the shared one and one each", len(made))
+		}
+		call(a2) // the pool is full now: the shared session lists, three per-client
+		call(a3) // a's least recently used (a1) makes room
+		synctest.Wait()
+		made, _ = f.snapshot()
+		if !made[1].isClosed() || made[2].isClosed() {
+			t.Errorf("a's new session closed a1 %v, b1 %v; want only a's own", made[1].isClosed(), made[2].isClosed())
+		}
+		call(b2) // b displaces its own b1
+		synctest.Wait()
+		if made, _ = f.snapshot(); !made[2].isClosed() || made[3].isClosed() || made[4].isClosed() {
+			t.Errorf("b's new session: b1 closed %v, a2 %v, a3 %v; want only b1", made[2].isClosed(), made[3].isClosed(), made[4].isClosed())
+		}
+		// A third identity finds no session of its own to displace.
+		reply := call(host("key:c", "a", `{}`))
+		if reply.Error != nil || !isToolError(reply.Result) || !strings.Contains(string(reply.Result), "in use by other callers") {
+			t.Errorf("a third identity in a full pool: %v %s, want a tool error saying the sessions are in use", reply.Error, reply.Result)
+		}
+		if n, _ := f.snapshot(); len(n) != 6 {
+			t.Errorf("%d sessions made, want 6 (no session for the refused identity)", len(n))
 		}
 	})
 }

@@ -194,8 +194,9 @@ type Router struct {
 	// subs are the hosts' resource subscriptions.
 	subs resourceSubs
 	// parked are the legacy upstream calls waiting for a modern host's
-	// input.
+	// input; sealer seals the request states that name them.
 	parked parking
+	sealer *sealer
 
 	mu sync.Mutex // guards the fields below
 	// ups are the upstreams, in priority order; Reconfigure replaces the
@@ -278,7 +279,7 @@ const (
 
 // New returns a router over the given upstreams. It starts nothing.
 func New(opts *Options) (*Router, error) {
-	r := &Router{opts: *opts, log: telemetry.Discard(opts.Logger), started: make(chan struct{})}
+	r := &Router{opts: *opts, log: telemetry.Discard(opts.Logger), started: make(chan struct{}), sealer: newSealer()}
 	r.progress = map[string]*call{}
 	if r.opts.ListWait == 0 {
 		r.opts.ListWait = 10 * time.Second

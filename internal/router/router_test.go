@@ -438,7 +438,7 @@ func TestInitializeAndDiscoverResults(t *testing.T) {
 }
 
 func TestRemovedMethodsAndLogLevel(t *testing.T) {
-	logs := &fakeUpstream{capabilities: `{"tools":{},"logging":{}}`}
+	logs := &fakeUpstream{capabilities: `{"tools":{},"logging":{}}`, lists: map[string][]string{"tools/list": tools("echo")}}
 	quiet := &fakeUpstream{capabilities: `{"tools":{}}`}
 	r := startRouter(t, Options{}, map[string]*fakeUpstream{"logs": logs, "quiet": quiet}, "logs", "quiet")
 	for _, method := range []string{"ping", "logging/setLevel", "resources/subscribe", "initialize"} {

@@ -77,3 +77,52 @@ func TestAPIKeyAuthentication(t *testing.T) {
 		t.Errorf("/healthz with auth on: %d", resp.StatusCode)
 	}
 }
+
+// TestSessionBoundToItsKey: a legacy session belongs to the key that
+// opened it: another key of the same team can neither call on it, nor
+// answer the requests the gateway sends on it, nor open its GET stream,
+// nor delete it. A reload that moves the key to another team ends it.
+func TestSessionBoundToItsKey(t *testing.T) {
+	keys, err := policy.NewAPIKeys(map[string][]string{"red": {"red-key-one-0123456789", "red-key-two-0123456789"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, d, s := newTestServerWith(t, &Options{Identify: keys.Identify})
+	with := func(key, sid string) map[string]string {
+		return map[string]string{"Authorization": "Bearer " + key, "Mcp-Session-Id": sid}
+	}
+	r := do(t, ts, "POST", map[string]string{"Authorization": "Bearer red-key-one-0123456789"}, initBody)
+	sid := r.header.Get("Mcp-Session-Id")
+	if r.status != 200 || sid == "" {
+		t.Fatalf("initialize: %d %s", r.status, r.body)
+	}
+	one, two := with("red-key-one-0123456789", sid), with("red-key-two-0123456789", sid)
+	if r := do(t, ts, "POST", one, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); r.status != 200 {
+		t.Fatalf("the opening key's request: %d %s", r.status, r.body)
+	}
+	if c := d.lastCaller(); c.Principal == "" || c.Identity == "" || c.View != "red" {
+		t.Errorf("caller %+v, want the key's principal, audit id and team", c)
+	}
+	calls := len(d.callers)
+	wantError(t, do(t, ts, "POST", two, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`), 403, jsonrpc.CodeInvalidRequest, "another identity")
+	wantError(t, do(t, ts, "POST", two, `{"jsonrpc":"2.0","id":"gw-1","result":{"action":"accept"}}`), 403, jsonrpc.CodeInvalidRequest, "another identity")
+	wantError(t, do(t, ts, "POST", two, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`), 403, jsonrpc.CodeInvalidRequest, "another identity")
+	get := map[string]string{"Accept": "text/event-stream"}
+	for k, v := range two {
+		get[k] = v
+	}
+	wantError(t, do(t, ts, "GET", get, ""), 403, jsonrpc.CodeInvalidRequest, "another identity")
+	wantError(t, do(t, ts, "DELETE", two, ""), 403, jsonrpc.CodeInvalidRequest, "another identity")
+	if len(d.callers) != calls {
+		t.Errorf("the router was asked for the other key")
+	}
+
+	// The key moves to another team: the session in the old view ends.
+	moved, err := policy.NewAPIKeys(map[string][]string{"blue": {"red-key-one-0123456789"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetIdentify(moved.Identify)
+	wantError(t, do(t, ts, "POST", one, `{"jsonrpc":"2.0","id":4,"method":"tools/list"}`), 404, jsonrpc.CodeInvalidRequest, "team changed")
+	wantError(t, do(t, ts, "POST", one, `{"jsonrpc":"2.0","id":5,"method":"tools/list"}`), 404, jsonrpc.CodeInvalidRequest, "Session not found")
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/mcpheader"
+	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 	"github.com/mcp-gateway/mcp-gateway/internal/router"
 	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
 )
@@ -33,14 +34,9 @@ const (
 )
 
 func (s *Server) post(w http.ResponseWriter, r *http.Request) {
-	id, ok := s.identity(w, r)
+	who, ok := s.identity(w, r)
 	if !ok {
 		return
-	}
-	view := id.Team
-	if id.Key != "" {
-		// For the audit log.
-		r = r.WithContext(context.WithValue(r.Context(), identityKey{}, id.Key))
 	}
 	if s.tel.Tracing() {
 		// The host's trace context from the HTTP headers; the router
@@ -79,17 +75,17 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	}
 
 	if id := r.Header.Get(headerSessionID); id != "" {
-		s.postLegacy(w, r, id, view, msg)
+		s.postLegacy(w, r, id, who, msg)
 		return
 	}
 	// A modern request is recognised first: "initialize" with modern
 	// _meta is a modern request for a method that era removed.
 	if isModernRequest(r, msg) {
-		s.postModern(w, r, view, msg)
+		s.postModern(w, r, who, msg)
 		return
 	}
 	if msg.Method == "initialize" {
-		s.initialize(w, r, view, msg)
+		s.initialize(w, r, who, msg)
 		return
 	}
 	if msg.IsResponse() || msg.IsNotification() {
@@ -103,7 +99,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 }
 
 // initialize opens a legacy session (2025-11-25 basic/lifecycle).
-func (s *Server) initialize(w http.ResponseWriter, r *http.Request, view string, msg *jsonrpc.Request) {
+func (s *Server) initialize(w http.ResponseWriter, r *http.Request, who policy.Identity, msg *jsonrpc.Request) {
 	if !msg.IsRequest() {
 		writeError(w, http.StatusBadRequest, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "initialize must be a request"))
 		return
@@ -114,7 +110,7 @@ func (s *Server) initialize(w http.ResponseWriter, r *http.Request, view string,
 		return
 	}
 	version := router.NegotiateLegacy(requested)
-	ss, err := s.newSession(version, view)
+	ss, err := s.newSession(version, who)
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, msg.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, "Cannot open a session: %v", err))
 		return
@@ -126,8 +122,8 @@ func (s *Server) initialize(w http.ResponseWriter, r *http.Request, view string,
 }
 
 // postLegacy handles a message on an existing legacy session.
-func (s *Server) postLegacy(w http.ResponseWriter, r *http.Request, id, view string, msg *jsonrpc.Request) {
-	ss := s.sessionFor(w, id, view, msg.ID)
+func (s *Server) postLegacy(w http.ResponseWriter, r *http.Request, id string, who policy.Identity, msg *jsonrpc.Request) {
+	ss := s.sessionFor(w, id, who, msg.ID)
 	if ss == nil {
 		return
 	}
@@ -166,7 +162,8 @@ func (s *Server) postLegacy(w http.ResponseWriter, r *http.Request, id, view str
 	}
 	defer ss.link.untrack(msg.ID)
 	rs := newRequestStream(w, r, ss, false)
-	caller := &router.Caller{ProtocolVersion: ss.version, Session: ss.id, Capabilities: ss.capabilities, LogLevel: ss.logLevel(), Host: rs, View: ss.view, Identity: identityOf(r.Context())}
+	caller := &router.Caller{ProtocolVersion: ss.version, Session: ss.id, Capabilities: ss.capabilities, LogLevel: ss.logLevel(), Host: rs,
+		View: ss.view, Principal: ss.principal, Identity: ss.key}
 	reply := s.d.Dispatch(ctx, caller, msg)
 	if ctx.Err() != nil && r.Context().Err() == nil {
 		// The host cancelled the request (notifications/cancelled or the
@@ -190,7 +187,8 @@ func isModernRequest(r *http.Request, msg *jsonrpc.Request) bool {
 
 // postModern serves a stateless request (2026-07-28
 // basic/transports/streamable-http "Server Validation").
-func (s *Server) postModern(w http.ResponseWriter, r *http.Request, view string, msg *jsonrpc.Request) {
+func (s *Server) postModern(w http.ResponseWriter, r *http.Request, who policy.Identity, msg *jsonrpc.Request) {
+	view := who.Team
 	if msg.IsResponse() {
 		writeError(w, http.StatusBadRequest, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Bad Request: clients must not send responses in protocol version %s", router.ModernVersion))
 		return
@@ -211,7 +209,7 @@ func (s *Server) postModern(w http.ResponseWriter, r *http.Request, view string,
 	}
 	rs := newRequestStream(w, r, nil, true)
 	caller := &router.Caller{ProtocolVersion: declared, Capabilities: msg.Meta.ClientCapabilities, LogLevel: msg.Meta.LogLevel,
-		Host: rs, View: view, Identity: identityOf(r.Context())}
+		Host: rs, View: view, Principal: who.ID, Identity: who.Key}
 	if msg.Method == "subscriptions/listen" {
 		s.listen(w, r, caller, &msg.Message)
 		return
@@ -284,7 +282,7 @@ func (s *Server) validateModern(r *http.Request, view string, msg *jsonrpc.Reque
 // get opens the stream on which a legacy session receives server
 // messages. Modern hosts have no GET stream (2026-07-28 removed it).
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
-	view, ok := s.authenticate(w, r)
+	who, ok := s.identity(w, r)
 	if !ok {
 		return
 	}
@@ -299,7 +297,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotAcceptable, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Not Acceptable: Accept must list text/event-stream"))
 		return
 	}
-	ss := s.sessionFor(w, id, view, nil)
+	ss := s.sessionFor(w, id, who, nil)
 	if ss == nil {
 		return
 	}
@@ -323,7 +321,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 
 // delete ends a legacy session.
 func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
-	view, ok := s.authenticate(w, r)
+	who, ok := s.identity(w, r)
 	if !ok {
 		return
 	}
@@ -334,7 +332,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
 			"Method Not Allowed: DELETE needs an %s", headerSessionID))
 		return
 	}
-	if s.sessionFor(w, id, view, nil) == nil {
+	if s.sessionFor(w, id, who, nil) == nil {
 		return
 	}
 	if !s.endSession(id) {

@@ -287,16 +287,10 @@ func (s *Server) SetIdentify(identify func(string) (policy.Identity, error)) {
 	s.identify.Store(&identify)
 }
 
-// authenticate returns the caller's view, or writes 401 and reports
-// false (2025-11-25 basic/authorization: a missing or invalid token is
-// 401 with WWW-Authenticate). The token itself is never logged.
-func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (string, bool) {
-	id, ok := s.identity(w, r)
-	return id.Team, ok
-}
-
-// identity authenticates as authenticate does, and returns the whole
-// identity.
+// identity returns who the caller is (its view is its team), or writes
+// 401 and reports false (2025-11-25 basic/authorization: a missing or
+// invalid token is 401 with WWW-Authenticate). The token itself is never
+// logged.
 func (s *Server) identity(w http.ResponseWriter, r *http.Request) (policy.Identity, bool) {
 	identify := s.identify.Load()
 	if identify == nil {
@@ -355,27 +349,26 @@ func (s *Server) observe() {
 	}
 }
 
-// identityKey carries the caller's credential id (policy.Identity.Key)
-// in a request's context, for the audit log.
-type identityKey struct{}
-
-func identityOf(ctx context.Context) string {
-	k, _ := ctx.Value(identityKey{}).(string)
-	return k
-}
-
-// sessionFor returns the session id's session when the caller's view is
-// the session's; otherwise it writes the error (404 unknown session, 403
-// a session of another identity) and returns nil.
-func (s *Server) sessionFor(w http.ResponseWriter, id, view string, msgID json.RawMessage) *session {
+// sessionFor returns the session id's session when the caller is the
+// identity that opened it, with the view it opened it in; otherwise it
+// writes the error and returns nil: 404 for an unknown session, 403 for
+// another identity's (another key, even of the same team), and 404 when
+// the caller's view changed since (a reload moved its key to another
+// team), ending the session so that the host opens one in its new view.
+func (s *Server) sessionFor(w http.ResponseWriter, id string, who policy.Identity, msgID json.RawMessage) *session {
 	ss := s.session(id)
 	switch {
 	case ss == nil:
 		writeError(w, http.StatusNotFound, msgID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Session not found: it expired or was deleted; initialize a new one"))
 		return nil
-	case ss.view != view:
+	case ss.principal != who.ID:
 		s.log.Warn("request for a session of another identity", telemetry.KeySession, id)
 		writeError(w, http.StatusForbidden, msgID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Forbidden: the session belongs to another identity"))
+		return nil
+	case ss.view != who.Team:
+		s.log.Info("session ended: its identity's view changed", telemetry.KeySession, id)
+		s.endSession(id)
+		writeError(w, http.StatusNotFound, msgID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Session not found: the caller's team changed; initialize a new one"))
 		return nil
 	}
 	return ss
@@ -393,9 +386,11 @@ func newSessionID() string {
 type session struct {
 	id      string
 	version string
-	// view is the caller's view, fixed when the session opens: every
-	// later request must come from the same identity.
-	view string
+	// principal is the identity that opened the session
+	// (policy.Identity.ID), key its id for the audit log, and view its
+	// view then: every later request must come from that identity, in
+	// that view.
+	principal, key, view string
 	// capabilities are the client capabilities the host declared in
 	// initialize; set before the session is shared.
 	capabilities json.RawMessage
@@ -451,7 +446,7 @@ func (ss *session) touch(now time.Time) {
 	ss.mu.Unlock()
 }
 
-func (s *Server) newSession(version, view string) (*session, error) {
+func (s *Server) newSession(version string, who policy.Identity) (*session, error) {
 	now := time.Now()
 	s.mu.Lock()
 	if s.closed {
@@ -464,7 +459,8 @@ func (s *Server) newSession(version, view string) (*session, error) {
 	}
 	var ss *session
 	if len(s.sessions) < s.opts.MaxSessions {
-		ss = &session{id: newSessionID(), version: version, view: view, done: make(chan struct{}), lastUsed: now, out: newOutbox()}
+		ss = &session{id: newSessionID(), version: version, principal: who.ID, key: who.Key, view: who.Team,
+			done: make(chan struct{}), lastUsed: now, out: newOutbox()}
 		s.sessions[ss.id] = ss
 	}
 	s.mu.Unlock()

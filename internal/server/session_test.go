@@ -4,17 +4,19 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 )
 
 func TestIdleSessionsExpire(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := New(&fakeDispatcher{}, &Options{MaxSessions: 2, SessionIdleTimeout: time.Minute})
-		a, err := s.newSession("2025-11-25", "")
+		a, err := s.newSession("2025-11-25", policy.Identity{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, _ := s.newSession("2025-11-25", "")
-		if _, err := s.newSession("2025-11-25", ""); err != errTooManySessions {
+		b, _ := s.newSession("2025-11-25", policy.Identity{})
+		if _, err := s.newSession("2025-11-25", policy.Identity{}); err != errTooManySessions {
 			t.Fatalf("third session with room for two: err = %v, want errTooManySessions", err)
 		}
 
@@ -30,7 +32,7 @@ func TestIdleSessionsExpire(t *testing.T) {
 
 		// The table is full: a new session expires the idle one (a) but
 		// not the streaming one (b).
-		c, err := s.newSession("2025-11-25", "")
+		c, err := s.newSession("2025-11-25", policy.Identity{})
 		if err != nil {
 			t.Fatalf("new session after one went idle: %v", err)
 		}

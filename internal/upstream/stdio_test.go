@@ -454,7 +454,7 @@ func testLists(t *testing.T, ctx context.Context, c *upstream.Client) {
 		var got []string
 		for _, it := range items {
 			s, _ := jsonrpc.StringField(it, tt.field)
-			if s == "getenv" || s == "meta" || s == "exit" { // stdio fakes only
+			if s == "getenv" || s == "meta" || s == "exit" || s == "note" || s == "pid" { // stdio fakes only
 				continue
 			}
 			got = append(got, s)
