@@ -23,7 +23,7 @@ var allowedImports = map[string][]string{
 	"policy":    {"namespace", "config", "jsonrpc"},
 	"telemetry": {},
 	"upstream":  {"jsonrpc", "config", "telemetry", "mcpheader"},
-	"router":    {"upstream", "namespace", "policy", "jsonrpc", "telemetry", "mcpheader"},
+	"router":    {"upstream", "namespace", "policy", "jsonrpc", "mcpheader"},
 	"server":    {"router", "jsonrpc", "policy", "telemetry", "mcpheader"},
 	"mcptest":   {"jsonrpc"},
 }

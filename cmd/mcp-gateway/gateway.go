@@ -103,6 +103,22 @@ type recorders struct {
 	log   *slog.Logger         // nil discards
 	tel   *telemetry.Telemetry // nil means telemetry.Disabled()
 	audit *telemetry.Audit     // nil: no audit log
+	// obs records with tel and audit; nil (then built from them by
+	// observer) or not On: nothing is observed.
+	obs *telemetry.Observer
+}
+
+// observer returns rec's observer, built from its telemetry and audit
+// log when it has none.
+func (rec *recorders) observer() (*telemetry.Observer, error) {
+	if rec.obs == nil && (rec.tel != nil || rec.audit != nil) {
+		obs, err := telemetry.NewObserver(rec.tel, rec.audit)
+		if err != nil {
+			return nil, err
+		}
+		rec.obs = obs
+	}
+	return rec.obs, nil
 }
 
 // telemetryFlushTimeout bounds the export of the last spans and metrics
@@ -151,13 +167,26 @@ func newRecorders(ctx context.Context, cfg *config.Config, log *slog.Logger, std
 			}
 		}
 	})
-	return recorders{log: log, tel: tel, audit: audit}, stop, nil
+	rec = recorders{log: log, tel: tel, audit: audit}
+	if _, err := rec.observer(); err != nil {
+		stop()
+		return recorders{}, nil, fmt.Errorf("telemetry: %w", err)
+	}
+	return rec, stop, nil
 }
 
-// newRouter translates the config into upstream clients and a router.
-// onChange receives the changes hosts should hear of.
+// newRouter translates the config into upstream clients and a router,
+// with the state gauges registered when metrics are on. onChange receives
+// the changes hosts should hear of.
 func newRouter(cfg *config.Config, rec recorders, onChange func(router.Change)) (*router.Router, error) {
-	return router.New(routerOptions(cfg, rec, onChange))
+	rt, err := router.New(routerOptions(cfg, rec, onChange))
+	if err != nil {
+		return nil, err
+	}
+	if err := observeState(rec.obs, rt); err != nil {
+		return nil, fmt.Errorf("telemetry: %w", err)
+	}
+	return rt, nil
 }
 
 // routerOptions translates the config into the router's options, with
@@ -201,18 +230,25 @@ func routerOptions(cfg *config.Config, rec recorders, onChange func(router.Chang
 					OnNotification: o.Notify,
 					OnRequest:      o.Request,
 				}
+				var c upstreamClient
+				var err error
 				if o.OnState == nil {
-					return upstream.New(&opts)
+					c, err = upstream.New(&opts)
+				} else {
+					opts.OnStateChange = o.OnState
+					c, err = upstream.NewSupervised(&upstream.SupervisedOptions{
+						Options: opts,
+						Breaker: upstream.BreakerOptions{Failures: u.Breaker.Failures, Cooldown: u.Breaker.Cooldown},
+						Restart: upstream.RestartOptions{
+							Initial: u.Restart.Delay, Max: u.Restart.MaxDelay,
+							CrashLimit: u.Restart.CrashLimit, CrashWindow: u.Restart.CrashWindow,
+						},
+					})
 				}
-				opts.OnStateChange = o.OnState
-				return upstream.NewSupervised(&upstream.SupervisedOptions{
-					Options: opts,
-					Breaker: upstream.BreakerOptions{Failures: u.Breaker.Failures, Cooldown: u.Breaker.Cooldown},
-					Restart: upstream.RestartOptions{
-						Initial: u.Restart.Delay, Max: u.Restart.MaxDelay,
-						CrashLimit: u.Restart.CrashLimit, CrashWindow: u.Restart.CrashWindow,
-					},
-				})
+				if err != nil {
+					return nil, err
+				}
+				return observed(c, u.Name, rec.obs), nil
 			},
 			PerClient:  u.Session == config.SessionPerClient,
 			MaxClients: u.MaxClients,
@@ -231,8 +267,6 @@ func routerOptions(cfg *config.Config, rec recorders, onChange func(router.Chang
 		Rules:      rules,
 		ServerInfo: router.Implementation{Name: "mcp-gateway", Version: version},
 		OnChange:   onChange,
-		Telemetry:  tel,
-		Audit:      rec.audit,
 		Logger:     log,
 	}
 }
@@ -313,6 +347,9 @@ type gateway struct {
 }
 
 func newGateway(cfg *config.Config, rec recorders) (*gateway, error) {
+	if _, err := rec.observer(); err != nil {
+		return nil, fmt.Errorf("telemetry: %w", err)
+	}
 	// The router tells the server of changes; the server is made after
 	// the router, and the router sends nothing before it starts.
 	var srv *server.Server
@@ -329,7 +366,7 @@ func newGateway(cfg *config.Config, rec recorders) (*gateway, error) {
 	if rec.tel != nil {
 		metrics = rec.tel.MetricsHandler()
 	}
-	srv = server.New(rt, &server.Options{
+	srv = server.New(dispatcher(rt, rec.obs), &server.Options{
 		Identify:       auth,
 		Endpoint:       cfg.Endpoint,
 		AllowedOrigins: cfg.AllowedOrigins,
@@ -450,7 +487,7 @@ func serveStdio(ctx context.Context, cfg *config.Config, team string, stdin io.R
 		log.Error("invalid upstream", telemetry.KeyErr, err)
 		return exitError
 	}
-	host = server.NewStdio(rt, stdout, team, log)
+	host = server.NewStdio(dispatcher(rt, rec.obs), stdout, team, log)
 	rt.Start(ctx)
 	err = host.Serve(ctx, stdin)
 	if cerr := rt.Close(); cerr != nil {

@@ -38,7 +38,7 @@ func fieldSpan(obj json.RawMessage, key string) (vs, ve int, ok bool) {
 			return false
 		}
 		return true
-	})
+	}, "", nil)
 	return vs, ve, ok
 }
 
@@ -96,7 +96,7 @@ func DeleteField(obj json.RawMessage, key string) json.RawMessage {
 		}
 		prevEnd = ve
 		return true
-	})
+	}, "", nil)
 	if len(cut) == 0 {
 		return obj
 	}

@@ -83,6 +83,12 @@ type Message struct {
 	Result json.RawMessage
 	// Error is the error of a failed response.
 	Error *Error
+	// ToolError and ResultType describe a result that is an object, as
+	// Decode found them in the same pass: its "isError" member is true
+	// (a tool error), and its "resultType" member ("" when absent, or
+	// not a string).
+	ToolError  bool
+	ResultType string
 }
 
 // IsRequest reports whether m is a request, which expects a response.
@@ -130,6 +136,15 @@ func DecodeInto(m *Message, data []byte) error {
 			name = []byte(unquote(key))
 		}
 		e.member(m, name, data[vs:ve])
+		return true
+	}, "result", func(key []byte, vs, ve int) bool {
+		v := data[vs:ve]
+		switch {
+		case keyEquals(key, "isError"):
+			m.ToolError = string(v) == "true"
+		case keyEquals(key, "resultType"):
+			m.ResultType = resultType(v)
+		}
 		return true
 	})
 	if err != nil {
@@ -218,6 +233,19 @@ func (m *Message) check(e *envelope) error {
 		return fmt.Errorf(`%w: a message needs "method", "result" or "error"`, ErrInvalidRequest)
 	}
 	return nil
+}
+
+// resultType returns the value of a raw resultType member without
+// allocating for the values the protocol defines.
+func resultType(v []byte) string {
+	switch string(v) {
+	case `"complete"`:
+		return "complete"
+	case `"input_required"`:
+		return "input_required"
+	}
+	s, _ := stringValue(v)
+	return s
 }
 
 // unquote returns the value of a raw JSON string, which must be valid.

@@ -318,3 +318,27 @@ func BenchmarkDecodeResponse1MiB(b *testing.B) {
 		}
 	}
 }
+
+func TestDecodeResultFlags(t *testing.T) {
+	for _, tt := range []struct {
+		in         string
+		toolError  bool
+		resultType string
+	}{
+		{`{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true}}`, true, ""},
+		{`{"jsonrpc":"2.0","id":1,"result":{"isError":false,"resultType":"complete"}}`, false, "complete"},
+		{`{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","inputRequests":{"k":{"isError":true}}}}`, false, "input_required"},
+		{`{"jsonrpc":"2.0","id":1,"result":{"content":[{"isError":true,"resultType":"x"}]}}`, false, ""},
+		{`{"jsonrpc":"2.0","id":1,"result":{"resultType":"t\u0061sk"}}`, false, "task"},
+		{`{"jsonrpc":"2.0","id":1,"result":[{"isError":true}]}`, false, ""},
+		{`{"jsonrpc":"2.0","id":1,"method":"m","params":{"isError":true,"resultType":"complete"}}`, false, ""},
+	} {
+		m, err := Decode([]byte(tt.in))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.in, err)
+		}
+		if m.ToolError != tt.toolError || m.ResultType != tt.resultType {
+			t.Errorf("%s: ToolError %v, ResultType %q; want %v, %q", tt.in, m.ToolError, m.ResultType, tt.toolError, tt.resultType)
+		}
+	}
+}

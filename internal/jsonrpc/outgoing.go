@@ -86,7 +86,7 @@ func scanObject(data []byte, i int) Object {
 		}
 		obj.add(key, rawKey, data[vs:ve])
 		return true
-	})
+	}, "", nil)
 	if err == nil {
 		obj.Raw = data[i:end]
 	}

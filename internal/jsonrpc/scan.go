@@ -208,14 +208,21 @@ func skipObject(data []byte, i, depth int) (int, error) {
 	if depth > maxDepth {
 		return i, fmt.Errorf("%w: nesting deeper than %d", errSyntax, maxDepth)
 	}
-	return eachMember(data, i, depth, nil)
+	return eachMember(data, i, depth, nil, "", nil)
 }
 
+// memberFunc is called for each member of an object with the raw key
+// (including its quotes) and the value's span; returning false stops the
+// walk.
+type memberFunc func(key []byte, valueStart, valueEnd int) bool
+
 // eachMember validates the object starting at data[i] and returns the index
-// just past it. It calls fn (when not nil) for each member with the raw key
-// (including its quotes) and the value's span. fn returning false stops the
-// walk early: the rest is then not validated and the index returned is -1.
-func eachMember(data []byte, i, depth int, fn func(key []byte, valueStart, valueEnd int) bool) (int, error) {
+// just past it. It calls fn (when not nil) for each member. fn returning
+// false stops the walk early: the rest is then not validated and the index
+// returned is -1. When the value of member descend (an unescaped key)
+// is an object, its members are walked with inner in the same pass;
+// inner must not stop the walk.
+func eachMember(data []byte, i, depth int, fn memberFunc, descend string, inner memberFunc) (int, error) {
 	if i >= len(data) || data[i] != '{' {
 		return i, syntaxErr(data, i, "expected an object")
 	}
@@ -238,7 +245,15 @@ func eachMember(data []byte, i, depth int, fn func(key []byte, valueStart, value
 		}
 		i = skipSpace(data, i+1)
 		valueStart := i
-		if i, err = skipValueDepth(data, i, depth); err != nil {
+		if descend != "" && i < len(data) && data[i] == '{' && keyEquals(key, descend) {
+			if depth+1 > maxDepth {
+				return i, fmt.Errorf("%w: nesting deeper than %d", errSyntax, maxDepth)
+			}
+			i, err = eachMember(data, i, depth+1, inner, "", nil)
+		} else {
+			i, err = skipValueDepth(data, i, depth)
+		}
+		if err != nil {
 			return i, err
 		}
 		if fn != nil && !fn(key, valueStart, i) {

@@ -31,6 +31,9 @@ type HTTPOptions struct {
 	// Inspect, if set, sees every request before the handler does. It
 	// must not read the body.
 	Inspect func(*http.Request)
+	// Received, if set, gets each POST's headers and body, as the server
+	// received them, before the handler serves it.
+	Received func(header http.Header, body []byte)
 }
 
 // NewStreamableServer serves NewServer(&opts.Server) over Streamable HTTP
@@ -48,7 +51,7 @@ func NewStreamableServer(t testing.TB, opts *HTTPOptions) *httptest.Server {
 		JSONResponse:                 o.JSONResponse,
 		PropagateRequestCancellation: true,
 	})
-	return serve(t, s, g, h, o.Inspect)
+	return serve(t, s, g, h, o.Inspect, o.Received)
 }
 
 // NewSSEServer serves NewServer(opts) over the deprecated HTTP+SSE
@@ -58,10 +61,10 @@ func NewSSEServer(t testing.TB, opts *ServerOptions) *httptest.Server {
 	t.Helper()
 	s, g := newServer(opts)
 	h := mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return s }, nil)
-	return serve(t, s, g, h, nil)
+	return serve(t, s, g, h, nil, nil)
 }
 
-func serve(t testing.TB, s *mcp.Server, g *gates, h http.Handler, inspect func(*http.Request)) *httptest.Server {
+func serve(t testing.TB, s *mcp.Server, g *gates, h http.Handler, inspect func(*http.Request), received func(http.Header, []byte)) *httptest.Server {
 	inner := h
 	h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if inspect != nil {
@@ -77,6 +80,9 @@ func serve(t testing.TB, s *mcp.Server, g *gates, h http.Handler, inspect func(*
 				return
 			}
 			g.note(body)
+			if received != nil {
+				received(r.Header, body)
+			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
 		inner.ServeHTTP(w, r)

@@ -50,6 +50,11 @@
 //   - sample {text}: asks the client for sampling/createMessage with text
 //     as the user message and returns the text of the answer, or the error
 //     text (legacy sessions only).
+//   - ask {message}: asks the client for a name: on a modern (2026-07-28)
+//     request with an input_required result (an elicitation under the
+//     key "name", and requestState "ask-state-<message>"), whose retry
+//     returns "<action> <content> state=<requestState>"; on a legacy
+//     session as elicit does.
 //   - elicit {message}: asks the client for elicitation/create with message
 //     and a schema of one string property, name; returns the action, a
 //     space and the content as JSON ("accept {"name":"Ada"}"), or the error
@@ -341,6 +346,29 @@ func addTools(s *mcp.Server) *gates {
 			}
 			content, _ := json.Marshal(res.Content)
 			return text(res.Action + " " + string(content)), nil
+		})
+	s.AddTool(&mcp.Tool{Name: "ask", Description: "asks the client for a name, in its era's way", InputSchema: schema(`"message":{"type":"string"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var a struct{ Message string }
+			if err := args(req, &a); err != nil {
+				return nil, err
+			}
+			schema := map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}
+			if ip := req.Session.InitializeParams(); ip == nil || ip.ProtocolVersion < "2026-07-28" {
+				res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: a.Message, RequestedSchema: schema})
+				if err != nil {
+					return text("error: " + err.Error()), nil
+				}
+				content, _ := json.Marshal(res.Content)
+				return text(res.Action + " " + string(content)), nil
+			}
+			answer, ok := req.Params.InputResponses["name"].(*mcp.ElicitResult)
+			if !ok {
+				return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"name": &mcp.ElicitParams{Message: a.Message, RequestedSchema: schema}},
+					RequestState: "ask-state-" + a.Message}, nil
+			}
+			content, _ := json.Marshal(answer.Content)
+			return text(answer.Action + " " + string(content) + " state=" + req.Params.RequestState), nil
 		})
 	s.AddTool(&mcp.Tool{Name: "capabilities", Description: "returns the client's capabilities", InputSchema: schema(``)},
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -14,7 +14,6 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/mcpheader"
 	"github.com/mcp-gateway/mcp-gateway/internal/namespace"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
-	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
 )
 
 // catalog is the merged catalog of every serving upstream, as each view
@@ -129,7 +128,7 @@ func (r *Router) buildCatalog() *catalog {
 		for _, raw := range tools {
 			name, ok := jsonrpc.StringField(raw, "name")
 			if !ok || name == "" {
-				r.log.Warn("upstream tool without a name skipped", telemetry.KeyUpstream, u.Name)
+				r.log.Warn("upstream tool without a name skipped", keyUpstream, u.Name)
 				continue
 			}
 			if !rules.AllowTool(u.Name, name) || (limit > 0 && kept >= limit) {
@@ -141,7 +140,7 @@ func (r *Router) buildCatalog() *catalog {
 		for _, raw := range prompts {
 			name, ok := jsonrpc.StringField(raw, "name")
 			if !ok || name == "" {
-				r.log.Warn("upstream prompt without a name skipped", telemetry.KeyUpstream, u.Name)
+				r.log.Warn("upstream prompt without a name skipped", keyUpstream, u.Name)
 				continue
 			}
 			promptCands = append(promptCands, candidate{u, name, name, raw, down})
@@ -149,12 +148,12 @@ func (r *Router) buildCatalog() *catalog {
 		for _, raw := range res {
 			uri, ok := jsonrpc.StringField(raw, "uri")
 			if !ok {
-				r.log.Warn("upstream resource without a uri skipped", telemetry.KeyUpstream, u.Name)
+				r.log.Warn("upstream resource without a uri skipped", keyUpstream, u.Name)
 				continue
 			}
 			if prev, dup := seenURI[uri]; dup {
 				r.log.Warn("resource listed by two upstreams; the first wins",
-					"uri", uri, telemetry.KeyUpstream, u.Name, "owner", prev.Name)
+					"uri", uri, keyUpstream, u.Name, "owner", prev.Name)
 				continue
 			}
 			seenURI[uri] = u
@@ -168,7 +167,7 @@ func (r *Router) buildCatalog() *catalog {
 			seenTemplate[s] = true
 			tpl, err := uritemplate.New(s)
 			if err != nil {
-				r.log.Warn("upstream resource template does not parse", telemetry.KeyUpstream, u.Name, "template", s, telemetry.KeyErr, err)
+				r.log.Warn("upstream resource template does not parse", keyUpstream, u.Name, "template", s, keyErr, err)
 			}
 			templates = append(templates, templateEntry{up: u, key: resourceKey(names, u, s), raw: raw, tpl: tpl})
 		}
@@ -303,7 +302,7 @@ func (r *Router) name(rules *policy.Rules, names *namespace.Options, cands []can
 		}
 		def, err := render(rules, c, exposed, tools)
 		if err != nil {
-			r.log.Warn("upstream entry skipped", telemetry.KeyUpstream, c.up.Name, "name", c.original, telemetry.KeyErr, err)
+			r.log.Warn("upstream entry skipped", keyUpstream, c.up.Name, "name", c.original, keyErr, err)
 			continue
 		}
 		seen[exposed] = true
@@ -404,6 +403,25 @@ func (v *view) resourceUpstream(r *Router, uri string, log *slog.Logger) *upstre
 		only = u
 	}
 	return only
+}
+
+// ViewTokens is the estimated size of the named view's tools, in tokens:
+// as its token limit measured it, else counted once per catalog, when
+// first asked (the token gauge asks at each metrics collection).
+func (r *Router) ViewTokens(name string) int {
+	v := r.catalog().view(name)
+	if v == nil {
+		return 0
+	}
+	if v.rules.MaxTokens > 0 {
+		return v.tokens
+	}
+	v.measured.Do(func() {
+		for _, e := range v.tools.entries {
+			v.measuredTokens += r.tokens(e.def)
+		}
+	})
+	return v.measuredTokens
 }
 
 // shows reports whether the view lists anything of u: a tool, prompt,

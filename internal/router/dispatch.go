@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
-	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
 	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 )
 
@@ -71,14 +70,21 @@ func (c *Caller) wantsLog(params json.RawMessage) bool {
 	return slices.Index(logLevels, level) >= slices.Index(logLevels, c.LogLevel)
 }
 
-// Reply is the router's answer to one request: a raw result or an error.
+// Reply is the router's answer to one request: a raw result or an error,
+// and what ran.
 type Reply struct {
 	Result json.RawMessage
 	Error  *jsonrpc.Error
-	// LacksResultType is set when Result came from a legacy upstream and
-	// so has no "resultType" member, which a modern host requires: the
-	// server adds it while writing the result out.
+	// LacksResultType is set when Result has no "resultType" member (a
+	// legacy upstream's), which a modern host requires: the server adds
+	// it while writing the result out.
 	LacksResultType bool
+	// ToolError is set when Result is a tool result with isError.
+	ToolError bool
+	// Upstream and Original say where the request was routed: the
+	// upstream, and the name (or URI) it knows the target by; both empty
+	// when no upstream was chosen (an unknown or hidden name).
+	Upstream, Original string
 }
 
 func errorReply(code int64, format string, args ...any) *Reply {
@@ -106,13 +112,6 @@ var removedInModern = map[string]bool{
 
 // Dispatch answers one host request. It never returns nil.
 func (r *Router) Dispatch(ctx context.Context, c *Caller, req *jsonrpc.Request) *Reply {
-	if r.obs.on {
-		return r.observe(ctx, c, req)
-	}
-	return r.dispatch(ctx, c, req)
-}
-
-func (r *Router) dispatch(ctx context.Context, c *Caller, req *jsonrpc.Request) *Reply {
 	if c.Modern() && removedInModern[req.Method] {
 		return errorReply(jsonrpc.CodeMethodNotFound, "Method not found: %s is not part of protocol version %s", req.Method, c.ProtocolVersion)
 	}
@@ -129,7 +128,7 @@ func (r *Router) dispatch(ctx context.Context, c *Caller, req *jsonrpc.Request) 
 	}
 	v := r.catalog().view(c.View)
 	if v == nil {
-		r.log.Error("request for a view that does not exist", telemetry.KeyTeam, c.View)
+		r.log.Error("request for a view that does not exist", keyTeam, c.View)
 		return errorReply(jsonrpc.CodeInternalError, "Internal error: no view for this caller")
 	}
 	switch req.Method {
@@ -227,15 +226,19 @@ func (r *Router) callNamed(ctx context.Context, c *Caller, req *jsonrpc.Request,
 	e := n.byName[name]
 	if e == nil {
 		if d := n.down[name]; d != nil {
-			noteCall(ctx, d.up.Name, d.original)
-			return r.downReply(d.up, req.Method, name)
+			return routed(r.downReply(d.up, req.Method, name), d.up, d.original)
 		}
 		return errorReply(jsonrpc.CodeInvalidParams, "Unknown %s: %s", kind, name)
 	}
 	out := req.Outgoing()
 	out.Set("name", jsonrpc.String(e.original))
-	noteCall(ctx, e.up.Name, e.original)
-	return r.forward(ctx, c, e.up, req, out, name)
+	return routed(r.forward(ctx, c, e.up, req, out, name), e.up, e.original)
+}
+
+// routed marks a reply with where its request was routed.
+func routed(reply *Reply, u *upstreamState, original string) *Reply {
+	reply.Upstream, reply.Original = u.Name, original
+	return reply
 }
 
 // forward sends a host's request to an upstream, as out (in rewritten
@@ -249,8 +252,8 @@ func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, in *j
 		var err error
 		hc, err = r.acquire(ctx, u, c)
 		if err != nil {
-			r.log.Warn("upstream call failed", telemetry.KeyUpstream, u.Name, telemetry.KeyMethod, method,
-				"name", subject, telemetry.KeySession, c.Session, telemetry.KeyErr, err)
+			r.log.Warn("upstream call failed", keyUpstream, u.Name, keyMethod, method,
+				"name", subject, keySession, c.Session, keyErr, err)
 			return r.unavailable(ctx, u, method, subject, err)
 		}
 		client, calls, release = hc.client, &hc.calls, func() { r.release(u, hc) }
@@ -287,18 +290,16 @@ func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, in *j
 	}
 	cl := r.startCall(c, u, calls, in, out)
 	defer cl.end()
-	ctx, finish := r.observeUpstream(ctx, u, out)
 	resp, err := client.Send(upstream.WithCallHandler(ctx, cl), out)
-	finish(resp, err)
 	if err == nil && interactive && !c.Modern() && u.isModern() {
 		resp, err = r.fulfil(ctx, u, client, cl, out, resp)
 	}
-	if err == nil && relayed && resp.Error == nil && isInputRequired(resp.Result) {
+	if err == nil && relayed && resp.Error == nil && resp.ResultType == "input_required" {
 		resp = r.sealInputRequired(c, u, method, subject, resp)
 	}
 	if err != nil {
-		r.log.Warn("upstream call failed", telemetry.KeyUpstream, u.Name, telemetry.KeyMethod, method,
-			"name", subject, telemetry.KeySession, c.Session, telemetry.KeyErr, err)
+		r.log.Warn("upstream call failed", keyUpstream, u.Name, keyMethod, method,
+			"name", subject, keySession, c.Session, keyErr, err)
 		if hc != nil && errors.Is(err, upstream.ErrClosed) {
 			// The host's own session died (its process crashed): the
 			// next call starts a new one.
@@ -306,10 +307,15 @@ func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, in *j
 		}
 		return r.unavailable(ctx, u, method, subject, err)
 	}
+	return replyOf(resp)
+}
+
+// replyOf is the reply that passes an upstream's answer on.
+func replyOf(resp *jsonrpc.Message) *Reply {
 	if resp.Error != nil {
 		return &Reply{Error: resp.Error}
 	}
-	return &Reply{Result: resp.Result, LacksResultType: !u.isModern()}
+	return &Reply{Result: resp.Result, LacksResultType: resp.ResultType == "", ToolError: resp.ToolError}
 }
 
 // sealInputRequired returns an upstream's input_required answer with its
@@ -413,7 +419,7 @@ func failedReply(method, subject, why string) *Reply {
 	out := []byte(`{"content":[{"type":"text","text":`)
 	out = jsonrpc.AppendString(out, text)
 	out = append(out, `}],"isError":true}`...)
-	return &Reply{Result: out, LacksResultType: true}
+	return &Reply{Result: out, LacksResultType: true, ToolError: true}
 }
 
 // isTimeout recognises a timeout: the upstream's own request timeout, or
@@ -432,8 +438,7 @@ func (r *Router) readResource(ctx context.Context, c *Caller, v *view, req *json
 	if u == nil {
 		return resourceNotFound(c, uri)
 	}
-	noteCall(ctx, u.Name, uri)
-	reply := r.forward(ctx, c, u, req, req.Outgoing(), uri)
+	reply := routed(r.forward(ctx, c, u, req, req.Outgoing(), uri), u, uri)
 	if reply.Result != nil && c.Modern() && reply.LacksResultType {
 		// resources/read is cacheable in the modern era; a legacy
 		// upstream gives no hints, so the result is marked as private
@@ -482,14 +487,14 @@ func (r *Router) complete(ctx context.Context, c *Caller, v *view, req *jsonrpc.
 		}
 		out := req.Outgoing()
 		out.Set("ref", req.Ref.With("name", jsonrpc.String(e.original)))
-		return r.forward(ctx, c, e.up, req, out, name)
+		return routed(r.forward(ctx, c, e.up, req, out, name), e.up, e.original)
 	case "ref/resource":
 		uri := req.Ref.URI
 		u := v.resourceUpstream(r, uri, r.log)
 		if u == nil {
 			return resourceNotFound(c, uri)
 		}
-		return r.forward(ctx, c, u, req, req.Outgoing(), uri)
+		return routed(r.forward(ctx, c, u, req, req.Outgoing(), uri), u, uri)
 	case "":
 		return errorReply(jsonrpc.CodeInvalidParams, "completion/complete needs params.ref with a type")
 	}
@@ -529,7 +534,7 @@ func (r *Router) setLogLevel(ctx context.Context, c *Caller, v *view, req *jsonr
 				// The level belongs to the host's own session.
 				hc, err := r.acquire(callCtx, u, c)
 				if err != nil {
-					r.log.Warn("upstream rejected logging/setLevel", telemetry.KeyUpstream, u.Name, telemetry.KeySession, c.Session, telemetry.KeyErr, err)
+					r.log.Warn("upstream rejected logging/setLevel", keyUpstream, u.Name, keySession, c.Session, keyErr, err)
 					return
 				}
 				defer r.release(u, hc)
@@ -540,7 +545,7 @@ func (r *Router) setLogLevel(ctx context.Context, c *Caller, v *view, req *jsonr
 				err = resp.Error
 			}
 			if err != nil {
-				r.log.Warn("upstream rejected logging/setLevel", telemetry.KeyUpstream, u.Name, telemetry.KeySession, c.Session, telemetry.KeyErr, err)
+				r.log.Warn("upstream rejected logging/setLevel", keyUpstream, u.Name, keySession, c.Session, keyErr, err)
 			}
 		})
 	}

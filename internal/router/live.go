@@ -8,7 +8,6 @@ import (
 	"sync"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
-	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
 )
 
 // Host is the way back to the host that sent a request, for what an
@@ -147,8 +146,8 @@ func (cl *call) Request(ctx context.Context, req *jsonrpc.Message) *jsonrpc.Mess
 	}
 	resp, err := caller.Host.Request(ctx, req.Method, req.Params)
 	if err != nil {
-		cl.r.log.Info("host could not answer an upstream request", telemetry.KeyUpstream, cl.up.Name,
-			telemetry.KeyMethod, req.Method, telemetry.KeySession, caller.Session, telemetry.KeyErr, err)
+		cl.r.log.Info("host could not answer an upstream request", keyUpstream, cl.up.Name,
+			keyMethod, req.Method, keySession, caller.Session, keyErr, err)
 		return &jsonrpc.Message{Error: jsonrpc.NewError(jsonrpc.CodeInternalError, "The host could not answer %s: %v", req.Method, err)}
 	}
 	return resp
@@ -254,13 +253,13 @@ func (r *Router) upstreamNotification(u *upstreamState, calls *callSet, n *jsonr
 			cl.Notify(n)
 			return
 		}
-		r.log.Debug("upstream log message not relayed", telemetry.KeyUpstream, u.Name)
+		r.log.Debug("upstream log message not relayed", keyUpstream, u.Name)
 	case "notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed":
 		r.relist(u)
 	case "notifications/resources/updated":
 		r.resourceUpdated(u, n)
 	default:
-		r.log.Debug("upstream notification not relayed", telemetry.KeyUpstream, u.Name, telemetry.KeyMethod, n.Method)
+		r.log.Debug("upstream notification not relayed", keyUpstream, u.Name, keyMethod, n.Method)
 	}
 }
 
@@ -283,7 +282,7 @@ func (r *Router) upstreamRequest(ctx context.Context, u *upstreamState, calls *c
 		return (c.Host != nil || cl.parked != nil) && c.declares(capability)
 	})
 	if cl == nil {
-		r.log.Warn("upstream request with no host to answer it", telemetry.KeyUpstream, u.Name, telemetry.KeyMethod, req.Method)
+		r.log.Warn("upstream request with no host to answer it", keyUpstream, u.Name, keyMethod, req.Method)
 		return &jsonrpc.Message{Error: jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
 			"No single host with the %s capability has a call in flight, so the gateway cannot relay %s", capability, req.Method)}
 	}

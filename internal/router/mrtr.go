@@ -51,7 +51,7 @@ var interactiveMethods = []string{"tools/call", "prompts/get", "resources/read"}
 // answers, and repeats until the upstream completes.
 func (r *Router) fulfil(ctx context.Context, u *upstreamState, client Upstream, cl *call, out *jsonrpc.Outgoing, resp *jsonrpc.Message) (*jsonrpc.Message, error) {
 	for round := 0; ; round++ {
-		if resp.Error != nil || !isInputRequired(resp.Result) {
+		if resp.Error != nil || resp.ResultType != "input_required" {
 			return resp, nil
 		}
 		if round == maxInputRounds {
@@ -96,11 +96,6 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 			}
 		}
 	}
-}
-
-func isInputRequired(result json.RawMessage) bool {
-	t, _ := jsonrpc.StringField(result, "resultType")
-	return t == "input_required"
 }
 
 // parkTTL bounds how long a legacy upstream call waits for a modern
@@ -264,10 +259,7 @@ func (r *Router) awaitParked(ctx context.Context, c *Caller, u *upstreamState, p
 		if out.err != nil {
 			return r.unavailable(ctx, u, pc.method, pc.subject, out.err)
 		}
-		if out.resp.Error != nil {
-			return &Reply{Error: out.resp.Error}
-		}
-		return &Reply{Result: out.resp.Result, LacksResultType: true}
+		return replyOf(out.resp)
 	case capability := <-pc.missing:
 		pc.cancel()
 		data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{capability: map[string]any{}}})

@@ -11,7 +11,6 @@ import (
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
-	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
 	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 )
 
@@ -165,7 +164,7 @@ func (r *Router) acquire(ctx context.Context, u *upstreamState, c *Caller) (*hos
 		return nil, ctx.Err()
 	}
 	if hc.err != nil {
-		r.log.Warn("per-client upstream session failed to start", telemetry.KeyUpstream, u.Name, telemetry.KeyErr, hc.err)
+		r.log.Warn("per-client upstream session failed to start", keyUpstream, u.Name, keyErr, hc.err)
 		r.release(u, hc)
 		p.mu.Lock()
 		if cur, ok := p.lru.Peek(key); ok && cur == hc {

@@ -132,7 +132,7 @@ func TestPerClientSessionsBoundToIdentity(t *testing.T) {
 		a1, a2, a3 := host("key:a", "a", `{}`), host("key:a", "a", `{"sampling":{}}`), host("key:a", "a", `{"roots":{}}`)
 		b1, b2 := host("key:b", "b", `{}`), host("key:b", "b", `{"sampling":{}}`)
 		for _, c := range []*Caller{a1, b1, a1, b1} {
-			if reply := call(c); reply.Error != nil || isToolError(reply.Result) {
+			if reply := call(c); reply.Error != nil || reply.ToolError {
 				t.Fatalf("call: %v %s", reply.Error, reply.Result)
 			}
 		}
@@ -154,7 +154,7 @@ func TestPerClientSessionsBoundToIdentity(t *testing.T) {
 		}
 		// A third identity finds no session of its own to displace.
 		reply := call(host("key:c", "a", `{}`))
-		if reply.Error != nil || !isToolError(reply.Result) || !strings.Contains(string(reply.Result), "in use by other callers") {
+		if reply.Error != nil || !reply.ToolError || !strings.Contains(string(reply.Result), "in use by other callers") {
 			t.Errorf("a third identity in a full pool: %v %s, want a tool error saying the sessions are in use", reply.Error, reply.Result)
 		}
 		if n, _ := f.snapshot(); len(n) != 6 {

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-
-	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
 )
 
 // Reconfigure applies a new configuration while the router runs. An
@@ -79,7 +77,7 @@ func (r *Router) stopUpstream(u *upstreamState) {
 		r.closePool(u)
 	}
 	if err := u.Client.Close(); err != nil {
-		r.log.Warn("stopping a removed upstream", telemetry.KeyUpstream, u.Name, telemetry.KeyErr, err)
+		r.log.Warn("stopping a removed upstream", keyUpstream, u.Name, keyErr, err)
 	}
 	u.setPhase(PhaseStopped, fmt.Errorf("removed from the configuration"))
 }

@@ -4,9 +4,12 @@
 // uses.
 //
 // The router speaks in JSON-RPC messages and knows nothing of HTTP or
-// sessions: the server package hands it one request at a time together
-// with a Caller describing who asks and in which protocol era. Results
-// travel as raw JSON from the upstream to the server, untouched.
+// sessions: the server package hands it one decoded request at a time
+// together with a Caller describing who asks and in which protocol era.
+// Results travel as raw JSON from the upstream to the server, untouched
+// but for the few members translating between eras rewrites. The router
+// records no telemetry: its Dispatch and its upstream clients are wrapped
+// from outside (cmd/mcp-gateway), and a Reply says what ran.
 //
 // Upstreams start independently. One that is slow, dead or misbehaving
 // only leaves its own entries out of the catalog; Status says why.
@@ -27,7 +30,6 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/namespace"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
-	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
 	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 )
 
@@ -142,12 +144,6 @@ type Options struct {
 	// Tokens estimates the size of a definition in tokens, for token
 	// limits; nil means policy.Tokens.
 	Tokens func([]byte) int
-	// Telemetry records spans and metrics of the requests the router
-	// answers and sends; nil means telemetry.Disabled().
-	Telemetry *telemetry.Telemetry
-	// Audit, if set, gets one record per tools/call, prompts/get and
-	// resources/read.
-	Audit *telemetry.Audit
 	// OnChange, if set, is told of every change hosts should hear of:
 	// a list that changed, or a subscribed resource that was updated. It
 	// is called from the router's goroutines and must not block.
@@ -178,7 +174,6 @@ type Change struct {
 type Router struct {
 	opts Options
 	log  *slog.Logger
-	obs  observer
 	// gateSeq numbers modern requests for host gates.
 	gateSeq atomic.Uint64
 
@@ -279,7 +274,7 @@ const (
 
 // New returns a router over the given upstreams. It starts nothing.
 func New(opts *Options) (*Router, error) {
-	r := &Router{opts: *opts, log: telemetry.Discard(opts.Logger), started: make(chan struct{}), sealer: newSealer()}
+	r := &Router{opts: *opts, log: discardLogs(opts.Logger), started: make(chan struct{}), sealer: newSealer()}
 	r.progress = map[string]*call{}
 	if r.opts.ListWait == 0 {
 		r.opts.ListWait = 10 * time.Second
@@ -297,9 +292,6 @@ func New(opts *Options) (*Router, error) {
 		r.ups = append(r.ups, us)
 	}
 	r.cat = r.buildCatalog()
-	if err := r.newObserver(); err != nil {
-		return nil, fmt.Errorf("telemetry: %w", err)
-	}
 	return r, nil
 }
 
@@ -395,7 +387,7 @@ func (r *Router) sweepInterval() time.Duration {
 func (r *Router) startUpstream(ctx context.Context, u *upstreamState) {
 	defer func() {
 		if p := recover(); p != nil {
-			r.log.Error("upstream start panicked", telemetry.KeyUpstream, u.Name, "panic", p)
+			r.log.Error("upstream start panicked", keyUpstream, u.Name, "panic", p)
 			u.setPhase(PhaseFailed, fmt.Errorf("internal error: %v", p))
 		}
 	}()
@@ -416,7 +408,7 @@ func (r *Router) startUpstream(ctx context.Context, u *upstreamState) {
 			u.setPhase(PhaseStopped, ctx.Err())
 			return
 		}
-		r.log.Warn("upstream failed to start", telemetry.KeyUpstream, u.Name, telemetry.KeyErr, err)
+		r.log.Warn("upstream failed to start", keyUpstream, u.Name, keyErr, err)
 		if s, ok := u.Client.(stateful); ok && s.State().Phase != upstream.Failed {
 			// A supervised upstream tries again: take its state now
 			// (restarting, or even ready again) rather than wait for its
@@ -436,7 +428,7 @@ func (r *Router) startUpstream(ctx context.Context, u *upstreamState) {
 func (r *Router) listAndListen(ctx context.Context, u *upstreamState) {
 	r.refresh(ctx, u)
 	if err := r.listenUpstream(ctx, u); err != nil {
-		r.log.Warn("upstream subscriptions/listen failed", telemetry.KeyUpstream, u.Name, telemetry.KeyErr, err)
+		r.log.Warn("upstream subscriptions/listen failed", keyUpstream, u.Name, keyErr, err)
 	}
 }
 
@@ -482,7 +474,7 @@ func (r *Router) upstreamChanged(u *upstreamState, st upstream.State) {
 	phase, err := u.phase, u.err
 	u.mu.Unlock()
 	if phase != before {
-		r.log.Warn("upstream state changed", telemetry.KeyUpstream, u.Name, "from", before, "to", phase, telemetry.KeyErr, err)
+		r.log.Warn("upstream state changed", keyUpstream, u.Name, "from", before, "to", phase, keyErr, err)
 	}
 	if relist {
 		r.spawn(func() { r.listAndListen(r.life, u) })
@@ -545,7 +537,7 @@ func (r *Router) refresh(ctx context.Context, u *upstreamState) {
 		if l.err != nil {
 			// A list that fails keeps what it had: a passing fault while
 			// re-listing must not empty the catalog.
-			r.log.Warn("upstream list failed", telemetry.KeyUpstream, u.Name, telemetry.KeyMethod, l.method, telemetry.KeyErr, l.err)
+			r.log.Warn("upstream list failed", keyUpstream, u.Name, keyMethod, l.method, keyErr, l.err)
 			problems = append(problems, fmt.Errorf("%s: %w", l.method, l.err))
 			continue
 		}
@@ -566,7 +558,7 @@ func (r *Router) refresh(ctx context.Context, u *upstreamState) {
 	}
 	u.mu.Unlock()
 	r.rebuild()
-	r.log.Info("upstream catalog listed", telemetry.KeyUpstream, u.Name,
+	r.log.Info("upstream catalog listed", keyUpstream, u.Name,
 		"protocol_version", u.Client.ProtocolVersion(), "tools", len(tools), "prompts", len(prompts),
 		"resources", len(resources), "resource_templates", len(templates))
 }
@@ -616,7 +608,7 @@ func (r *Router) rebuild() {
 			continue
 		}
 		if !slices.Equal(ov.cut, nv.cut) {
-			r.log.Info("limits cut tools from a view", telemetry.KeyTeam, name, "tools", len(nv.tools.entries), "cut", len(nv.cut), "cut_tools", cutNames(nv.cut))
+			r.log.Info("limits cut tools from a view", keyTeam, name, "tools", len(nv.tools.entries), "cut", len(nv.cut), "cut_tools", cutNames(nv.cut))
 		}
 		for _, c := range []struct {
 			method   string
@@ -719,9 +711,6 @@ func (r *Router) Close() error {
 	}
 	r.parked.closeAll()
 	r.closePools()
-	if r.obs.gauges != nil {
-		_ = r.obs.gauges.Unregister()
-	}
 	var errs []error
 	var mu sync.Mutex
 	var wg sync.WaitGroup

@@ -89,10 +89,27 @@ func (f *fakeUpstream) Send(_ context.Context, req *jsonrpc.Outgoing) (*jsonrpc.
 	f.mu.Lock()
 	f.calls = append(f.calls, recordedCall{method, string(params)})
 	f.mu.Unlock()
-	if f.answer != nil {
-		return f.answer(method, params)
+	if f.answer == nil {
+		return decoded(&jsonrpc.Message{ID: json.RawMessage("1"), Result: json.RawMessage(`{"echo":` + string(params) + `}`)}), nil
 	}
-	return &jsonrpc.Message{ID: json.RawMessage("1"), Result: json.RawMessage(`{"echo":` + string(params) + `}`)}, nil
+	m, err := f.answer(method, params)
+	if err != nil {
+		return nil, err
+	}
+	return decoded(m), nil
+}
+
+// decoded is m as an upstream client returns it: decoded from the wire,
+// with what the decoder notes of a result.
+func decoded(m *jsonrpc.Message) *jsonrpc.Message {
+	if m.Result == nil {
+		return m
+	}
+	d, err := jsonrpc.Decode(jsonrpc.AppendResult(nil, json.RawMessage("1"), m.Result))
+	if err != nil {
+		panic(err)
+	}
+	return d
 }
 
 func (f *fakeUpstream) List(_ context.Context, method, _ string) ([]json.RawMessage, error) {

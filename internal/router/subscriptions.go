@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
-	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
 	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 )
 
@@ -70,7 +69,7 @@ func (r *Router) SubscribeResource(ctx context.Context, c *Caller, key, uri stri
 		r.subs.mu.Lock()
 		delete(r.subs.byURI, uri)
 		r.subs.mu.Unlock()
-		r.log.Warn("upstream resource subscription failed", telemetry.KeyUpstream, u.Name, "uri", uri, telemetry.KeyErr, err)
+		r.log.Warn("upstream resource subscription failed", keyUpstream, u.Name, "uri", uri, keyErr, err)
 		if e, ok := err.(*jsonrpc.Error); ok {
 			return e
 		}
@@ -95,7 +94,7 @@ func (r *Router) UnsubscribeResource(ctx context.Context, key, uri string) {
 	r.subs.mu.Unlock()
 	if last {
 		if err := r.subscribeUpstream(ctx, sub.up, uri, false); err != nil {
-			r.log.Debug("upstream resource unsubscription failed", telemetry.KeyUpstream, sub.up.Name, "uri", uri, telemetry.KeyErr, err)
+			r.log.Debug("upstream resource unsubscription failed", keyUpstream, sub.up.Name, "uri", uri, keyErr, err)
 		}
 	}
 }

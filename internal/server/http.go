@@ -389,16 +389,15 @@ func modernErrorStatus(code int64) int {
 
 // resultParts splits a successful response into its envelope's head and
 // the result bytes that follow it (the caller closes the envelope with
-// "}"). A modern caller's result gets "resultType" when its upstream did
-// not set one: the head then opens the result object itself, and the body
-// is the upstream's bytes after their "{".
+// "}"). A modern caller's result gets "resultType" when it has none (the
+// router says so; nothing here scans the result): the head then opens the
+// result object itself, and the body is the upstream's bytes after their
+// "{".
 func resultParts(id json.RawMessage, reply *router.Reply, modern bool) (string, json.RawMessage) {
 	head := `{"jsonrpc":"2.0","id":` + string(id) + `,"result":`
 	if modern && reply.LacksResultType {
-		if _, has := jsonrpc.Field(reply.Result, "resultType"); !has {
-			prefix, rest := resultTypePrefix(reply.Result)
-			return head + prefix, rest
-		}
+		prefix, rest := resultTypePrefix(reply.Result)
+		return head + prefix, rest
 	}
 	return head, reply.Result
 }

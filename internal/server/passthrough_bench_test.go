@@ -66,8 +66,7 @@ func benchPassThrough(b *testing.B, size int, sse, modern bool, tel *telemetry.T
 	up := httptest.NewServer(&blobUpstream{sse: sse, results: map[int]json.RawMessage{}})
 	b.Cleanup(up.Close)
 	rt, err := router.New(&router.Options{
-		ListWait:  -1,
-		Telemetry: tel,
+		ListWait: -1,
 		Upstreams: []router.UpstreamConfig{{
 			Name: "blob",
 			Connect: func(o router.ConnectOptions) (router.Upstream, error) {

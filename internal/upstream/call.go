@@ -45,7 +45,7 @@ func (c *Client) Send(ctx context.Context, req *jsonrpc.Outgoing) (*jsonrpc.Mess
 	if err != nil {
 		return nil, err
 	}
-	header, err := c.prepare(req)
+	header, err := c.prepare(ctx, req)
 	if err != nil {
 		return nil, c.errorf(method, fmt.Errorf("%w: %w", errInvalidParams, err))
 	}

@@ -144,9 +144,10 @@ type Options struct {
 	Headers map[string]string
 	// Propagator, if set, writes the trace context of each call's ctx
 	// (W3C traceparent and tracestate, and baggage, as it is configured)
-	// into the headers of the HTTP requests that carry the call: the
-	// Streamable HTTP POST, or the HTTP+SSE POST. Nil writes none. No
-	// other header of the host that made the call is ever passed on.
+	// into the call's params._meta, on every transport, and into the
+	// headers of the HTTP requests that carry the call: the Streamable
+	// HTTP POST, or the HTTP+SSE POST. Nil writes none. No other header
+	// of the host that made the call is ever passed on.
 	Propagator propagation.TextMapPropagator
 	// HTTPClient makes the HTTP requests; nil means a client with dial
 	// and TLS timeouts and connection reuse. Requests are bounded by their

@@ -2,20 +2,25 @@ package upstream
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
+
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/mcpheader"
 )
 
-// prepare adapts a request to the server's era and returns the extra
-// HTTP headers it needs.
-func (c *Client) prepare(req *jsonrpc.Outgoing) (http.Header, error) {
+// prepare adapts a request to the server's era, writes the trace context
+// of ctx into it, and returns the extra HTTP headers it needs.
+func (c *Client) prepare(ctx context.Context, req *jsonrpc.Outgoing) (http.Header, error) {
 	c.mu.Lock()
 	era, version := c.state.Era, c.state.ProtocolVersion
 	c.mu.Unlock()
+	c.traceMeta(ctx, req)
 	if era != EraModern {
 		stripModernMeta(req)
 		return nil, nil
@@ -46,6 +51,31 @@ func (c *Client) modernMeta(req *jsonrpc.Outgoing, version string) error {
 		req.SetMeta(metaClientInfo, c.clientInfo)
 	}
 	return nil
+}
+
+// traceMeta writes the trace context of ctx, the call's (see
+// Options.Propagator), into params._meta: traceparent, tracestate and
+// baggage, the keys the 2026-07-28 revision documents, in both eras.
+// They replace the host's, whose tracestate and baggage do not describe
+// the gateway's span. Without a span in ctx (the gateway does not
+// trace) nothing is written, and a host's own trace context passes as it
+// was sent.
+func (c *Client) traceMeta(ctx context.Context, req *jsonrpc.Outgoing) {
+	if c.opts.Propagator == nil || !trace.SpanContextFromContext(ctx).IsValid() {
+		return
+	}
+	carrier := propagation.MapCarrier{}
+	c.opts.Propagator.Inject(ctx, carrier)
+	if _, ok := carrier["traceparent"]; !ok {
+		return
+	}
+	for _, k := range []string{"traceparent", "tracestate", "baggage"} {
+		if v, ok := carrier[k]; ok {
+			req.SetMeta(k, jsonrpc.String(v))
+		} else {
+			req.SetMeta(k, nil)
+		}
+	}
 }
 
 // stripModernMeta removes the modern per-request keys from a request for

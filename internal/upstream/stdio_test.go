@@ -439,7 +439,7 @@ func testLists(t *testing.T, ctx context.Context, c *upstream.Client) {
 		want        []string
 	}{
 		{"tools/list", "tools", "name", []string{
-			mcptest.LongToolName, "aborted", "add", "addtool", "barrier", "big", "block", "cancellations", "capabilities",
+			mcptest.LongToolName, "aborted", "add", "addtool", "ask", "barrier", "big", "block", "cancellations", "capabilities",
 			"dotted.name", "echo", "elicit", "headers", "progress", "release", "roots", "sample", "touch", "waiting",
 		}},
 		{"prompts/list", "prompts", "name", []string{"greet"}},

@@ -162,7 +162,7 @@ func (c *Client) openSubscription(ctx context.Context, w wire, want Subscription
 		return nil, c.errorf(methodListen, err)
 	}
 	req := jsonrpc.NewOutgoing(methodListen, json.RawMessage(`{"notifications":`+string(f)+`}`))
-	header, err := c.prepare(req)
+	header, err := c.prepare(ctx, req)
 	if err != nil {
 		return nil, c.errorf(methodListen, err)
 	}

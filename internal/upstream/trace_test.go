@@ -1,6 +1,7 @@
 package upstream_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -115,5 +116,41 @@ func TestTraceContextHeaders(t *testing.T) {
 				t.Errorf("trace headers of tools/list made without a span (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestTraceContextMeta: a call made with a span in its context carries
+// that span's trace context in params._meta (replacing the host's, whose
+// tracestate and baggage go with it), on stdio as on HTTP; a call made
+// without one passes the host's own _meta as it was sent.
+func TestTraceContextMeta(t *testing.T) {
+	sc := trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16},
+		SpanID:  trace.SpanID{1, 2, 3, 4, 5, 6, 7, 8}, TraceFlags: trace.FlagsSampled,
+	})
+	o := stdioOptions("echo")
+	o.Propagator = propagation.TraceContext{}
+	c := start(t, o)
+	hostMeta := `{"name":"meta","_meta":{"traceparent":"00-ffffffffffffffffffffffffffffffff-ffffffffffffffff-01","tracestate":"host=1","keep":"x"}}`
+	meta := func(ctx context.Context) map[string]any {
+		t.Helper()
+		resp, err := c.Call(ctx, "tools/call", json.RawMessage(hostMeta))
+		if err != nil || resp.Error != nil {
+			t.Fatalf("meta: %v %v", err, resp.Error)
+		}
+		var res struct{ Content []struct{ Text string } }
+		var m map[string]any
+		if json.Unmarshal(resp.Result, &res) != nil || len(res.Content) == 0 || json.Unmarshal([]byte(res.Content[0].Text), &m) != nil {
+			t.Fatalf("meta result %s", resp.Result)
+		}
+		return m
+	}
+	got := meta(trace.ContextWithRemoteSpanContext(testCtx(t), sc))
+	if got["traceparent"] != "00-0102030405060708090a0b0c0d0e0f10-0102030405060708-01" || got["tracestate"] != nil || got["keep"] != "x" {
+		t.Errorf("_meta with a span: %v, want the span's traceparent, no host tracestate, the rest kept", got)
+	}
+	got = meta(testCtx(t))
+	if got["traceparent"] != "00-ffffffffffffffffffffffffffffffff-ffffffffffffffff-01" || got["tracestate"] != "host=1" {
+		t.Errorf("_meta without a span: %v, want the host's as sent", got)
 	}
 }

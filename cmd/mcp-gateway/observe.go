@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+	"github.com/mcp-gateway/mcp-gateway/internal/router"
+	"github.com/mcp-gateway/mcp-gateway/internal/server"
+	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
+	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
+)
+
+// The gateway's telemetry is two decorators, installed here when
+// anything records: observedDispatcher around the router's Dispatch (a
+// server span, host-side metrics and the audit record of each host
+// request) and observedUpstream around every upstream client the router
+// connects, shared and per-client (a client span and upstream-side
+// metrics of each request to an upstream: calls, parked calls, the
+// retries of multi round-trip requests, lists, logging/setLevel,
+// subscriptions, completions). The router itself records nothing: what
+// ran comes back in its Reply.
+
+// observedDispatcher is the router with each host request observed.
+type observedDispatcher struct {
+	*router.Router
+	obs *telemetry.Observer
+}
+
+// dispatcher returns what the server dispatches to: rt, observed when
+// anything records.
+func dispatcher(rt *router.Router, obs *telemetry.Observer) server.Dispatcher {
+	if obs == nil || !obs.On() {
+		return rt
+	}
+	return observedDispatcher{Router: rt, obs: obs}
+}
+
+// Dispatch answers req as the router does, observed.
+func (d observedDispatcher) Dispatch(ctx context.Context, c *router.Caller, req *jsonrpc.Request) *router.Reply {
+	hr := &telemetry.HostRequest{
+		Method: req.Method, Target: hostTarget(req), ProtocolVersion: c.ProtocolVersion,
+		Session: c.Session, RequestID: string(req.ID), Team: c.View, Identity: c.Identity,
+		TraceParent: req.Meta.TraceParent, TraceState: req.Meta.TraceState, Baggage: req.Meta.Baggage,
+	}
+	if req.Method == "tools/call" || req.Method == "prompts/get" {
+		hr.Arguments = req.Arguments
+	}
+	ctx, span := d.obs.Host(ctx, hr)
+	reply := d.Router.Dispatch(ctx, c, req)
+	res := telemetry.HostResult{Upstream: reply.Upstream, Original: reply.Original, Bytes: len(reply.Result)}
+	switch {
+	case ctx.Err() != nil:
+		res.Outcome = telemetry.OutcomeCancelled
+	case reply.Error != nil:
+		res.Outcome, res.Code, res.Message = telemetry.OutcomeError, reply.Error.Code, reply.Error.Message
+		res.Bytes = len(reply.Error.Message) + len(reply.Error.Data)
+	case req.Method == "tools/call" && reply.ToolError:
+		res.Outcome = telemetry.OutcomeToolError
+	default:
+		res.Outcome = telemetry.OutcomeOK
+	}
+	span.End(ctx, res)
+	return reply
+}
+
+// hostTarget is what a host's request names: a tool, a prompt, or a URI.
+func hostTarget(req *jsonrpc.Request) string {
+	switch req.Method {
+	case "tools/call", "prompts/get":
+		return req.Name
+	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+		return req.URI
+	}
+	return ""
+}
+
+// upstreamClient is what the gateway connects: an upstream.Client or an
+// upstream.Supervised.
+type upstreamClient interface {
+	router.Upstream
+	State() upstream.State
+	Subscribe(ctx context.Context, want upstream.Subscriptions) error
+}
+
+// observed returns c with each request observed when anything records.
+func observed(c upstreamClient, name string, obs *telemetry.Observer) router.Upstream {
+	if obs == nil || !obs.On() {
+		return c
+	}
+	return &observedUpstream{upstreamClient: c, name: name, obs: obs}
+}
+
+// observedUpstream is an upstream client with each request observed.
+type observedUpstream struct {
+	upstreamClient
+	name string
+	obs  *telemetry.Observer
+}
+
+// Send sends req as the client does, inside a client span: the client
+// writes the span's trace context into the request.
+func (u *observedUpstream) Send(ctx context.Context, req *jsonrpc.Outgoing) (*jsonrpc.Message, error) {
+	ctx, span := u.obs.Upstream(ctx, telemetry.UpstreamRequest{Method: req.Method, Upstream: u.name, Target: upstreamTarget(req)})
+	resp, err := u.upstreamClient.Send(ctx, req)
+	outcome, errType := upstreamOutcome(ctx, req.Method, resp, err)
+	span.End(ctx, outcome, errType, err)
+	return resp, err
+}
+
+// List lists as the client does, inside one client span for all pages.
+func (u *observedUpstream) List(ctx context.Context, method, itemsKey string) ([]json.RawMessage, error) {
+	ctx, span := u.obs.Upstream(ctx, telemetry.UpstreamRequest{Method: method, Upstream: u.name})
+	items, err := u.upstreamClient.List(ctx, method, itemsKey)
+	outcome, errType := upstreamOutcome(ctx, method, nil, err)
+	span.End(ctx, outcome, errType, err)
+	return items, err
+}
+
+// Subscribe sets a modern upstream's subscriptions/listen filter as the
+// client does, inside a client span that ends once it is acknowledged.
+func (u *observedUpstream) Subscribe(ctx context.Context, want upstream.Subscriptions) error {
+	ctx, span := u.obs.Upstream(ctx, telemetry.UpstreamRequest{Method: "subscriptions/listen", Upstream: u.name})
+	err := u.upstreamClient.Subscribe(ctx, want)
+	outcome, errType := upstreamOutcome(ctx, "subscriptions/listen", nil, err)
+	span.End(ctx, outcome, errType, err)
+	return err
+}
+
+// upstreamTarget is what a request to an upstream names: the upstream's
+// own tool or prompt name, or a URI.
+func upstreamTarget(req *jsonrpc.Outgoing) string {
+	key := "name"
+	switch req.Method {
+	case "tools/call", "prompts/get":
+	case "resources/read", "resources/subscribe", "resources/unsubscribe":
+		key = "uri"
+	default:
+		return ""
+	}
+	s, _ := req.StringParam(key)
+	return s
+}
+
+// upstreamOutcome classifies how a request to an upstream ended, and its
+// error.type.
+func upstreamOutcome(ctx context.Context, method string, resp *jsonrpc.Message, err error) (outcome, errType string) {
+	switch {
+	case ctx.Err() != nil:
+		return telemetry.OutcomeCancelled, "cancelled"
+	case err != nil:
+		var rpcErr *jsonrpc.Error
+		if errors.As(err, &rpcErr) { // a list or subscription the server refused
+			return telemetry.OutcomeError, strconv.FormatInt(rpcErr.Code, 10)
+		}
+		return telemetry.OutcomeError, transportErrorType(err)
+	case resp != nil && resp.Error != nil:
+		return telemetry.OutcomeError, strconv.FormatInt(resp.Error.Code, 10)
+	case resp != nil && method == "tools/call" && resp.ToolError:
+		return telemetry.OutcomeToolError, "tool_error"
+	}
+	return telemetry.OutcomeOK, ""
+}
+
+// transportErrorType names a transport failure for error.type.
+func transportErrorType(err error) string {
+	var down *upstream.UnavailableError
+	switch {
+	case errors.As(err, &down) && errors.Is(err, upstream.ErrBreakerOpen):
+		return "breaker_open"
+	case errors.As(err, &down):
+		return "unavailable"
+	case errors.Is(err, upstream.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, upstream.ErrOverloaded):
+		return "overloaded"
+	case errors.Is(err, upstream.ErrClosed):
+		return "connection_lost"
+	}
+	return "transport"
+}
+
+// observeState registers the gauges of rt's upstreams and views.
+func observeState(obs *telemetry.Observer, rt *router.Router) error {
+	if obs == nil {
+		return nil
+	}
+	return obs.ObserveState(func() []telemetry.UpstreamReport {
+		var out []telemetry.UpstreamReport
+		for _, s := range rt.Status() {
+			out = append(out, telemetry.UpstreamReport{Name: s.Name, State: string(s.State), Restarts: s.Restarts})
+		}
+		return out
+	}, func() []telemetry.ViewReport {
+		var out []telemetry.ViewReport
+		for _, v := range rt.Views() {
+			out = append(out, telemetry.ViewReport{Name: v.Name, Tools: v.Tools, Tokens: rt.ViewTokens(v.Name)})
+		}
+		return out
+	})
+}
