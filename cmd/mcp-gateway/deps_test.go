@@ -23,8 +23,8 @@ var allowedImports = map[string][]string{
 	"policy":    {"namespace", "config", "jsonrpc"},
 	"telemetry": {},
 	"upstream":  {"jsonrpc", "config", "telemetry", "mcpheader"},
-	"router":    {"upstream", "namespace", "policy", "jsonrpc", "mcpheader"},
-	"server":    {"router", "jsonrpc", "policy", "telemetry", "mcpheader"},
+	"router":    {"upstream", "namespace", "policy", "jsonrpc", "mcpheader", "config"},
+	"server":    {"router", "jsonrpc", "policy", "telemetry", "mcpheader", "config"},
 	"mcptest":   {"jsonrpc"},
 }
 

@@ -36,6 +36,7 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/router"
 	"github.com/mcp-gateway/mcp-gateway/internal/server"
 	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
+	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 )
 
 // otlpReceiver is an OTLP/HTTP collector in the test process: it takes
@@ -801,6 +802,9 @@ type benchUpstream struct{}
 
 func (benchUpstream) Start(context.Context) error { return nil }
 func (benchUpstream) Close() error                { return nil }
+func (benchUpstream) State() upstream.State {
+	return upstream.State{Phase: upstream.Ready, Generation: 1}
+}
 func (benchUpstream) Send(context.Context, *jsonrpc.Outgoing) (*jsonrpc.Message, error) {
 	return &jsonrpc.Message{ID: json.RawMessage("1"), Result: json.RawMessage(`{"content":[{"type":"text","text":"hi"}]}`)}, nil
 }

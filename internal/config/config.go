@@ -60,6 +60,8 @@ import (
 )
 
 // Defaults, as applied by [Default] and by [Load] to every upstream.
+// They are the gateway's only defaults: where another package's Options
+// have one for a zero value, it is the constant here.
 const (
 	DefaultListen          = "127.0.0.1:8080"
 	DefaultEndpoint        = "/mcp"
@@ -71,7 +73,44 @@ const (
 	DefaultMaxInFlight     = 256
 	DefaultMaxQueue        = 1024
 	DefaultLogLevel        = "info"
+	// DefaultMaxClients and DefaultIdleTimeout bound a per-client
+	// upstream's sessions.
+	DefaultMaxClients  = 64
+	DefaultIdleTimeout = 10 * time.Minute
+	// DefaultMaxTimeoutFactor times the timeout, at most
+	// DefaultMaxTimeoutCap, is a call's longest run while the upstream
+	// reports progress (see DefaultMaxTimeout).
+	DefaultMaxTimeoutFactor = 10
+	DefaultMaxTimeoutCap    = 10 * time.Minute
+	// The restarts of an upstream that was lost (Restart).
+	DefaultRestartDelay    = 250 * time.Millisecond
+	DefaultRestartMaxDelay = 30 * time.Second
+	DefaultCrashLimit      = 5
+	DefaultCrashWindow     = time.Minute
+
+	// Defaults of settings gateway.yaml does not have yet.
+
+	// DefaultMaxSessions bounds the live legacy sessions;
+	// DefaultSessionIdleTimeout ends one unused for this long.
+	DefaultMaxSessions        = 10000
+	DefaultSessionIdleTimeout = 30 * time.Minute
+	// DefaultKeepAlive is the interval of the comment lines that keep an
+	// idle SSE stream open through proxies.
+	DefaultKeepAlive = 25 * time.Second
+	// DefaultListWait bounds how long a request that needs the catalog
+	// waits for upstreams still in their first start.
+	DefaultListWait = 10 * time.Second
+	// DefaultListTTL is the ttlMs hint of list results for modern hosts.
+	DefaultListTTL = 60 * time.Second
 )
+
+// DefaultMaxTimeout is the longest a call with the given timeout may run
+// while its upstream reports progress, when max_timeout is not set:
+// DefaultMaxTimeoutFactor times the timeout, at most DefaultMaxTimeoutCap
+// and never less than the timeout.
+func DefaultMaxTimeout(timeout time.Duration) time.Duration {
+	return max(timeout, min(DefaultMaxTimeoutFactor*timeout, DefaultMaxTimeoutCap))
+}
 
 // Config is the whole gateway configuration, the decoded form of gateway.yaml.
 //
@@ -227,12 +266,14 @@ type Upstream struct {
 	Session SessionMode
 
 	// MaxClients bounds the per-client sessions (processes, for stdio) of
-	// this upstream; the least recently used is closed to make room.
-	// Key: max_clients. 0 means 64; negative is an error.
+	// this upstream; the least recently used of the same identity is
+	// closed to make room. Key: max_clients. 0 means DefaultMaxClients
+	// (64); negative is an error.
 	MaxClients int
 
 	// IdleTimeout closes a per-client session unused for this long. Key:
-	// idle_timeout, a Go duration. 0 means 10m; negative is an error.
+	// idle_timeout, a Go duration. 0 means DefaultIdleTimeout (10m);
+	// negative is an error.
 	IdleTimeout time.Duration
 
 	// Required makes /readyz wait for this upstream. Key: required.
@@ -263,8 +304,9 @@ type Upstream struct {
 	// MaxTimeout is how long a call may run in all while the upstream
 	// reports progress on it: each progress notification restarts the
 	// call's timeout, up to this. Key: max_timeout, a Go duration. 0
-	// means ten times timeout, at most 10m (and never less than
-	// timeout); otherwise it must be at least timeout.
+	// means DefaultMaxTimeout(timeout): ten times timeout, at most 10m
+	// (and never less than timeout); otherwise it must be at least
+	// timeout.
 	MaxTimeout time.Duration
 
 	// MaxInFlight bounds the requests in flight at once to this upstream
@@ -335,14 +377,17 @@ type Breaker struct {
 // up to 20% at random); CrashLimit crashes within CrashWindow stop the
 // restarts, and /readyz says "crash loop" until the next reload.
 type Restart struct {
-	// Delay before the first restart. Key: delay. 0 means 250ms.
+	// Delay before the first restart. Key: delay. 0 means
+	// DefaultRestartDelay (250ms).
 	Delay time.Duration
-	// MaxDelay is the longest delay. Key: max_delay. 0 means 30s.
+	// MaxDelay is the longest delay. Key: max_delay. 0 means
+	// DefaultRestartMaxDelay (30s).
 	MaxDelay time.Duration
 	// CrashLimit is how many crashes within CrashWindow stop the
-	// restarts. Key: crash_limit. 0 means 5; negative means never stop.
+	// restarts. Key: crash_limit. 0 means DefaultCrashLimit (5); negative
+	// means never stop.
 	CrashLimit int
-	// CrashWindow. Key: crash_window. 0 means 1m.
+	// CrashWindow. Key: crash_window. 0 means DefaultCrashWindow (1m).
 	CrashWindow time.Duration
 }
 

@@ -28,6 +28,7 @@ func StringField(obj json.RawMessage, key string) (string, bool) {
 }
 
 func fieldSpan(obj json.RawMessage, key string) (vs, ve int, ok bool) {
+	scanning(obj)
 	i := skipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return 0, 0, false
@@ -83,6 +84,7 @@ func SetField(obj json.RawMessage, key string, value json.RawMessage) (json.RawM
 // DeleteField returns obj without its top-level member key (all
 // occurrences). obj is returned unchanged when it has no such member.
 func DeleteField(obj json.RawMessage, key string) json.RawMessage {
+	scanning(obj)
 	type span struct{ from, to int }
 	var cut []span
 	start := skipSpace(obj, 0)

@@ -116,6 +116,7 @@ func Decode(data []byte) (*Message, error) {
 // DecodeInto is Decode into a caller-provided message, which it overwrites.
 func DecodeInto(m *Message, data []byte) error {
 	*m = Message{}
+	scanning(data)
 	i := skipSpace(data, 0)
 	if i < len(data) && data[i] == '[' {
 		if _, err := skipValue(data, i); err != nil {

@@ -78,6 +78,7 @@ func (o *Outgoing) parse() {
 
 // scanObject records the members of the valid object at data[i].
 func scanObject(data []byte, i int) Object {
+	scanning(data)
 	var obj Object
 	end, err := eachMember(data, i, 0, func(rawKey []byte, vs, ve int) bool {
 		key := rawKey[1 : len(rawKey)-1]
@@ -191,6 +192,9 @@ func (o *Outgoing) hasSets() bool {
 // AppendParams appends the params: the original members in their order,
 // each rewritten one with its new value, the members set anew at the end.
 func (o *Outgoing) AppendParams(dst []byte) []byte {
+	if encodeHook != nil {
+		encodeHook(o)
+	}
 	if len(o.set) == 0 && len(o.metaSet) == 0 {
 		if o.raw == nil {
 			return append(dst, "{}"...)

@@ -134,6 +134,7 @@ func (o *Object) get(key string) (json.RawMessage, bool) {
 //
 // The whole message is walked once; the typed fields come from that walk.
 func DecodeRequest(data []byte) (*Request, error) {
+	scanning(data)
 	r := &Request{}
 	r.params.members = r.buf[0:0:6]
 	r.Meta.obj.members = r.buf[6:6:10]

@@ -12,6 +12,23 @@ import (
 // encoding/json.Valid, which FuzzScanMatchesValid checks), so a span it
 // returns is always well-formed JSON.
 
+// scanHook and encodeHook, when set (by tests, export_test.go), are told
+// of each walk of a message or object that begins (Decode, DecodeRequest,
+// a Field lookup or rewrite, the parse of an Outgoing's own params) and
+// of each encoding of an Outgoing's params: a test counts them to show
+// that a host's request is walked once and encoded once.
+var (
+	scanHook   func(data []byte)
+	encodeHook func(o *Outgoing)
+)
+
+// scanning reports the start of a walk over data to scanHook.
+func scanning(data []byte) {
+	if scanHook != nil {
+		scanHook(data)
+	}
+}
+
 // errSyntax is wrapped by every scanner error; Decode turns it into ErrParse.
 var errSyntax = errors.New("invalid JSON")
 

@@ -111,12 +111,12 @@ func (r *Router) buildCatalog() *catalog {
 	rules, names := r.settings()
 
 	for _, u := range r.upstreams() {
-		u.mu.Lock()
-		down := u.down()
-		if !u.serving() && !down {
-			u.mu.Unlock()
+		h := u.health()
+		down := h.down() && u.listed() // its entries are known, not listed
+		if !h.serving() && !down {
 			continue
 		}
+		u.mu.Lock()
 		tools, prompts, res, tpls := u.tools, u.prompts, u.resources, u.templates
 		u.mu.Unlock()
 		if down {
@@ -390,9 +390,7 @@ func (v *view) resourceUpstream(r *Router, uri string, log *slog.Logger) *upstre
 	}
 	var only *upstreamState
 	for _, u := range r.upstreams() {
-		u.mu.Lock()
-		offers := u.serving() && parseCapabilities(u.Client.Capabilities()).resources
-		u.mu.Unlock()
+		offers := u.health().serving() && parseCapabilities(u.Client.Capabilities()).resources
 		if !offers || !v.rules.Allows(resourceKey(v.names, u, uri)) {
 			continue
 		}

@@ -383,9 +383,8 @@ func (r *Router) unavailable(ctx context.Context, u *upstreamState, method, subj
 // (restarting, behind an open breaker, or failed for good), at once and
 // without I/O.
 func (r *Router) downReply(u *upstreamState, method, subject string) *Reply {
-	u.mu.Lock()
-	phase, retryAt := u.phase, u.retryAt
-	u.mu.Unlock()
+	h := u.health()
+	phase, retryAt := h.phase, h.retryAt
 	cause := upstream.ErrNotReady
 	if phase == PhaseUnavailable {
 		cause = upstream.ErrBreakerOpen
@@ -520,9 +519,7 @@ func (r *Router) setLogLevel(ctx context.Context, c *Caller, v *view, req *jsonr
 		if !v.shows(u) {
 			continue
 		}
-		u.mu.Lock()
-		eligible := u.serving() && !u.modern && parseCapabilities(u.Client.Capabilities()).logging
-		u.mu.Unlock()
+		eligible := u.health().serving() && !u.isModern() && parseCapabilities(u.Client.Capabilities()).logging
 		if !eligible {
 			continue
 		}
@@ -597,10 +594,7 @@ func (r *Router) appendServerInfo(out []byte) []byte {
 func (r *Router) instructions() string {
 	var b strings.Builder
 	for _, u := range r.upstreams() {
-		u.mu.Lock()
-		serving := u.serving()
-		u.mu.Unlock()
-		if !serving {
+		if !u.health().serving() {
 			continue
 		}
 		if ins := strings.TrimSpace(u.Client.Instructions()); ins != "" {

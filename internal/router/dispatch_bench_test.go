@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/router"
+	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 )
 
 // Benchmarks of Router.Dispatch for tools/call with upstreams that answer
@@ -34,6 +35,9 @@ type benchUpstream struct {
 
 func (u *benchUpstream) Start(context.Context) error { return nil }
 func (u *benchUpstream) Close() error                { return nil }
+func (u *benchUpstream) State() upstream.State {
+	return upstream.State{Phase: upstream.Ready, Generation: 1}
+}
 
 // Send encodes the request, as a client does (once, into a new buffer).
 func (u *benchUpstream) Send(_ context.Context, req *jsonrpc.Outgoing) (*jsonrpc.Message, error) {

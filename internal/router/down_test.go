@@ -81,7 +81,7 @@ func TestSupervisedUpstreamStates(t *testing.T) {
 			PhaseFailed, []string{`"up" stopped after crashing repeatedly`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			up.onState(tc.state)
+			up.setState(tc.state)
 			expectChange(t, "going down")
 			if got := names(); slices.Contains(got, "up__echo") || !slices.Contains(got, "other__echo") {
 				t.Errorf("tools while down: %v", got)
@@ -102,12 +102,12 @@ func TestSupervisedUpstreamStates(t *testing.T) {
 			up.mu.Unlock()
 			u := r.upstreams()[0]
 			u.mu.Lock()
-			gen := u.gen
+			gen := u.listedGen
 			u.mu.Unlock()
 			if tc.phase != PhaseUnavailable {
 				gen++ // a restart; a breaker closes on the same connection
 			}
-			up.onState(upstream.State{Phase: upstream.Ready, Generation: gen})
+			up.setState(upstream.State{Phase: upstream.Ready, Generation: gen})
 			expectChange(t, "coming back")
 			got := names()
 			if !slices.Contains(got, "up__echo") {
@@ -129,5 +129,43 @@ func TestSupervisedUpstreamStates(t *testing.T) {
 	}
 	if text, isError := callText(t, "up__echo"); !isError || !strings.Contains(text, `"up" is too busy`) {
 		t.Errorf("an overloaded call: %q (isError %v)", text, isError)
+	}
+}
+
+// TestStatusFollowsUpstreamState: the router keeps no phase of its own.
+// Its view of an upstream follows the client's state alone (and its own
+// listing of that connection): when the state changes, even without the
+// callback that normally reports it, Status says so at once.
+func TestStatusFollowsUpstreamState(t *testing.T) {
+	up := &fakeUpstream{lists: map[string][]string{"tools/list": tools("echo")}}
+	r := startRouter(t, Options{}, map[string]*fakeUpstream{"up": up}, "up")
+	retry := time.Now().Add(time.Minute).Truncate(time.Second)
+	for _, tt := range []struct {
+		name     string
+		state    upstream.State
+		phase    Phase
+		err      string
+		retry    bool
+		restarts uint64
+	}{
+		{"listed", upstream.State{Phase: upstream.Ready, Generation: 1}, PhaseReady, "", false, 0},
+		{"breaker open", upstream.State{Phase: upstream.Ready, Generation: 1, Breaker: upstream.BreakerOpen, RetryAt: retry}, PhaseUnavailable, "circuit breaker open", true, 0},
+		{"restarting", upstream.State{Phase: upstream.Restarting, Err: errors.New("exit status 2"), RetryAt: retry}, PhaseRestarting, "exit status 2", true, 0},
+		{"a new connection, not listed yet", upstream.State{Phase: upstream.Ready, Generation: 3}, PhaseRestarting, "", false, 2},
+		{"failed", upstream.State{Phase: upstream.Failed, Err: errors.New("crash loop")}, PhaseFailed, "crash loop", false, 0},
+		{"stopped", upstream.State{Phase: upstream.Stopped}, PhaseStopped, "", false, 0},
+		{"starting", upstream.State{Phase: upstream.Starting}, PhaseStarting, "", false, 0},
+		{"listed again", upstream.State{Phase: upstream.Ready, Generation: 1}, PhaseReady, "", false, 0},
+	} {
+		up.mu.Lock()
+		up.state = tt.state // no callback
+		up.mu.Unlock()
+		s := r.Status()[0]
+		if s.State != tt.phase || !strings.Contains(s.Error, tt.err) || (s.RetryAt != nil) != tt.retry || s.Restarts != tt.restarts {
+			t.Errorf("%s: status %+v, want %s, error %q, retry_at %v, %d restarts", tt.name, s, tt.phase, tt.err, tt.retry, tt.restarts)
+		}
+		if s.RetryAt != nil && !s.RetryAt.Equal(retry) {
+			t.Errorf("%s: retry_at %v, want %v", tt.name, s.RetryAt, retry)
+		}
 	}
 }

@@ -104,12 +104,16 @@ func (cl *call) end() {
 func (cl *call) Notify(n *jsonrpc.Message) {
 	caller := cl.getCaller()
 	host := caller.Host
-	if host == nil {
-		return
-	}
 	switch n.Method {
 	case "notifications/progress":
-		if cl.hostToken == nil {
+		if tok, _ := jsonrpc.StringField(n.Params, "progressToken"); tok != cl.token {
+			// Another call's, sent on this one's stream.
+			if tok != "" {
+				cl.r.upstreamNotification(cl.up, cl.calls, n)
+			}
+			return
+		}
+		if host == nil || cl.hostToken == nil {
 			return // the host asked for no progress
 		}
 		params, err := jsonrpc.SetField(n.Params, "progressToken", cl.hostToken)
@@ -118,10 +122,16 @@ func (cl *call) Notify(n *jsonrpc.Message) {
 		}
 		host.Notify(n.Method, params)
 	case "notifications/message":
-		if !caller.wantsLog(n.Params) {
+		if host == nil || !caller.wantsLog(n.Params) {
 			return
 		}
 		host.Notify(n.Method, n.Params)
+	default:
+		// A server may send what is not about the call on the call's
+		// stream (the Go SDK sends resources/updated there when the
+		// calling session subscribed): it goes where it would have
+		// gone on the connection's own stream.
+		cl.r.upstreamNotification(cl.up, cl.calls, n)
 	}
 }
 

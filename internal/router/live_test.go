@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -175,4 +176,47 @@ func TestListChangedRelistsAndNotifies(t *testing.T) {
 		t.Errorf("changes (-want +got):\n%s", diff)
 	}
 	mu.Unlock()
+}
+
+// TestNotificationsOnACallStream: what an upstream sends on a call's own
+// stream that is not about the call (a resources/updated, as the Go SDK
+// sends there when the calling session subscribed; another call's
+// progress) goes where it would have gone on the connection's stream.
+func TestNotificationsOnACallStream(t *testing.T) {
+	changes := make(chan Change, 4)
+	up := &fakeUpstream{capabilities: `{"tools":{},"resources":{"subscribe":true}}`, lists: map[string][]string{
+		"tools/list": tools("work"), "resources/list": {`{"uri":"test://a","name":"a"}`},
+	}}
+	r := startRouter(t, Options{OnChange: func(c Change) { changes <- c }}, map[string]*fakeUpstream{"up": up}, "up")
+	if e := r.SubscribeResource(context.Background(), legacyCaller, "s1", "test://a"); e != nil {
+		t.Fatal(e)
+	}
+	mine, other := &recordingHost{}, &recordingHost{}
+	u := r.upstreams()[0]
+	otherCall := r.startCall(&Caller{ProtocolVersion: "2025-11-25", Session: "s2", Host: other}, u, &u.calls,
+		request("tools/call", `{"name":"up__work","_meta":{"progressToken":"theirs"}}`), jsonrpc.NewOutgoing("tools/call", nil))
+	defer otherCall.end()
+	cl := r.startCall(&Caller{ProtocolVersion: "2025-11-25", Session: "s3", Host: mine}, u, &u.calls,
+		request("tools/call", `{"name":"up__work","_meta":{"progressToken":"mine"}}`), jsonrpc.NewOutgoing("tools/call", nil))
+	defer cl.end()
+
+	cl.Notify(&jsonrpc.Message{Method: "notifications/resources/updated", Params: json.RawMessage(`{"uri":"test://a"}`)})
+	for updated := false; !updated; {
+		select {
+		case c := <-changes:
+			if updated = c.Method == "notifications/resources/updated"; updated && (len(c.Subscribers) != 1 || c.Subscribers[0] != "s1") {
+				t.Errorf("change %+v, want the update for its subscriber", c)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a resources/updated on a call's stream was dropped")
+		}
+	}
+	cl.Notify(&jsonrpc.Message{Method: "notifications/progress", Params: json.RawMessage(`{"progressToken":"` + otherCall.token + `","progress":1}`)})
+	cl.Notify(&jsonrpc.Message{Method: "notifications/progress", Params: json.RawMessage(`{"progressToken":"` + cl.token + `","progress":2}`)})
+	if got, _ := other.got(); len(got) != 1 || !strings.Contains(got[0], `"progressToken":"theirs"`) {
+		t.Errorf("the other call's host got %q, want its own progress", got)
+	}
+	if got, _ := mine.got(); len(got) != 1 || !strings.Contains(got[0], `"progressToken":"mine"`) {
+		t.Errorf("this call's host got %q, want only its own progress", got)
+	}
 }

@@ -79,7 +79,7 @@ func (r *Router) stopUpstream(u *upstreamState) {
 	if err := u.Client.Close(); err != nil {
 		r.log.Warn("stopping a removed upstream", keyUpstream, u.Name, keyErr, err)
 	}
-	u.setPhase(PhaseStopped, fmt.Errorf("removed from the configuration"))
+	u.stop(fmt.Errorf("removed from the configuration"))
 }
 
 // closePool closes an upstream's per-client sessions.

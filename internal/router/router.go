@@ -27,6 +27,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcp-gateway/mcp-gateway/internal/config"
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/namespace"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
@@ -55,6 +56,11 @@ type Upstream interface {
 	Capabilities() json.RawMessage
 	// Instructions are the upstream server's instructions, if any.
 	Instructions() string
+	// State is the client's health (upstream.Client and
+	// upstream.Supervised report theirs): the router derives the
+	// upstream's phase from it (see upstreamState.health) and keeps no
+	// copy of its own.
+	State() upstream.State
 }
 
 // UpstreamConfig is one upstream as the router sees it.
@@ -69,10 +75,11 @@ type UpstreamConfig struct {
 	// PerClient gives each host its own upstream session (see
 	// perclient.go); the shared session then only lists the catalog.
 	PerClient bool
-	// MaxClients bounds the per-client sessions; 0 means 64.
+	// MaxClients bounds the per-client sessions; 0 means
+	// config.DefaultMaxClients.
 	MaxClients int
 	// ClientIdle closes a per-client session unused for this long; 0
-	// means 10 minutes.
+	// means config.DefaultIdleTimeout.
 	ClientIdle time.Duration
 	// Fingerprint identifies the upstream's settings: Reconfigure keeps
 	// running an upstream whose name and fingerprint are unchanged, and
@@ -88,7 +95,8 @@ type UpstreamConfig struct {
 	// capability then take turns, host by host (see hostGate), so that
 	// each request reaches the host whose call caused it.
 	SharedStream bool
-	// Timeout bounds the start and each list request; 0 means 60s.
+	// Timeout bounds the start and each list request; 0 means
+	// config.DefaultTimeout.
 	Timeout time.Duration
 }
 
@@ -135,11 +143,11 @@ type Options struct {
 	// ListWait bounds how long a request that needs the catalog (a list,
 	// or a call by name) waits for upstreams that are still in their
 	// first start, so that a host connecting just after the gateway
-	// starts sees a complete catalog; 0 means 10s, and a negative value
-	// means no wait.
+	// starts sees a complete catalog; 0 means config.DefaultListWait, and
+	// a negative value means no wait.
 	ListWait time.Duration
 	// ListTTL is the ttlMs hint on list results for modern hosts; 0 means
-	// 60s.
+	// config.DefaultListTTL.
 	ListTTL time.Duration
 	// Tokens estimates the size of a definition in tokens, for token
 	// limits; nil means policy.Tokens.
@@ -230,27 +238,98 @@ type upstreamState struct {
 	// pool holds the per-client sessions; nil in shared mode.
 	pool *clientPool
 
-	mu          sync.Mutex // guards the fields below
-	phase       Phase
-	err         error
-	since       time.Time
-	tools       []json.RawMessage
-	prompts     []json.RawMessage
-	resources   []json.RawMessage
-	templates   []json.RawMessage
-	modern      bool
-	listProblem error // a list that failed while the upstream itself is up
-	// retryAt is when an upstream that is down (restarting, or behind an
-	// open breaker) is tried again; zero when unknown.
-	retryAt time.Time
-	// gen is the connection generation last seen Ready (upstream.State);
-	// starting is set during the first Start, which lists generation 1
+	// mu guards the fields below: what only the router knows of the
+	// upstream. Its health is the client's (Client.State), from which
+	// health derives the phase.
+	mu sync.Mutex
+	// tools, prompts, resources and templates are the catalog of the
+	// connection generation listedGen (0: none yet), listed last at
+	// listedAt; modern is that connection's era, and listProblem a list
+	// that failed while the connection was up.
+	tools, prompts, resources, templates []json.RawMessage
+	modern                               bool
+	listedGen                            uint64
+	listedAt                             time.Time
+	listProblem                          error
+	// relistGen is the newest generation a re-list was started for;
+	// starting is set during the first Start, which lists its connection
 	// itself.
-	gen      uint64
-	starting bool
+	relistGen uint64
+	starting  bool
+	// stopped is set once the router stopped the upstream (it closed, or
+	// a reload removed it), stopErr saying why; fault is a panic of its
+	// client's first start.
+	stopped bool
+	stopErr error
+	fault   error
 	// relisting is set while a re-list runs; relistAgain asks for one
 	// more run after it.
 	relisting, relistAgain bool
+}
+
+// health is what the router shows of an upstream's health.
+type health struct {
+	phase    Phase
+	err      error
+	retryAt  time.Time // when an upstream that is down is tried again
+	since    time.Time // when the phase last changed
+	restarts uint64    // connections made after the first
+}
+
+// serving reports whether the upstream's entries belong in the catalog.
+func (h health) serving() bool { return h.phase == PhaseReady || h.phase == PhaseDegraded }
+
+// down reports whether an upstream that served before is down now, to be
+// tried again (or failed for good after a crash loop).
+func (h health) down() bool {
+	return h.phase == PhaseRestarting || h.phase == PhaseUnavailable || h.phase == PhaseFailed
+}
+
+// health derives the upstream's phase from its client's state, and from
+// what only the router knows: whether that connection's catalog is
+// listed, whether a list failed, whether the router stopped it.
+func (u *upstreamState) health() health {
+	st := u.Client.State()
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.healthLocked(st)
+}
+
+// healthLocked is health for a state of the client. u.mu must be held.
+func (u *upstreamState) healthLocked(st upstream.State) health {
+	h := health{since: st.Since}
+	if u.listedAt.After(h.since) {
+		h.since = u.listedAt
+	}
+	if st.Generation > 1 {
+		h.restarts = st.Generation - 1
+	}
+	switch {
+	case u.stopped:
+		h.phase, h.err = PhaseStopped, u.stopErr
+	case u.fault != nil:
+		h.phase, h.err = PhaseFailed, u.fault
+	case st.Phase == upstream.Stopped:
+		h.phase = PhaseStopped
+	case st.Phase == upstream.Failed:
+		h.phase, h.err = PhaseFailed, st.Err
+	case st.Phase == upstream.Restarting:
+		h.phase, h.err, h.retryAt = PhaseRestarting, st.Err, st.RetryAt
+	case st.Phase != upstream.Ready:
+		h.phase = PhaseStarting
+	case st.Breaker != upstream.BreakerClosed:
+		h.phase, h.retryAt = PhaseUnavailable, st.RetryAt
+		h.err = fmt.Errorf("circuit breaker %s after repeated failures", st.Breaker)
+	case u.listedGen == 0:
+		h.phase = PhaseStarting // connected, its catalog not listed yet
+	case st.Generation > u.listedGen:
+		h.phase = PhaseRestarting // a new connection, being listed again
+	case u.listProblem != nil:
+		h.phase, h.err = PhaseDegraded, u.listProblem
+	default:
+		h.phase = PhaseReady
+	}
+	return h
 }
 
 // Phase is where an upstream is in its life.
@@ -277,10 +356,10 @@ func New(opts *Options) (*Router, error) {
 	r := &Router{opts: *opts, log: discardLogs(opts.Logger), started: make(chan struct{}), sealer: newSealer()}
 	r.progress = map[string]*call{}
 	if r.opts.ListWait == 0 {
-		r.opts.ListWait = 10 * time.Second
+		r.opts.ListWait = config.DefaultListWait
 	}
 	if r.opts.ListTTL == 0 {
-		r.opts.ListTTL = 60 * time.Second
+		r.opts.ListTTL = config.DefaultListTTL
 	}
 	rules, names := opts.Rules, opts.Namespace
 	r.rules, r.names = &rules, &names
@@ -299,15 +378,15 @@ func New(opts *Options) (*Router, error) {
 // client; nothing starts.
 func (r *Router) newUpstream(u UpstreamConfig) (*upstreamState, error) {
 	if u.Timeout <= 0 {
-		u.Timeout = 60 * time.Second
+		u.Timeout = config.DefaultTimeout
 	}
 	if u.MaxClients <= 0 {
-		u.MaxClients = 64
+		u.MaxClients = config.DefaultMaxClients
 	}
 	if u.ClientIdle <= 0 {
-		u.ClientIdle = 10 * time.Minute
+		u.ClientIdle = config.DefaultIdleTimeout
 	}
-	us := &upstreamState{UpstreamConfig: u, phase: PhaseStarting, since: time.Now()}
+	us := &upstreamState{UpstreamConfig: u}
 	client, err := u.Connect(ConnectOptions{
 		Handlers: r.handlers(us, &us.calls),
 		OnState:  func(st upstream.State) { r.upstreamChanged(us, st) },
@@ -388,7 +467,10 @@ func (r *Router) startUpstream(ctx context.Context, u *upstreamState) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.log.Error("upstream start panicked", keyUpstream, u.Name, "panic", p)
-			u.setPhase(PhaseFailed, fmt.Errorf("internal error: %v", p))
+			u.mu.Lock()
+			u.fault = fmt.Errorf("internal error: %v", p)
+			u.mu.Unlock()
+			r.rebuild()
 		}
 	}()
 	u.mu.Lock()
@@ -399,25 +481,16 @@ func (r *Router) startUpstream(ctx context.Context, u *upstreamState) {
 	cancel()
 	u.mu.Lock()
 	u.starting = false
-	if err == nil && u.gen == 0 {
-		u.gen = 1
-	}
 	u.mu.Unlock()
 	if err != nil {
 		if ctx.Err() != nil {
-			u.setPhase(PhaseStopped, ctx.Err())
-			return
+			return // the router is closing
 		}
 		r.log.Warn("upstream failed to start", keyUpstream, u.Name, keyErr, err)
-		if s, ok := u.Client.(stateful); ok && s.State().Phase != upstream.Failed {
-			// A supervised upstream tries again: take its state now
-			// (restarting, or even ready again) rather than wait for its
-			// callback, so that whoever reads the status after the
-			// first start sees it.
-			r.upstreamChanged(u, s.State())
-			return
-		}
-		u.setPhase(PhaseFailed, err)
+		// A plain client has failed for good now; a supervised one tries
+		// again, and may even have connected since (its callback was
+		// not acted on during the first start): look at its state.
+		r.upstreamChanged(u, u.Client.State())
 		return
 	}
 	r.listAndListen(ctx, u)
@@ -436,72 +509,31 @@ func (r *Router) listAndListen(ctx context.Context, u *upstreamState) {
 // restarting, failed or behind an open breaker its entries leave every
 // view (hosts hear list_changed); a new connection is listed again
 // before the entries come back, since a restarted server may offer
-// other tools. It runs on the upstream's notifier goroutine.
+// other tools. It runs on the upstream's notifier goroutine, and once
+// after a first start that failed.
 func (r *Router) upstreamChanged(u *upstreamState, st upstream.State) {
 	u.mu.Lock()
-	before, wasServing := u.phase, u.serving()
-	relist := false
-	switch st.Phase {
-	case upstream.Ready:
-		if st.Generation > u.gen {
-			// The first Start lists generation 1 itself; a connection
-			// made after it failed, or after a crash, is listed here.
-			u.gen = st.Generation
-			relist = !u.starting
-		}
-		switch {
-		case st.Breaker != upstream.BreakerClosed:
-			u.phase, u.retryAt = PhaseUnavailable, st.RetryAt
-			u.err = fmt.Errorf("circuit breaker %s after repeated failures", st.Breaker)
-		case u.phase == PhaseUnavailable && !relist:
-			u.phase, u.err, u.retryAt = PhaseReady, nil, time.Time{}
-			if u.listProblem != nil {
-				u.phase, u.err = PhaseDegraded, u.listProblem
-			}
-		}
-	case upstream.Restarting:
-		u.phase, u.err, u.retryAt = PhaseRestarting, st.Err, st.RetryAt
-	case upstream.Failed:
-		u.phase, u.err, u.retryAt = PhaseFailed, st.Err, time.Time{}
-	default:
-		u.mu.Unlock()
-		return
+	// The first Start lists its connection itself; a connection made
+	// after it failed, or after a crash, is listed here.
+	relist := st.Phase == upstream.Ready && !u.starting && st.Generation > max(u.listedGen, u.relistGen)
+	if relist {
+		u.relistGen = st.Generation
 	}
-	if u.phase != before {
-		u.since = time.Now()
-	}
-	changed := u.serving() != wasServing
-	phase, err := u.phase, u.err
+	h := u.healthLocked(st)
 	u.mu.Unlock()
-	if phase != before {
-		r.log.Warn("upstream state changed", keyUpstream, u.Name, "from", before, "to", phase, keyErr, err)
-	}
+	r.log.Warn("upstream state changed", keyUpstream, u.Name, "state", h.phase, keyErr, h.err)
 	if relist {
 		r.spawn(func() { r.listAndListen(r.life, u) })
 	}
-	if changed || phase != before {
-		r.rebuild()
-	}
-}
-
-// stateful is an upstream client that reports its state (upstream.Client
-// and upstream.Supervised both do).
-type stateful interface{ State() upstream.State }
-
-// connectionUp reports whether the upstream's connection can take calls
-// now: always for a plain client; for a supervised one, when it is
-// Ready with its breaker closed.
-func (u *upstreamState) connectionUp() bool {
-	s, ok := u.Client.(stateful)
-	if !ok {
-		return true
-	}
-	st := s.State()
-	return st.Phase == upstream.Ready && st.Breaker == upstream.BreakerClosed
+	// The catalog is rebuilt from every upstream's health; only the
+	// lists that really changed reach hosts.
+	r.rebuild()
 }
 
 // refresh lists one upstream's catalog and rebuilds the merged catalog.
+// The lists are of the connection that is up when refresh begins.
 func (r *Router) refresh(ctx context.Context, u *upstreamState) {
+	st := u.Client.State()
 	caps := parseCapabilities(u.Client.Capabilities())
 	type list struct {
 		has         bool
@@ -547,14 +579,10 @@ func (r *Router) refresh(ctx context.Context, u *upstreamState) {
 	u.tools, u.prompts, u.resources, u.templates = tools, prompts, resources, templates
 	u.modern = isModern(u.Client.ProtocolVersion())
 	u.listProblem = errors.Join(problems...)
-	// A connection lost, or a breaker opened, while listing keeps the
-	// upstream out of the views: its state callback has said so, or
-	// will.
-	if u.connectionUp() && u.phase != PhaseStopped {
-		u.phase, u.err, u.retryAt, u.since = PhaseReady, nil, time.Time{}, time.Now()
-		if u.listProblem != nil {
-			u.phase, u.err = PhaseDegraded, u.listProblem
-		}
+	if st.Phase == upstream.Ready && st.Generation >= u.listedGen {
+		// A connection lost while listing stays out of the views: its
+		// state says so, and the next connection is listed again.
+		u.listedGen, u.listedAt = st.Generation, time.Now()
 	}
 	u.mu.Unlock()
 	r.rebuild()
@@ -569,22 +597,18 @@ func (u *upstreamState) isModern() bool {
 	return u.modern
 }
 
-func (u *upstreamState) setPhase(p Phase, err error) {
+// stop marks the upstream stopped by the router, with why.
+func (u *upstreamState) stop(why error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	u.phase, u.err, u.since = p, err, time.Now()
+	u.stopped, u.stopErr = true, why
 }
 
-// serving reports whether the upstream's entries belong in the catalog.
-func (u *upstreamState) serving() bool {
-	return u.phase == PhaseReady || u.phase == PhaseDegraded
-}
-
-// down reports whether the upstream served before and is down now, to
-// be tried again (or failed for good after a crash loop): its entries
-// are known but not listed.
-func (u *upstreamState) down() bool {
-	return u.gen > 0 && (u.phase == PhaseRestarting || u.phase == PhaseUnavailable || u.phase == PhaseFailed)
+// listed reports whether a catalog of the upstream was ever listed.
+func (u *upstreamState) listed() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.listedGen > 0
 }
 
 // rebuild recomputes the merged catalog from every upstream's lists and
@@ -637,8 +661,9 @@ func cutNames(cut []policy.Cut) []string {
 // are coalesced: while a re-list runs, further notices only ask for one
 // more run after it.
 func (r *Router) relist(u *upstreamState) {
+	serving := u.health().serving()
 	u.mu.Lock()
-	if !u.serving() {
+	if !serving {
 		u.mu.Unlock()
 		return
 	}
@@ -721,7 +746,7 @@ func (r *Router) Close() error {
 				errs = append(errs, fmt.Errorf("upstream %s: %w", u.Name, err))
 				mu.Unlock()
 			}
-			u.setPhase(PhaseStopped, nil)
+			u.stop(nil)
 		})
 	}
 	wg.Wait()
@@ -754,26 +779,22 @@ func (r *Router) Status() []UpstreamStatus {
 	ups := r.upstreams()
 	out := make([]UpstreamStatus, 0, len(ups))
 	for _, u := range ups {
-		u.mu.Lock()
-		s := UpstreamStatus{Name: u.Name, State: u.phase, Required: u.Required, Since: u.since}
-		if u.err != nil {
-			s.Error = u.err.Error()
+		h := u.health()
+		s := UpstreamStatus{Name: u.Name, State: h.phase, Required: u.Required, Since: h.since, Restarts: h.restarts}
+		if h.err != nil {
+			s.Error = h.err.Error()
 		}
-		if !u.retryAt.IsZero() {
-			at := u.retryAt
+		if !h.retryAt.IsZero() {
+			at := h.retryAt
 			s.RetryAt = &at
 		}
-		if u.gen > 1 {
-			s.Restarts = u.gen - 1
-		}
-		if u.serving() {
+		if h.serving() {
 			s.Protocol = u.Client.ProtocolVersion()
 			s.Era = "legacy"
-			if u.modern {
+			if u.isModern() {
 				s.Era = "modern"
 			}
 		}
-		u.mu.Unlock()
 		s.Tools, s.Prompts = v.tools.count(u), v.prompts.count(u)
 		out = append(out, s)
 	}
@@ -804,10 +825,7 @@ func (r *Router) Views() []ViewStatus {
 // Ready reports whether every required upstream is serving.
 func (r *Router) Ready() bool {
 	for _, u := range r.upstreams() {
-		u.mu.Lock()
-		ok := !u.Required || u.serving()
-		u.mu.Unlock()
-		if !ok {
+		if u.Required && !u.health().serving() {
 			return false
 		}
 	}

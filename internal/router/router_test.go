@@ -42,9 +42,38 @@ type fakeUpstream struct {
 	calls    []recordedCall
 	closed   bool
 	handlers Handlers
+	// state is what State reports: Idle, then Starting during Start, and
+	// Ready (generation 1) or Failed after it, Stopped after Close,
+	// unless a test set it (setState).
+	state upstream.State
 	// onState is the router's state callback (ConnectOptions.OnState),
-	// through which a test plays a supervised client's state changes.
+	// through which setState plays a supervised client's state changes.
 	onState func(upstream.State)
+}
+
+// setState makes st the fake's state and tells the router, as a
+// supervised client does.
+func (f *fakeUpstream) setState(st upstream.State) {
+	f.mu.Lock()
+	f.state = st
+	onState := f.onState
+	f.mu.Unlock()
+	onState(st)
+}
+
+func (f *fakeUpstream) State() upstream.State {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.state
+}
+
+func (f *fakeUpstream) setPhase(p upstream.Phase, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.state = upstream.State{Phase: p, Err: err}
+	if p == upstream.Ready {
+		f.state.Generation = 1
+	}
 }
 
 // connect is an UpstreamConfig.Connect that hands out the fake and keeps
@@ -64,19 +93,27 @@ type recordedCall struct {
 }
 
 func (f *fakeUpstream) Start(ctx context.Context) error {
+	f.setPhase(upstream.Starting, nil)
 	if f.startGate != nil {
 		select {
 		case <-f.startGate:
 		case <-ctx.Done():
+			f.setPhase(upstream.Failed, ctx.Err())
 			return ctx.Err()
 		}
 	}
-	return f.startErr
+	if f.startErr != nil {
+		f.setPhase(upstream.Failed, f.startErr)
+		return f.startErr
+	}
+	f.setPhase(upstream.Ready, nil)
+	return nil
 }
 
 func (f *fakeUpstream) Close() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.state = upstream.State{Phase: upstream.Stopped}
 	if !f.closed && f.closedCh != nil {
 		close(f.closedCh)
 	}

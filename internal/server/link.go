@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"strconv"
 	"sync"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
@@ -20,9 +19,8 @@ type hostLink struct {
 	// the cancel of their contexts.
 	inflight map[string]context.CancelFunc
 	// waiting maps the ids of the gateway's requests to the host to the
-	// channels their answers go to; nextID numbers them.
+	// channels their answers go to.
 	waiting map[string]chan *jsonrpc.Message
-	nextID  uint64
 }
 
 // track records a request in progress; false when its id is in use.
@@ -69,8 +67,9 @@ func (l *hostLink) cancelAll() {
 func (l *hostLink) expect() (json.RawMessage, chan *jsonrpc.Message) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.nextID++
-	id := jsonrpc.String("gw-" + strconv.FormatUint(l.nextID, 10))
+	// Unguessable, as every identifier the gateway hands out: the id
+	// is all a host's answer needs to be taken for the one awaited.
+	id := jsonrpc.String("gw-" + newSessionID())
 	ch := make(chan *jsonrpc.Message, 1)
 	if l.waiting == nil {
 		l.waiting = map[string]chan *jsonrpc.Message{}

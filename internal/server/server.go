@@ -33,6 +33,7 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/mcp-gateway/mcp-gateway/internal/config"
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/mcpheader"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
@@ -68,20 +69,21 @@ type Options struct {
 	// LoopbackOnly makes the server also reject requests whose Host is
 	// not a loopback name. Set it when listening on a loopback address.
 	LoopbackOnly bool
-	// MaxBodyBytes limits a request body; 0 means 4 MiB. A larger body
-	// gets 413.
+	// MaxBodyBytes limits a request body; 0 means
+	// config.DefaultMaxBodyBytes (4 MiB). A larger body gets 413.
 	MaxBodyBytes int64
 	// MaxSessions limits the number of live legacy sessions; 0 means
-	// 10000. When the limit is reached, idle sessions are expired first;
-	// an initialize that still finds no room gets 503.
+	// config.DefaultMaxSessions (10000). When the limit is reached, idle
+	// sessions are expired first; an initialize that still finds no room
+	// gets 503.
 	MaxSessions int
 	// SessionIdleTimeout ends a legacy session that has had no request
 	// and no open GET stream for this long (many clients never send
-	// DELETE); 0 means 30 minutes. Its next request gets 404, which tells
-	// the client to initialize again.
+	// DELETE); 0 means config.DefaultSessionIdleTimeout (30 minutes). Its
+	// next request gets 404, which tells the client to initialize again.
 	SessionIdleTimeout time.Duration
 	// KeepAlive is the interval of SSE comment lines on idle GET
-	// streams; 0 means 25s.
+	// streams; 0 means config.DefaultKeepAlive (25s).
 	KeepAlive time.Duration
 	// Identify authenticates a request's bearer token (the text after
 	// "Bearer " in Authorization) and returns the caller's identity, whose
@@ -134,19 +136,19 @@ func New(d Dispatcher, opts *Options) *Server {
 	}
 	s.observe()
 	if s.opts.Endpoint == "" {
-		s.opts.Endpoint = "/mcp"
+		s.opts.Endpoint = config.DefaultEndpoint
 	}
 	if s.opts.MaxBodyBytes <= 0 {
-		s.opts.MaxBodyBytes = 4 << 20
+		s.opts.MaxBodyBytes = config.DefaultMaxBodyBytes
 	}
 	if s.opts.MaxSessions <= 0 {
-		s.opts.MaxSessions = 10000
+		s.opts.MaxSessions = config.DefaultMaxSessions
 	}
 	if s.opts.SessionIdleTimeout <= 0 {
-		s.opts.SessionIdleTimeout = 30 * time.Minute
+		s.opts.SessionIdleTimeout = config.DefaultSessionIdleTimeout
 	}
 	if s.opts.KeepAlive <= 0 {
-		s.opts.KeepAlive = 25 * time.Second
+		s.opts.KeepAlive = config.DefaultKeepAlive
 	}
 	for _, o := range opts.AllowedOrigins {
 		s.origins[strings.TrimSuffix(strings.ToLower(o), "/")] = true

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/sony/gobreaker/v2"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/config"
 )
 
 // BreakerOptions configures a Supervised's circuit breaker. The breaker
@@ -20,21 +22,18 @@ import (
 // not failures; any answer from the server is a success.
 type BreakerOptions struct {
 	// Failures is how many transport failures in a row open the breaker;
-	// 0 means 5, and a negative value turns the breaker off.
+	// 0 means config.DefaultBreakerFailures (5), and a negative value
+	// turns the breaker off.
 	Failures int
 	// Cooldown is how long an open breaker refuses calls before it lets
-	// one probe through; 0 means 30s. The Supervised sends the probe
+	// one probe through; 0 means config.DefaultBreakerCooldown (30s). The
+	// Supervised sends the probe
 	// itself when the cooldown ends (ping, or server/discover to a modern
 	// server), so that an upstream whose tools are hidden while its
 	// breaker is open does not wait for a call that cannot come. Success
 	// closes the breaker; a failure opens it for another Cooldown.
 	Cooldown time.Duration
 }
-
-const (
-	defaultBreakerFailures = 5
-	defaultBreakerCooldown = 30 * time.Second
-)
 
 // BreakerState is the state of a circuit breaker.
 type BreakerState int
@@ -145,11 +144,11 @@ func newBreaker(name string, o BreakerOptions, changed func(BreakerState, time.T
 	}
 	failures := o.Failures
 	if failures == 0 {
-		failures = defaultBreakerFailures
+		failures = config.DefaultBreakerFailures
 	}
 	cooldown := o.Cooldown
 	if cooldown <= 0 {
-		cooldown = defaultBreakerCooldown
+		cooldown = config.DefaultBreakerCooldown
 	}
 	b := &gobreakerBreaker{name: name, cooldown: cooldown, changed: changed}
 	b.cb = gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{

@@ -89,6 +89,7 @@ import (
 
 	"go.opentelemetry.io/otel/propagation"
 
+	"github.com/mcp-gateway/mcp-gateway/internal/config"
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/mcpheader"
 )
@@ -154,7 +155,8 @@ type Options struct {
 	// contexts, so it should have no overall Timeout (streams are long).
 	HTTPClient *http.Client
 
-	// Timeout bounds each request; 0 means 60s. Progress may extend it
+	// Timeout bounds each request; 0 means config.DefaultTimeout (60s).
+	// Progress may extend it
 	// (see MaxTimeout). A call's time waiting for a slot (MaxInFlight)
 	// counts against it.
 	Timeout time.Duration
@@ -165,17 +167,20 @@ type Options struct {
 	// call's Timeout, but never past MaxTimeout from its start (spec
 	// 2025-11-25, lifecycle "Timeouts": "Implementations MAY choose to
 	// reset the timeout clock when receiving a progress notification
-	// ... SHOULD always enforce a maximum timeout"). 0 means 10×Timeout
-	// or 10 minutes, whichever is less, and never less than Timeout; a
-	// negative value means progress extends nothing. A positive value
-	// below Timeout is an error.
+	// ... SHOULD always enforce a maximum timeout"). 0 means
+	// config.DefaultMaxTimeout(Timeout): 10×Timeout or 10 minutes,
+	// whichever is less, and never less than Timeout; a negative value
+	// means progress extends nothing. A positive value below Timeout is
+	// an error.
 	MaxTimeout time.Duration
 	// MaxInFlight bounds the calls (Call, and each page of List) in
-	// flight at once on the connection; 0 means 64, and a negative value
-	// means no limit. Handshake and subscription requests do not count.
+	// flight at once on the connection; 0 means config.DefaultMaxInFlight
+	// (256), and a negative value means no limit. Handshake and
+	// subscription requests do not count.
 	MaxInFlight int
 	// MaxQueue bounds the calls waiting for one of the MaxInFlight
-	// slots; 0 means 256, and a negative value means none wait. A call
+	// slots; 0 means config.DefaultMaxQueue (1024), and a negative value
+	// means none wait. A call
 	// that finds the queue full fails at once, and one still waiting when
 	// its Timeout elapses fails then, both with ErrOverloaded; a call
 	// whose context ends while it waits fails with the context's error.
@@ -296,7 +301,7 @@ type State struct {
 	// Era and ProtocolVersion are known once the handshake is done.
 	Era             Era
 	ProtocolVersion string
-	// Since is when Phase last changed.
+	// Since is when Phase, or a Supervised's breaker, last changed.
 	Since time.Time
 
 	// Generation numbers the connections that became Ready: 1 for the
@@ -327,12 +332,9 @@ const (
 	methodListen       = "subscriptions/listen"
 	methodAcknowledged = "notifications/subscriptions/acknowledged"
 
-	defaultTimeout  = 60 * time.Second
+	// maxProbeTimeout bounds the server/discover probe of a server whose
+	// era is unknown.
 	maxProbeTimeout = 10 * time.Second
-	// maxDefaultMaxTimeout caps the default Options.MaxTimeout.
-	maxDefaultMaxTimeout = 10 * time.Minute
-	defaultMaxInFlight   = 64
-	defaultMaxQueue      = 256
 	// maxMessageSize bounds one message from a server.
 	maxMessageSize = 64 << 20
 	// stopGrace is how long a stdio child gets to exit after its stdin is
@@ -511,23 +513,23 @@ func New(opts *Options) (*Client, error) {
 	case c.timeout < 0:
 		return nil, fmt.Errorf("upstream %q: negative timeout", o.Name)
 	case c.timeout == 0:
-		c.timeout = defaultTimeout
+		c.timeout = config.DefaultTimeout
 	}
 	switch c.maxTimeout = o.MaxTimeout; {
 	case c.maxTimeout < 0:
 		c.maxTimeout = c.timeout
 	case c.maxTimeout == 0:
-		c.maxTimeout = max(c.timeout, min(10*c.timeout, maxDefaultMaxTimeout))
+		c.maxTimeout = config.DefaultMaxTimeout(c.timeout)
 	case c.maxTimeout < c.timeout:
 		return nil, fmt.Errorf("upstream %q: max timeout %v is less than the timeout %v", o.Name, c.maxTimeout, c.timeout)
 	}
 	inflight, queue := o.MaxInFlight, o.MaxQueue
 	if inflight == 0 {
-		inflight = defaultMaxInFlight
+		inflight = config.DefaultMaxInFlight
 	}
 	switch {
 	case queue == 0:
-		queue = defaultMaxQueue
+		queue = config.DefaultMaxQueue
 	case queue < 0:
 		queue = 0
 	}
@@ -584,7 +586,7 @@ func New(opts *Options) (*Client, error) {
 func defaultTransport(inflight int) *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	if inflight <= 0 {
-		inflight = 256
+		inflight = config.DefaultMaxInFlight
 	}
 	t.MaxIdleConnsPerHost = inflight + 4
 	t.MaxIdleConns = max(t.MaxIdleConns, t.MaxIdleConnsPerHost)

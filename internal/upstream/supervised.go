@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-gateway/mcp-gateway/internal/config"
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 )
 
@@ -34,25 +35,21 @@ type SupervisedOptions struct {
 type RestartOptions struct {
 	// Initial is the delay before a restart after the first crash; each
 	// further crash within CrashWindow doubles it, up to Max. 0 means
-	// 250ms; Max 0 means 30s. Each delay varies by up to ±20% at random,
-	// so that upstreams that fell together do not come back in step.
+	// config.DefaultRestartDelay (250ms); Max 0 means
+	// config.DefaultRestartMaxDelay (30s). Each delay varies by up to
+	// ±20% at random, so that upstreams that fell together do not come
+	// back in step.
 	Initial, Max time.Duration
 	// CrashLimit crashes within CrashWindow stop the restarts for good:
 	// the Supervised stays Failed, with an error that says "crash loop".
-	// 0 means 5, and a negative value means no limit. CrashWindow 0
-	// means one minute.
+	// 0 means config.DefaultCrashLimit (5), and a negative value means
+	// no limit. CrashWindow 0 means config.DefaultCrashWindow (a minute).
 	CrashLimit  int
 	CrashWindow time.Duration
 }
 
-const (
-	defaultRestartInitial = 250 * time.Millisecond
-	defaultRestartMax     = 30 * time.Second
-	defaultCrashLimit     = 5
-	defaultCrashWindow    = time.Minute
-	// restartJitter is the largest relative change of a restart delay.
-	restartJitter = 0.2
-)
+// restartJitter is the largest relative change of a restart delay.
+const restartJitter = 0.2
 
 // Supervised is an upstream client that outlives its connections: it
 // restarts the server when the connection is lost, guards it with a
@@ -145,19 +142,19 @@ func NewSupervised(opts *SupervisedOptions) (*Supervised, error) {
 		return nil, fmt.Errorf("upstream %q: negative breaker cooldown", o.Name)
 	}
 	if r.Initial == 0 {
-		r.Initial = defaultRestartInitial
+		r.Initial = config.DefaultRestartDelay
 	}
 	if r.Max == 0 {
-		r.Max = max(defaultRestartMax, r.Initial)
+		r.Max = max(config.DefaultRestartMaxDelay, r.Initial)
 	}
 	if r.Max < r.Initial {
 		return nil, fmt.Errorf("upstream %q: the longest restart delay %v is shorter than the first %v", o.Name, r.Max, r.Initial)
 	}
 	if r.CrashLimit == 0 {
-		r.CrashLimit = defaultCrashLimit
+		r.CrashLimit = config.DefaultCrashLimit
 	}
 	if r.CrashWindow == 0 {
-		r.CrashWindow = defaultCrashWindow
+		r.CrashWindow = config.DefaultCrashWindow
 	}
 	s := &Supervised{
 		name:         o.Name,
@@ -185,6 +182,7 @@ func (s *Supervised) newBreaker() breaker {
 	br = newBreaker(s.name, s.opts.Breaker, func(to BreakerState, retryAt time.Time) {
 		s.mu.Lock()
 		if s.br == br && s.state.Phase == Ready && !s.closing {
+			s.state.Since = time.Now()
 			st := s.state
 			st.Breaker, st.RetryAt = to, retryAt
 			s.reportLocked(st)
