@@ -35,12 +35,17 @@
 # upstreams) on CPU 0, so that direct and gateway runs get the same CPU
 # budget and the load tool never competes with what it measures.
 #
+# With BASE set to a git revision, that revision's gateway is built too and
+# measured beside this one's, run by run, in the same configuration as
+# gateway-1: http/gateway-1-base and modern/gateway-1-base (a before/after
+# on the same machine, in the same run).
+#
 # Settings (environment): RUNS (5), N1 (calls at 1 client, 3000),
 # N8 (calls at 8 clients, 12000), NSLOW (calls of 1 ms, 1000 at 1 client
 # and 4 times as many at 8), NBLOB (1 MiB calls, 150), SESSIONS (1000),
 # START_DELAY (the slowest upstream's start-up delay, 300ms), PIN (1),
 # PORT (first of the ports used, 19100), OUT (results directory,
-# $TMPDIR/mcp-bench-<time>).
+# $TMPDIR/mcp-bench-<time>), BASE (a git revision; none).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -51,6 +56,7 @@ NSLOW=${NSLOW:-1000}
 NBLOB=${NBLOB:-150}
 SESSIONS=${SESSIONS:-1000}
 START_DELAY=${START_DELAY:-300ms}
+BASE=${BASE:-}
 PIN=${PIN:-1}
 PORT=${PORT:-19100}
 OUT=${OUT:-${TMPDIR:-/tmp}/mcp-bench-$(date -u +%Y%m%dT%H%M%SZ)}
@@ -63,6 +69,12 @@ RESULTS=$OUT/results.jsonl
 
 echo "== building into $BIN"
 go build -o "$BIN/" ./cmd/mcp-gateway ./cmd/mcp-bench ./bench/echo ./bench/proxy
+if [[ -n $BASE ]]; then
+	echo "== building the baseline gateway at $BASE"
+	git worktree add --force --detach "$OUT/base-src" "$BASE" >/dev/null
+	(cd "$OUT/base-src" && go build -o "$BIN/base/" ./cmd/mcp-gateway)
+	git worktree remove --force "$OUT/base-src"
+fi
 
 LOAD=() SUT=()
 if [[ $PIN == 1 ]] && command -v taskset >/dev/null && (($(nproc) >= 2)); then
@@ -78,6 +90,7 @@ fi
 	echo "kernel: $(uname -sr)"
 	echo "pinning: load tool ${LOAD[*]:-none}, servers ${SUT[*]:-none}"
 	echo "settings: RUNS=$RUNS N1=$N1 N8=$N8 NSLOW=$NSLOW NBLOB=$NBLOB SESSIONS=$SESSIONS START_DELAY=$START_DELAY"
+	[[ -z $BASE ]] || echo "baseline: $BASE ($(git rev-parse --short "$BASE"))"
 } | tee "$OUT/env.txt"
 
 PIDS=()
@@ -140,13 +153,14 @@ for i in $(seq 1 19); do
 done
 
 P_PROXY=$((PORT + 1)) P_GW1=$((PORT + 2)) P_GW1N=$((PORT + 3)) P_GW20=$((PORT + 4)) P_GWS=$((PORT + 5)) P_MEM=$((PORT + 6))
-P_SSE=$((PORT + 7)) P_GWSSE=$((PORT + 8)) P_GWSLOW=$((PORT + 9)) P_RELAY=$((PORT + 10))
+P_SSE=$((PORT + 7)) P_GWSSE=$((PORT + 8)) P_GWSLOW=$((PORT + 9)) P_RELAY=$((PORT + 10)) P_BASE=$((PORT + 11))
 gateway_config "$OUT/gw1.yaml" $P_GW1 true "$echo_http"
 gateway_config "$OUT/gw1n.yaml" $P_GW1N false "$echo_http"
 gateway_config "$OUT/gw20.yaml" $P_GW20 true "$echo_http$others"
 gateway_config "$OUT/gws.yaml" $P_GWS true "$echo_stdio"
 gateway_config "$OUT/gwsse.yaml" $P_GWSSE true "$echo_sse"
 gateway_config "$OUT/gwslow.yaml" $P_GWSLOW true "$echo_slow"
+gateway_config "$OUT/gwbase.yaml" $P_BASE true "$echo_http"
 
 echo "== starting the servers"
 start echo "$BIN/echo" -listen 127.0.0.1:$PORT -era legacy
@@ -169,7 +183,13 @@ start gwsse "$BIN/mcp-gateway" --config "$OUT/gwsse.yaml"
 GWSSE=$LAST_PID
 start gwslow "$BIN/mcp-gateway" --config "$OUT/gwslow.yaml"
 GWSLOW=$LAST_PID
-for p in $P_GW1 $P_GW1N $P_GW20 $P_GWS $P_GWSSE $P_GWSLOW; do wait_ready "http://127.0.0.1:$p/readyz"; done
+ready_ports="$P_GW1 $P_GW1N $P_GW20 $P_GWS $P_GWSSE $P_GWSLOW"
+if [[ -n $BASE ]]; then
+	start gwbase "$BIN/base/mcp-gateway" --config "$OUT/gwbase.yaml"
+	GWBASE=$LAST_PID
+	ready_ports+=" $P_BASE"
+fi
+for p in $ready_ports; do wait_ready "http://127.0.0.1:$p/readyz"; done
 GWS_CHILD=$(pgrep -P "$GWS" | head -1)
 GWSLOW_CHILD=$(pgrep -P "$GWSLOW" | head -1)
 
@@ -190,12 +210,14 @@ for run in $(seq 1 "$RUNS"); do
 		load http/proxy "$run" $c $n -url http://127.0.0.1:$P_PROXY/mcp -pid $PROXY,$ECHO
 		load http/tcp-relay "$run" $c $n -url http://127.0.0.1:$P_RELAY/mcp -pid $RELAY,$ECHO
 		load http/gateway-1 "$run" $c $n -url http://127.0.0.1:$P_GW1/mcp -tool echo__echo -pid $GW1,$ECHO
+		[[ -z $BASE ]] || load http/gateway-1-base "$run" $c $n -url http://127.0.0.1:$P_BASE/mcp -tool echo__echo -pid $GWBASE,$ECHO
 		load http/gateway-1-nometrics "$run" $c $n -url http://127.0.0.1:$P_GW1N/mcp -tool echo__echo -pid $GW1N,$ECHO
 		load http/gateway-20 "$run" $c $n -url http://127.0.0.1:$P_GW20/mcp -tool echo__echo -pid $GW20,$ECHO
 		load http-sse/direct "$run" $c $n -url http://127.0.0.1:$P_SSE/mcp -pid $ECHOSSE
 		load http-sse/gateway-1 "$run" $c $n -url http://127.0.0.1:$P_GWSSE/mcp -tool echo__echo -pid $GWSSE,$ECHOSSE
 		load modern/direct "$run" $c $n -era modern -url http://127.0.0.1:$PORT/mcp -pid $ECHO
 		load modern/gateway-1 "$run" $c $n -era modern -url http://127.0.0.1:$P_GW1/mcp -tool echo__echo -pid $GW1,$ECHO
+		[[ -z $BASE ]] || load modern/gateway-1-base "$run" $c $n -era modern -url http://127.0.0.1:$P_BASE/mcp -tool echo__echo -pid $GWBASE,$ECHO
 		load stdio/direct "$run" $c $n -- "${SUT[@]}" "$BIN/echo" -stdio -era legacy
 		load stdio/gateway "$run" $c $n -url http://127.0.0.1:$P_GWS/mcp -tool echo__echo -pid $GWS,$GWS_CHILD
 		ns=$((NSLOW * (c == 1 ? 1 : 4)))

@@ -1,7 +1,6 @@
 package jsonrpc
 
 import (
-	"bytes"
 	"encoding/json"
 )
 
@@ -10,7 +9,7 @@ import (
 // from params of the gateway's own (NewOutgoing), and collects the
 // members each layer rewrites (the router a tool's original name and the
 // gateway's progress token, the upstream client the _meta its server's
-// era needs, telemetry the trace context); AppendRequest then writes the
+// era needs, and the trace context); AppendRequest then writes the
 // message in one pass, every member nobody rewrote copied byte for byte.
 //
 // An Outgoing is used by one goroutine at a time and must not be kept
@@ -28,13 +27,26 @@ type Outgoing struct {
 	parsed       bool
 	// set and metaSet are the members rewritten, in the order first set;
 	// a nil value removes the member.
-	set, metaSet []member
-	buf          [6]member
+	set, metaSet []setMember
+	buf          [6]setMember
+}
+
+// setMember is a member an Outgoing rewrites.
+type setMember struct {
+	key   string
+	value json.RawMessage
 }
 
 // Outgoing returns a request to an upstream that starts from r's params.
+// The first is part of r (no allocation); each is independent of the
+// others.
 func (r *Request) Outgoing() *Outgoing {
-	o := &Outgoing{Method: r.Method, raw: r.params.Raw, params: r.params, meta: r.Meta.obj, parsed: true}
+	o := &r.out
+	if r.outUsed {
+		o = &Outgoing{}
+	}
+	r.outUsed = true
+	*o = Outgoing{Method: r.Method, raw: r.params.Raw, params: r.params, meta: r.Meta.obj, parsed: true}
 	if r.Params != nil && r.params.Raw == nil {
 		o.raw = r.Params // not an object (an array): sent as it is
 	}
@@ -79,13 +91,10 @@ func (o *Outgoing) parse() {
 // scanObject records the members of the valid object at data[i].
 func scanObject(data []byte, i int) Object {
 	scanning(data)
-	var obj Object
+	obj := Object{data: data}
 	end, err := eachMember(data, i, 0, func(rawKey []byte, vs, ve int) bool {
-		key := rawKey[1 : len(rawKey)-1]
-		if bytes.IndexByte(key, '\\') >= 0 {
-			key = []byte(unquote(rawKey))
-		}
-		obj.add(key, rawKey, data[vs:ve])
+		k0 := cap(data) - cap(rawKey) // rawKey is data[k0:k0+len(rawKey)]
+		obj.add(k0, k0+len(rawKey), vs, ve)
 		return true
 	}, "", nil)
 	if err == nil {
@@ -96,22 +105,22 @@ func scanObject(data []byte, i int) Object {
 
 // Set sets params member key to value (raw JSON), replacing the
 // original; a nil value removes it.
-func (o *Outgoing) Set(key string, value json.RawMessage) { o.set = setMember(o.set, key, value) }
+func (o *Outgoing) Set(key string, value json.RawMessage) { o.set = withSet(o.set, key, value) }
 
 // SetMeta sets member key of params._meta to value (raw JSON); a nil
 // value removes it.
 func (o *Outgoing) SetMeta(key string, value json.RawMessage) {
-	o.metaSet = setMember(o.metaSet, key, value)
+	o.metaSet = withSet(o.metaSet, key, value)
 }
 
-func setMember(ms []member, key string, value json.RawMessage) []member {
+func withSet(ms []setMember, key string, value json.RawMessage) []setMember {
 	for i := range ms {
-		if string(ms[i].key) == key {
+		if ms[i].key == key {
 			ms[i].value = value
 			return ms
 		}
 	}
-	return append(ms, member{key: []byte(key), value: value})
+	return append(ms, setMember{key: key, value: value})
 }
 
 // Param returns params member key as the upstream will read it.
@@ -143,9 +152,9 @@ func (o *Outgoing) MetaParam(key string) (json.RawMessage, bool) {
 	return o.meta.get(key)
 }
 
-func lookup(ms []member, key string) (json.RawMessage, bool) {
+func lookup(ms []setMember, key string) (json.RawMessage, bool) {
 	for _, m := range ms {
-		if string(m.key) == key {
+		if m.key == key {
 			return m.value, true
 		}
 	}
@@ -158,7 +167,7 @@ func (o *Outgoing) AppendRequest(dst []byte, id json.RawMessage) []byte {
 	dst = append(dst, id...)
 	dst = append(dst, `,"method":`...)
 	dst = AppendString(dst, o.Method)
-	if o.raw != nil || o.hasSets() {
+	if o.raw != nil || anySet(o.set) || anySet(o.metaSet) {
 		dst = append(dst, `,"params":`...)
 		dst = o.AppendParams(dst)
 	}
@@ -169,24 +178,10 @@ func (o *Outgoing) AppendRequest(dst []byte, id json.RawMessage) []byte {
 // none. It encodes them: for tests and the few callers that need the
 // bytes themselves.
 func (o *Outgoing) Params() json.RawMessage {
-	if o.raw == nil && !o.hasSets() {
+	if o.raw == nil && !anySet(o.set) && !anySet(o.metaSet) {
 		return nil
 	}
 	return o.AppendParams(nil)
-}
-
-func (o *Outgoing) hasSets() bool {
-	for _, m := range o.set {
-		if m.value != nil {
-			return true
-		}
-	}
-	for _, m := range o.metaSet {
-		if m.value != nil {
-			return true
-		}
-	}
-	return false
 }
 
 // AppendParams appends the params: the original members in their order,
@@ -207,63 +202,64 @@ func (o *Outgoing) AppendParams(dst []byte) []byte {
 	}
 	dst = append(dst, '{')
 	first := true
-	var done uint64 // bit i: o.set[i] written in place
+	var done uint64 // bit i: o.set[i] written in place (there are a few)
 	hasMeta := false
-	for _, m := range o.params.members {
-		value := m.value
-		if i := index(o.set, m.key); i >= 0 {
+	p := &o.params
+	for _, m := range p.members {
+		key, value := p.key(m), p.value(m)
+		if i := index(o.set, key); i >= 0 {
 			done |= 1 << i
 			if value = o.set[i].value; value == nil {
 				continue
 			}
-		} else if string(m.key) == "_meta" {
+		} else if string(key) == "_meta" {
 			hasMeta = true
 			if len(o.metaSet) > 0 {
-				dst, first = appendMemberStart(dst, first, m.rawKey, ""), false
-				dst = appendObject(dst, o.meta.members, o.metaSet)
+				dst, first = appendMemberStart(dst, first, p.rawKey(m), ""), false
+				dst = appendObject(dst, &o.meta, o.metaSet)
 				continue
 			}
 		}
-		dst, first = appendMemberStart(dst, first, m.rawKey, ""), false
+		dst, first = appendMemberStart(dst, first, p.rawKey(m), ""), false
 		dst = append(dst, value...)
 	}
 	for i, m := range o.set {
 		if done&(1<<i) != 0 || m.value == nil {
 			continue
 		}
-		dst, first = appendMemberStart(dst, first, nil, string(m.key)), false
+		dst, first = appendMemberStart(dst, first, nil, m.key), false
 		dst = append(dst, m.value...)
 	}
 	if !hasMeta && anySet(o.metaSet) {
 		if _, replaced := lookup(o.set, "_meta"); !replaced {
 			dst, _ = appendMemberStart(dst, first, nil, "_meta"), false
-			dst = appendObject(dst, nil, o.metaSet)
+			dst = appendObject(dst, &Object{}, o.metaSet)
 		}
 	}
 	return append(dst, '}')
 }
 
-// appendObject appends an object of members with sets applied.
-func appendObject(dst []byte, members, sets []member) []byte {
+// appendObject appends the object obj with sets applied.
+func appendObject(dst []byte, obj *Object, sets []setMember) []byte {
 	dst = append(dst, '{')
 	first := true
 	var done uint64
-	for _, m := range members {
-		value := m.value
-		if i := index(sets, m.key); i >= 0 {
+	for _, m := range obj.members {
+		value := obj.value(m)
+		if i := index(sets, obj.key(m)); i >= 0 {
 			done |= 1 << i
 			if value = sets[i].value; value == nil {
 				continue
 			}
 		}
-		dst, first = appendMemberStart(dst, first, m.rawKey, ""), false
+		dst, first = appendMemberStart(dst, first, obj.rawKey(m), ""), false
 		dst = append(dst, value...)
 	}
 	for i, m := range sets {
 		if done&(1<<i) != 0 || m.value == nil {
 			continue
 		}
-		dst, first = appendMemberStart(dst, first, nil, string(m.key)), false
+		dst, first = appendMemberStart(dst, first, nil, m.key), false
 		dst = append(dst, m.value...)
 	}
 	return append(dst, '}')
@@ -283,16 +279,16 @@ func appendMemberStart(dst []byte, first bool, rawKey []byte, key string) []byte
 	return append(dst, ':')
 }
 
-func index(ms []member, key []byte) int {
+func index(ms []setMember, key []byte) int {
 	for i := range ms {
-		if bytes.Equal(ms[i].key, key) {
+		if ms[i].key == string(key) {
 			return i
 		}
 	}
 	return -1
 }
 
-func anySet(ms []member) bool {
+func anySet(ms []setMember) bool {
 	for _, m := range ms {
 		if m.value != nil {
 			return true

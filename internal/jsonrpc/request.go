@@ -61,8 +61,11 @@ type Request struct {
 	// params holds params' members in order, for Outgoing.
 	params Object
 	// buf backs the member lists of params, _meta and ref, which are
-	// short: the whole Request is then one allocation.
-	buf [12]member
+	// short, and out is the first Outgoing made from the request (most
+	// make one): the whole Request is then one allocation.
+	buf     [12]member
+	out     Outgoing
+	outUsed bool
 }
 
 // Ref is what completion/complete refers to: a prompt by name or a
@@ -97,26 +100,41 @@ func (m *Meta) Has(key string) bool {
 }
 
 // Object is a JSON object decoded once: its raw bytes, and its members
-// in order, each key unescaped and each value a sub-slice of the input.
+// in order, as offsets into the buffer it was decoded from.
 type Object struct {
 	Raw     json.RawMessage
+	data    []byte
 	members []member
 }
 
-type member struct {
-	key    []byte          // unescaped; aliases the input when it had no escapes
-	rawKey []byte          // as written, quotes included
-	value  json.RawMessage // as written
+// member is one member of an Object: the spans of its key (quotes
+// included, as written) and of its value in Object.data. Offsets keep
+// it small and free of pointers, which the garbage collector need not
+// follow.
+type member struct{ k0, k1, v0, v1 int32 }
+
+func (o *Object) add(k0, k1, v0, v1 int) {
+	o.members = append(o.members, member{int32(k0), int32(k1), int32(v0), int32(v1)})
 }
 
-func (o *Object) add(key, rawKey []byte, value json.RawMessage) {
-	o.members = append(o.members, member{key: key, rawKey: rawKey, value: value})
+// rawKey is m's key as written, quotes included.
+func (o *Object) rawKey(m member) []byte { return o.data[m.k0:m.k1] }
+
+// key is m's key unescaped (a copy only when it had escapes).
+func (o *Object) key(m member) []byte {
+	raw := o.data[m.k0:m.k1]
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return raw[1 : len(raw)-1]
+	}
+	return []byte(unquote(raw))
 }
+
+func (o *Object) value(m member) json.RawMessage { return o.data[m.v0:m.v1] }
 
 func (o *Object) get(key string) (json.RawMessage, bool) {
 	for _, m := range o.members {
-		if string(m.key) == key {
-			return m.value, true
+		if string(o.key(m)) == key {
+			return o.value(m), true
 		}
 	}
 	return nil, false
@@ -190,9 +208,10 @@ func strictErr(err error) error {
 
 // fill sets the typed fields from the members the scan recorded.
 func (r *Request) fill() {
-	for _, m := range r.params.members {
-		v := m.value
-		switch string(m.key) {
+	p := &r.params
+	for _, m := range p.members {
+		v := p.value(m)
+		switch string(p.key(m)) {
 		case "name":
 			r.Name, r.HasName = stringValue(v)
 		case "uri":
@@ -216,20 +235,21 @@ func (r *Request) fill() {
 			r.Capabilities = v
 		}
 	}
-	for _, m := range r.Ref.obj.members {
-		switch string(m.key) {
+	ref := &r.Ref.obj
+	for _, m := range ref.members {
+		switch string(ref.key(m)) {
 		case "type":
-			r.Ref.Type, _ = stringValue(m.value)
+			r.Ref.Type, _ = stringValue(ref.value(m))
 		case "name":
-			r.Ref.Name, _ = stringValue(m.value)
+			r.Ref.Name, _ = stringValue(ref.value(m))
 		case "uri":
-			r.Ref.URI, _ = stringValue(m.value)
+			r.Ref.URI, _ = stringValue(ref.value(m))
 		}
 	}
 	meta := &r.Meta
 	for _, m := range meta.obj.members {
-		v := m.value
-		switch string(m.key) {
+		v := meta.obj.value(m)
+		switch string(meta.obj.key(m)) {
 		case "progressToken":
 			if !bytes.Equal(v, []byte("null")) {
 				meta.ProgressToken = v
@@ -263,5 +283,5 @@ func stringValue(v json.RawMessage) (string, bool) {
 // With returns the ref object with member key set to value (raw JSON),
 // every other member as the host wrote it.
 func (r *Ref) With(key string, value json.RawMessage) json.RawMessage {
-	return appendObject(nil, r.obj.members, []member{{key: []byte(key), value: value}})
+	return appendObject(nil, &r.obj, []setMember{{key: key, value: value}})
 }

@@ -196,6 +196,11 @@ func (s *strictScan) object(i, depth int, lv level) (int, error) {
 	}
 	start := i
 	base := len(s.keys)
+	if lv != levelNone {
+		if o := s.objects[lv]; o != nil {
+			o.data = data
+		}
+	}
 	end, err := s.members(i, depth, lv, base)
 	s.keys = s.keys[:base]
 	if err == nil && lv != levelNone {
@@ -221,6 +226,7 @@ func (s *strictScan) members(i, depth int, lv level, base int) (int, error) {
 		if i >= len(data) || data[i] != '"' {
 			return i, syntaxErr(data, i, "expected an object key")
 		}
+		keyStart := i
 		keyEnd, err := s.str(i)
 		if err != nil {
 			return i, err
@@ -271,7 +277,7 @@ func (s *strictScan) members(i, depth int, lv level, base int) (int, error) {
 		}
 		switch {
 		case out != nil:
-			out.add(key, rawKey, data[valueStart:i])
+			out.add(keyStart, keyEnd, valueStart, i)
 		case lv == levelTop:
 			s.env.member(s.msg, key, data[valueStart:i])
 		}
