@@ -39,7 +39,8 @@ type setMember struct {
 
 // Outgoing returns a request to an upstream that starts from r's params.
 // The first is part of r (no allocation); each is independent of the
-// others.
+// others. Like the Outgoings it returns, it must not be called
+// concurrently.
 func (r *Request) Outgoing() *Outgoing {
 	o := &r.out
 	if r.outUsed {

@@ -523,6 +523,7 @@ func (r *Router) setLogLevel(ctx context.Context, c *Caller, v *view, req *jsonr
 		if !eligible {
 			continue
 		}
+		out := req.Outgoing() // one each, made here: Outgoing is not safe for concurrent use
 		wg.Go(func() {
 			callCtx, cancel := context.WithTimeout(ctx, u.Timeout)
 			defer cancel()
@@ -537,7 +538,7 @@ func (r *Router) setLogLevel(ctx context.Context, c *Caller, v *view, req *jsonr
 				defer r.release(u, hc)
 				client = hc.client
 			}
-			resp, err := client.Send(callCtx, req.Outgoing())
+			resp, err := client.Send(callCtx, out)
 			if err == nil && resp.Error != nil {
 				err = resp.Error
 			}

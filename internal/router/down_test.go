@@ -169,3 +169,31 @@ func TestStatusFollowsUpstreamState(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstConnectionListedOnce: a supervised client reports its first
+// connection Ready on its own goroutine, which may be after the first
+// start returned and while it is being listed: it is listed once.
+func TestFirstConnectionListedOnce(t *testing.T) {
+	up := &fakeUpstream{capabilities: `{"tools":{}}`, lists: map[string][]string{"tools/list": tools("echo")},
+		listGate: make(chan struct{}), listEntered: make(chan struct{}, 1)}
+	r, err := New(&Options{ListWait: -1, Upstreams: []UpstreamConfig{{Name: "up", Connect: up.connect, Timeout: 5 * time.Second}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Start(context.Background())
+	t.Cleanup(func() { _ = r.Close() })
+	<-up.listEntered // the first start returned, and its listing waits at listGate
+	up.setState(upstream.State{Phase: upstream.Ready, Generation: 1}) // the late report
+	close(up.listGate)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.WaitStarted(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.wg.Wait() // (nothing else runs on a router without per-client upstreams)
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	if up.lists_ != 1 {
+		t.Errorf("the first connection was listed %d times, want once", up.lists_)
+	}
+}

@@ -479,8 +479,14 @@ func (r *Router) startUpstream(ctx context.Context, u *upstreamState) {
 	startCtx, cancel := context.WithTimeout(ctx, u.Timeout)
 	err := u.Client.Start(startCtx)
 	cancel()
+	st := u.Client.State()
 	u.mu.Lock()
 	u.starting = false
+	if err == nil {
+		// This start lists its connection itself, below: a report of
+		// it that arrives late must not list it a second time.
+		u.relistGen = max(u.relistGen, st.Generation)
+	}
 	u.mu.Unlock()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -521,7 +527,11 @@ func (r *Router) upstreamChanged(u *upstreamState, st upstream.State) {
 	}
 	h := u.healthLocked(st)
 	u.mu.Unlock()
-	r.log.Warn("upstream state changed", keyUpstream, u.Name, "state", h.phase, keyErr, h.err)
+	level := slog.LevelInfo
+	if h.down() {
+		level = slog.LevelWarn
+	}
+	r.log.Log(context.Background(), level, "upstream state changed", keyUpstream, u.Name, "state", h.phase, keyErr, h.err)
 	if relist {
 		r.spawn(func() { r.listAndListen(r.life, u) })
 	}

@@ -30,8 +30,10 @@ type fakeUpstream struct {
 	instructions string
 	lists        map[string][]string // list method -> raw items
 	startErr     error
-	// startGate, when set, holds Start until it is closed or ctx ends.
-	startGate chan struct{}
+	// startGate, when set, holds Start until it is closed or ctx ends;
+	// listGate holds every List until it is closed, and listEntered (if
+	// set) gets a token as a List arrives there.
+	startGate, listGate, listEntered chan struct{}
 	// answer produces the response to a call; nil echoes the params.
 	answer func(method string, params json.RawMessage) (*jsonrpc.Message, error)
 
@@ -40,6 +42,7 @@ type fakeUpstream struct {
 
 	mu       sync.Mutex
 	calls    []recordedCall
+	lists_   int // List calls
 	closed   bool
 	handlers Handlers
 	// state is what State reports: Idle, then Starting during Start, and
@@ -150,8 +153,16 @@ func decoded(m *jsonrpc.Message) *jsonrpc.Message {
 }
 
 func (f *fakeUpstream) List(_ context.Context, method, _ string) ([]json.RawMessage, error) {
+	if f.listGate != nil {
+		select {
+		case f.listEntered <- struct{}{}:
+		default:
+		}
+		<-f.listGate
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.lists_++
 	var out []json.RawMessage
 	for _, s := range f.lists[method] {
 		out = append(out, json.RawMessage(s))

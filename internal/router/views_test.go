@@ -165,14 +165,19 @@ func TestLimitsAreDeterministic(t *testing.T) {
 // TestSetLevelStaysInTheView: a team's logging/setLevel reaches only the
 // upstreams its view shows something of.
 func TestSetLevelStaysInTheView(t *testing.T) {
-	seen := &fakeUpstream{capabilities: `{"tools":{},"logging":{}}`, lists: map[string][]string{"tools/list": tools("echo")}}
-	hidden := &fakeUpstream{capabilities: `{"tools":{},"logging":{}}`, lists: map[string][]string{"tools/list": tools("echo")}}
-	r := startRouter(t, Options{Rules: policy.Rules{Teams: []policy.Team{{Name: "t", Allow: []string{"seen__*"}}}}},
-		map[string]*fakeUpstream{"seen": seen, "hidden": hidden}, "seen", "hidden")
+	logging := func() *fakeUpstream {
+		return &fakeUpstream{capabilities: `{"tools":{},"logging":{}}`, lists: map[string][]string{"tools/list": tools("echo")}}
+	}
+	seen, also, hidden := logging(), logging(), logging()
+	r := startRouter(t, Options{Rules: policy.Rules{Teams: []policy.Team{{Name: "t", Allow: []string{"seen__*", "also__*"}}}}},
+		map[string]*fakeUpstream{"seen": seen, "also": also, "hidden": hidden}, "seen", "also", "hidden")
+	// The visible upstreams are asked at once (the race detector watches
+	// the request they share).
 	if reply := r.Dispatch(context.Background(), &Caller{ProtocolVersion: "2025-11-25", Session: "s", View: "t"}, request("logging/setLevel", `{"level":"debug"}`)); reply.Error != nil {
 		t.Fatal(reply.Error)
 	}
-	if len(seen.recorded()) != 1 || len(hidden.recorded()) != 0 {
-		t.Errorf("setLevel reached the visible upstream %d times and the hidden one %d times, want 1 and 0", len(seen.recorded()), len(hidden.recorded()))
+	if len(seen.recorded()) != 1 || len(also.recorded()) != 1 || len(hidden.recorded()) != 0 {
+		t.Errorf("setLevel reached the visible upstreams %d and %d times and the hidden one %d times, want 1, 1 and 0",
+			len(seen.recorded()), len(also.recorded()), len(hidden.recorded()))
 	}
 }
