@@ -182,7 +182,7 @@ func TestFirstConnectionListedOnce(t *testing.T) {
 	}
 	r.Start(context.Background())
 	t.Cleanup(func() { _ = r.Close() })
-	<-up.listEntered // the first start returned, and its listing waits at listGate
+	<-up.listEntered                                                  // the first start returned, and its listing waits at listGate
 	up.setState(upstream.State{Phase: upstream.Ready, Generation: 1}) // the late report
 	close(up.listGate)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
