@@ -817,6 +817,9 @@ func (benchUpstream) List(_ context.Context, method, _ string) ([]json.RawMessag
 func (benchUpstream) ProtocolVersion() string       { return "2026-07-28" }
 func (benchUpstream) Capabilities() json.RawMessage { return json.RawMessage(`{"tools":{}}`) }
 func (benchUpstream) Instructions() string          { return "" }
+func (benchUpstream) Subscribe(context.Context, upstream.Subscriptions) error {
+	return nil
+}
 
 // BenchmarkTelemetryGateway measures the gateway's own work on a modern
 // host's tools/call, for each setting of benchTelemetry: the request is
@@ -829,15 +832,22 @@ func BenchmarkTelemetryGateway(b *testing.B) {
 	runCases(b, benchTelemetry(b), func(b *testing.B, tel *telemetry.Telemetry) {
 		cfg := config.Default()
 		cfg.Upstreams = []config.Upstream{httpUpstream("web", "http://127.0.0.1:1/mcp")}
+		// Wired as newGateway wires it: the observer's decorators around
+		// the router and the upstream client.
 		rec := recorders{log: discardLogger, tel: tel}
+		if _, err := rec.observer(); err != nil {
+			b.Fatal(err)
+		}
 		var srv *server.Server
 		opts := routerOptions(cfg, rec, func(c router.Change) { srv.Deliver(c) })
-		opts.Upstreams[0].Connect = func(router.ConnectOptions) (router.Upstream, error) { return benchUpstream{}, nil }
+		opts.Upstreams[0].Connect = func(router.ConnectOptions) (router.Upstream, error) {
+			return observed(benchUpstream{}, "web", rec.obs), nil
+		}
 		rt, err := router.New(opts)
 		if err != nil {
 			b.Fatal(err)
 		}
-		srv = server.New(rt, &server.Options{Endpoint: cfg.Endpoint, LoopbackOnly: true, Telemetry: tel, Logger: rec.log})
+		srv = server.New(dispatcher(rt, rec.obs), &server.Options{Endpoint: cfg.Endpoint, LoopbackOnly: true, Telemetry: tel, Logger: rec.log})
 		ctx := context.Background()
 		rt.Start(ctx)
 		b.Cleanup(func() {
