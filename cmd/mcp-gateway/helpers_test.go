@@ -1,11 +1,14 @@
 package main
 
 // Helpers shared by the end-to-end tests that watch the catalog change
-// while hosts keep calling (faults, reload).
+// while hosts keep calling (faults, reload), and by those that send
+// requests by hand (smuggling, identity).
 
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,8 +17,40 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/router"
 )
+
+// postRaw POSTs body to url with headers (besides the content type and
+// accept headers every POST has), and returns the status, the headers
+// and the answer: the JSON body, or the last event of an SSE stream.
+func postRaw(ctx context.Context, t *testing.T, url string, headers map[string]string, body string) (int, http.Header, *jsonrpc.Message) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		events := strings.Split(strings.TrimSpace(string(b)), "data: ")
+		b = []byte(strings.TrimSpace(events[len(events)-1]))
+	}
+	m, err := jsonrpc.Decode(b)
+	if err != nil {
+		t.Fatalf("answer %q: %v", b, err)
+	}
+	return resp.StatusCode, resp.Header, m
+}
 
 // listChanges connects a legacy host that reports every
 // notifications/tools/list_changed on the returned channel.

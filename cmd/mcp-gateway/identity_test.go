@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -36,27 +34,8 @@ func TestRequestStateBoundToIdentity(t *testing.T) {
 		t.Helper()
 		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":{"message":"name?"},` +
 			`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}` + extra + `}}`
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer "+key)
-		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-		req.Header.Set("Mcp-Method", "tools/call")
-		req.Header.Set("Mcp-Name", tool)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-			events := strings.Split(strings.TrimSpace(string(b)), "data: ")
-			b = []byte(strings.TrimSpace(events[len(events)-1]))
-		}
-		m, err := jsonrpc.Decode(b)
-		if err != nil {
-			t.Fatalf("answer %q: %v", b, err)
-		}
+		_, _, m := postRaw(ctx, t, url, map[string]string{"Authorization": "Bearer " + key, "MCP-Protocol-Version": "2026-07-28",
+			"Mcp-Method": "tools/call", "Mcp-Name": tool}, body)
 		return m
 	}
 	for _, tool := range []string{"old__ask", "new__ask"} {

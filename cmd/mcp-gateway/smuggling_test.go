@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -108,29 +107,11 @@ func smuggle(t *testing.T, ups []config.Upstream, targets []smuggleTarget) {
 	defer cancel()
 	post := func(headers map[string]string, body string) (int, http.Header, *jsonrpc.Message) {
 		t.Helper()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Authorization", "Bearer "+key)
+		h := map[string]string{"Authorization": "Bearer " + key}
 		for k, v := range headers {
-			req.Header.Set(k, v)
+			h[k] = v
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-			// The answer is the stream's last event.
-			events := strings.Split(strings.TrimSpace(string(b)), "data: ")
-			b = []byte(strings.TrimSpace(events[len(events)-1]))
-		}
-		m, err := jsonrpc.Decode(b)
-		if err != nil {
-			t.Fatalf("answer %q: %v", b, err)
-		}
-		return resp.StatusCode, resp.Header, m
+		return postRaw(ctx, t, url, h, body)
 	}
 	_, h, init := post(nil, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"smuggler","version":"1"}}}`)
 	if init.Error != nil {
