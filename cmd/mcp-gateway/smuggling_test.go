@@ -215,3 +215,48 @@ func smuggle(t *testing.T, ups []config.Upstream, targets []smuggleTarget) {
 		}
 	}
 }
+
+// TestBoundArgumentSpelledTwice: an argument a tool binds to a header
+// (the Go SDK server's "headers" binds region to Mcp-Param-Region) given
+// twice in different case is refused with -32600 in both host eras,
+// before it reaches the upstream: the header would say one value, and an
+// upstream that matches names case-insensitively might read the other.
+func TestBoundArgumentSpelledTwice(t *testing.T) {
+	var mu sync.Mutex
+	var regions []string
+	server := mcptest.NewStreamableServer(t, &mcptest.HTTPOptions{Stateless: true, Inspect: func(r *http.Request) {
+		if r.Header.Get("Mcp-Method") == "tools/call" {
+			mu.Lock()
+			defer mu.Unlock()
+			regions = append(regions, r.Header.Get("Mcp-Param-Region"))
+		}
+	}})
+	cfg := config.Default()
+	cfg.Upstreams = []config.Upstream{httpUpstream("sdk", server.URL)}
+	url, _ := startGateway(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, h, _ := postRaw(ctx, t, url, nil, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"h","version":"1"}}}`)
+	legacy := map[string]string{"Mcp-Session-Id": h.Get("Mcp-Session-Id"), "MCP-Protocol-Version": "2025-11-25"}
+	modern := map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "sdk__headers", "Mcp-Param-Region": "us-east"}
+	const meta = `,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	for _, era := range []struct {
+		name    string
+		headers map[string]string
+		meta    string
+	}{{"legacy", legacy, ""}, {"modern", modern, meta}} {
+		_, _, m := postRaw(ctx, t, url, era.headers, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sdk__headers","arguments":{"region":"us-east","Region":"eu-west"}`+era.meta+`}}`)
+		if m.Error == nil || m.Error.Code != jsonrpc.CodeInvalidRequest || !strings.Contains(m.Error.Message, "two spellings") {
+			t.Errorf("%s: %v %s, want -32600 saying the argument has two spellings", era.name, m.Error, m.Result)
+		}
+		_, _, m = postRaw(ctx, t, url, era.headers, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sdk__headers","arguments":{"region":"us-east"}`+era.meta+`}}`)
+		if m.Error != nil || !strings.Contains(string(m.Result), "us-east") {
+			t.Errorf("%s: the plain call: %v %s", era.name, m.Error, m.Result)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(regions) != 2 || regions[0] != "us-east" || regions[1] != "us-east" {
+		t.Errorf("the upstream got calls with Mcp-Param-Region %q, want the two plain calls only", regions)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // Field returns the raw value of the top-level member key of the JSON
@@ -16,6 +17,28 @@ func Field(obj json.RawMessage, key string) (json.RawMessage, bool) {
 		return nil, false
 	}
 	return obj[vs:ve], true
+}
+
+// CaseVariant returns a top-level member name of obj that differs from
+// key only in case (as encoding/json matches struct fields:
+// bytes.EqualFold), when obj has one: a parser that matches names so
+// could take that member for key.
+func CaseVariant(obj json.RawMessage, key string) (string, bool) {
+	scanning(obj)
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return "", false
+	}
+	var variant string
+	_, _ = eachMember(obj, i, 0, func(k []byte, _, _ int) bool {
+		name := unquote(k)
+		if name != key && strings.EqualFold(name, key) {
+			variant = name
+			return false
+		}
+		return true
+	}, "", nil)
+	return variant, variant != ""
 }
 
 // StringField returns the value of the top-level string member key.

@@ -204,6 +204,31 @@ func isToken(s string) bool {
 // strings as they are, integers in decimal, booleans as true or false. It
 // reports false when the argument is absent or null, or not of those
 // kinds: no header is then sent or expected.
+// ErrAmbiguous: an argument a binding reads is also spelled with other
+// case in the same object, which a parser that matches names
+// case-insensitively (Go's encoding/json) could read instead.
+var ErrAmbiguous = errors.New("an argument bound to a header has two spellings")
+
+// Ambiguous reports, wrapping ErrAmbiguous, an argument on a binding's
+// path that the arguments also hold under another spelling of its name,
+// so that the value a header carries could differ from the one an
+// upstream reads.
+func Ambiguous(bindings []Binding, arguments json.RawMessage) error {
+	for _, b := range bindings {
+		v := arguments
+		for i, k := range b.Path {
+			if other, ok := jsonrpc.CaseVariant(v, k); ok {
+				return fmt.Errorf("%w: arguments.%s and %q (bound to %s%s)", ErrAmbiguous, strings.Join(b.Path[:i+1], "."), other, ParamPrefix, b.Header)
+			}
+			var ok bool
+			if v, ok = jsonrpc.Field(v, k); !ok {
+				break
+			}
+		}
+	}
+	return nil
+}
+
 func (b Binding) Value(arguments json.RawMessage) (string, bool) {
 	v := arguments
 	for _, k := range b.Path {
@@ -252,6 +277,9 @@ func headerString(v json.RawMessage) (string, bool) {
 // same (integers compared as numbers), and a header value with invalid
 // characters is rejected. get returns a header's value ("" when absent).
 func Check(bindings []Binding, arguments json.RawMessage, get func(name string) string) error {
+	if err := Ambiguous(bindings, arguments); err != nil {
+		return err
+	}
 	for _, b := range bindings {
 		name := ParamPrefix + b.Header
 		raw := get(name)

@@ -187,3 +187,26 @@ func TestMediaType(t *testing.T) {
 		}
 	}
 }
+
+func TestAmbiguousBoundArgument(t *testing.T) {
+	bindings := []Binding{{Header: "Region", Path: []string{"region"}}, {Header: "Dry", Path: []string{"opts", "dry"}}}
+	for _, tt := range []struct {
+		args string
+		bad  bool
+	}{
+		{`{"region":"us","opts":{"dry":true}}`, false},
+		{`{"region":"us","other":"REGION"}`, false},
+		{`{"region":"us","Region":"eu"}`, true},
+		{`{"REGION":"eu"}`, true},
+		{`{"region":"us","opts":{"dry":true,"Dry":false}}`, true},
+		{`{"region":"us","Opts":{"dry":false}}`, true},
+	} {
+		err := Ambiguous(bindings, json.RawMessage(tt.args))
+		if (err != nil) != tt.bad || (err != nil && !errors.Is(err, ErrAmbiguous)) {
+			t.Errorf("%s: %v, want ambiguous %v", tt.args, err, tt.bad)
+		}
+		if err := Check(bindings, json.RawMessage(tt.args), func(string) string { return "" }); tt.bad && !errors.Is(err, ErrAmbiguous) {
+			t.Errorf("Check(%s) = %v, want ErrAmbiguous", tt.args, err)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+	"github.com/mcp-gateway/mcp-gateway/internal/mcpheader"
 	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 )
 
@@ -230,6 +231,11 @@ func (r *Router) callNamed(ctx context.Context, c *Caller, req *jsonrpc.Request,
 		}
 		return errorReply(jsonrpc.CodeInvalidParams, "Unknown %s: %s", kind, name)
 	}
+	if err := mcpheader.Ambiguous(e.bindings, req.Arguments); err != nil {
+		// The upstream's Mcp-Param-* headers would say one value and its
+		// parser might read another.
+		return errorReply(jsonrpc.CodeInvalidRequest, "Invalid request: %v", err)
+	}
 	out := req.Outgoing()
 	out.Set("name", jsonrpc.String(e.original))
 	return routed(r.forward(ctx, c, e.up, req, out, name), e.up, e.original)
@@ -246,6 +252,18 @@ func routed(reply *Reply, u *upstreamState, original string) *Reply {
 // on.
 func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, in *jsonrpc.Request, out *jsonrpc.Outgoing, subject string) *Reply {
 	method := out.Method
+	interactive := slices.Contains(interactiveMethods, method)
+	if (in.HasRequestState || in.InputResponses != nil) && !(c.Modern() && interactive && in.HasRequestState) {
+		// Only a modern host's retry of a multi round-trip request
+		// carries these, with the requestState the gateway gave it
+		// (2026-07-28 basic/patterns/mrtr): anything else is refused,
+		// never passed to an upstream that might read it.
+		return errorReply(jsonrpc.CodeInvalidParams, "Invalid params: requestState and inputResponses belong only to a retry, in protocol version %s, of the tools/call, prompts/get or resources/read that was answered with input_required, carrying the requestState it was given", ModernVersion)
+	}
+	if interactive && c.Modern() && !u.isModern() && in.HasRequestState {
+		// A parked call continues; it holds its own session.
+		return r.resumeParked(ctx, c, u, in, method, subject)
+	}
 	client, calls, release := u.Client, &u.calls, func() {}
 	var hc *hostConn
 	if u.pool != nil {
@@ -258,8 +276,7 @@ func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, in *j
 		}
 		client, calls, release = hc.client, &hc.calls, func() { r.release(u, hc) }
 	}
-	interactive := slices.Contains(interactiveMethods, method)
-	if interactive && u.gated(c) && !in.HasRequestState {
+	if interactive && u.gated(c) {
 		leave, reply := r.enterGate(ctx, c, u, method, subject)
 		if reply != nil {
 			release()
@@ -274,10 +291,11 @@ func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, in *j
 		return r.forwardParked(ctx, c, u, client, calls, release, in, out, subject)
 	}
 	defer release()
-	relayed := interactive && c.Modern() && u.isModern() // input_required goes to the host
+	relayed := c.Modern() && u.isModern() // an input_required goes to the host
 	if relayed && in.HasRequestState {
-		// The retry of an input_required the gateway relayed: its state
-		// wraps the upstream's own.
+		// The retry of an input_required the gateway relayed (of an
+		// interactive method, as checked above): its state wraps the
+		// upstream's own.
 		st, err := r.sealer.open(in.RequestState, c, method, subject)
 		if err != nil || st.Upstream != u.Name {
 			return errorReply(jsonrpc.CodeInvalidParams, "Invalid params: %v", errBadState)
@@ -327,7 +345,8 @@ func (r *Router) sealInputRequired(c *Caller, u *upstreamState, method, subject 
 		state := append(json.RawMessage(nil), raw...) // resp aliases a shared read buffer
 		st.State = &state
 	}
-	result, err := jsonrpc.SetField(resp.Result, "requestState", jsonrpc.String(r.sealer.seal(st)))
+	// Every requestState member goes, should the upstream have sent two.
+	result, err := jsonrpc.SetField(jsonrpc.DeleteField(resp.Result, "requestState"), "requestState", jsonrpc.String(r.sealer.seal(st)))
 	if err != nil {
 		return &jsonrpc.Message{Error: jsonrpc.NewError(jsonrpc.CodeInternalError, "The server %q sent an input_required result that is not an object", u.Name)}
 	}

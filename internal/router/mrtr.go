@@ -202,23 +202,9 @@ func (p *parking) take(st *sealedState) *parkedCall {
 	return pc
 }
 
-// forwardParked runs a call of a modern host to a legacy upstream, or
-// continues one from its requestState.
+// forwardParked runs a call of a modern host to a legacy upstream.
 func (r *Router) forwardParked(ctx context.Context, c *Caller, u *upstreamState, client Upstream, calls *callSet, release func(), in *jsonrpc.Request, out *jsonrpc.Outgoing, subject string) *Reply {
 	method := out.Method
-	if in.HasRequestState {
-		release() // the parked call holds its own session
-		var pc *parkedCall
-		if st, err := r.sealer.open(in.RequestState, c, method, subject); err == nil && st.Parked != "" {
-			pc = r.parked.take(st)
-		}
-		if pc == nil {
-			return errorReply(jsonrpc.CodeInvalidParams, "Invalid params: %v", errBadState)
-		}
-		pc.answer(in.InputResponses)
-		return r.awaitParked(ctx, c, u, pc)
-	}
-
 	cl := r.startCall(c, u, calls, in, out)
 	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), parkTTL)
 	r.mu.Lock()
@@ -243,6 +229,20 @@ func (r *Router) forwardParked(ctx context.Context, c *Caller, u *upstreamState,
 		release()
 		return errorReply(jsonrpc.CodeInternalError, "The gateway is shutting down")
 	}
+	return r.awaitParked(ctx, c, u, pc)
+}
+
+// resumeParked continues a parked call with a modern host's retry: the
+// answers go to the upstream requests waiting for them.
+func (r *Router) resumeParked(ctx context.Context, c *Caller, u *upstreamState, in *jsonrpc.Request, method, subject string) *Reply {
+	var pc *parkedCall
+	if st, err := r.sealer.open(in.RequestState, c, method, subject); err == nil && st.Parked != "" {
+		pc = r.parked.take(st)
+	}
+	if pc == nil {
+		return errorReply(jsonrpc.CodeInvalidParams, "Invalid params: %v", errBadState)
+	}
+	pc.answer(in.InputResponses)
 	return r.awaitParked(ctx, c, u, pc)
 }
 

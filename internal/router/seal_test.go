@@ -147,3 +147,46 @@ func TestSealer(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestStateOnlyOnModernRetries: requestState and inputResponses
+// reach no upstream but as the gateway's own, on a modern host's retry:
+// a legacy host's, one on another method, and inputResponses without a
+// requestState are refused; an upstream's input_required is sealed on
+// every method, and of two requestState members it sent neither reaches
+// the host.
+func TestRequestStateOnlyOnModernRetries(t *testing.T) {
+	up := &fakeUpstream{version: ModernVersion, lists: map[string][]string{"tools/list": tools("ask"), "prompts/list": {`{"name":"p"}`}}}
+	up.answer = func(method string, params json.RawMessage) (*jsonrpc.Message, error) {
+		return &jsonrpc.Message{Result: json.RawMessage(`{"resultType":"input_required","inputRequests":{},"requestState":"first","requestState":"second-bare"}`)}, nil
+	}
+	r := startRouter(t, Options{}, map[string]*fakeUpstream{"up": up}, "up")
+	legacy := &Caller{ProtocolVersion: "2025-11-25", Session: "s", Capabilities: json.RawMessage(`{"elicitation":{}}`)}
+	modern := mrtrCaller("")
+	modern.View = ""
+	for _, tt := range []struct {
+		name   string
+		c      *Caller
+		method string
+		params string
+	}{
+		{"a legacy host's requestState", legacy, "tools/call", `{"name":"up__ask","requestState":"x"}`},
+		{"a legacy host's inputResponses", legacy, "tools/call", `{"name":"up__ask","inputResponses":{}}`},
+		{"inputResponses without requestState", modern, "tools/call", `{"name":"up__ask",` + modernParams + `,"inputResponses":{"k":{}}}`},
+		{"requestState on completion/complete", modern, "completion/complete", `{"ref":{"type":"ref/prompt","name":"up__p"},"argument":{"name":"a","value":""},` + modernParams + `,"requestState":"x"}`},
+	} {
+		calls := len(up.recorded())
+		reply := r.Dispatch(context.Background(), tt.c, request(tt.method, tt.params))
+		if reply.Error == nil || reply.Error.Code != jsonrpc.CodeInvalidParams || len(up.recorded()) != calls {
+			t.Errorf("%s: %v %s (upstream calls %d -> %d), want -32602 without reaching the upstream", tt.name, reply.Error, reply.Result, calls, len(up.recorded()))
+		}
+	}
+	for _, tt := range []struct{ method, params string }{
+		{"tools/call", `{"name":"up__ask",` + modernParams + `}`},
+		{"completion/complete", `{"ref":{"type":"ref/prompt","name":"up__p"},"argument":{"name":"a","value":""},` + modernParams + `}`},
+	} {
+		reply := r.Dispatch(context.Background(), modern, request(tt.method, tt.params))
+		if reply.Error != nil || strings.Contains(string(reply.Result), "bare") || strings.Count(string(reply.Result), `"requestState"`) != 1 || !strings.Contains(string(reply.Result), statePrefix) {
+			t.Errorf("%s: the host got %v %s, want one sealed requestState", tt.method, reply.Error, reply.Result)
+		}
+	}
+}
