@@ -305,9 +305,9 @@ func policyRules(cfg *config.Config) policy.Rules {
 	return rules
 }
 
-// identify returns the authentication of the config's auth mode; nil for
-// mode none.
-func identify(cfg *config.Config) (func(string) (policy.Identity, error), error) {
+// apiKeys returns the key table of the config's auth mode; nil for mode
+// none.
+func apiKeys(cfg *config.Config) (*policy.APIKeys, error) {
 	if cfg.Auth.Mode != config.AuthAPIKey {
 		return nil, nil
 	}
@@ -315,11 +315,7 @@ func identify(cfg *config.Config) (func(string) (policy.Identity, error), error)
 	for _, t := range cfg.Teams {
 		teamKeys[t.Name] = t.APIKeys
 	}
-	keys, err := policy.NewAPIKeys(teamKeys)
-	if err != nil {
-		return nil, err
-	}
-	return keys.Identify, nil
+	return policy.NewAPIKeys(teamKeys)
 }
 
 // relayCapabilities are the client capabilities the gateway declares to
@@ -358,9 +354,13 @@ func newGateway(cfg *config.Config, rec recorders) (*gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	auth, err := identify(cfg)
+	keys, err := apiKeys(cfg)
 	if err != nil {
 		return nil, err
+	}
+	var auth func(string) (policy.Identity, error)
+	if keys != nil {
+		auth = keys.Identify
 	}
 	var metrics http.Handler
 	if rec.tel != nil {

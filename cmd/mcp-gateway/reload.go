@@ -139,7 +139,7 @@ func (g *gateway) reload(path string, current *config.Config, log *slog.Logger) 
 		log.Warn("telemetry changes take effect at the next start")
 		next.Telemetry = current.Telemetry
 	}
-	auth, err := identify(next)
+	keys, err := apiKeys(next)
 	if err != nil {
 		log.Error("config reload rejected", "problem", err.Error())
 		return current
@@ -148,6 +148,10 @@ func (g *gateway) reload(path string, current *config.Config, log *slog.Logger) 
 		log.Error("config reload rejected", telemetry.KeyErr, err)
 		return current
 	}
-	g.server.SetIdentify(auth)
+	if keys == nil {
+		g.server.SetIdentify(nil, nil)
+	} else {
+		g.server.SetIdentify(keys.Identify, keys.Team)
+	}
 	return next
 }

@@ -76,6 +76,26 @@ func keyDigest(key string) ([sha256.Size]byte, error) {
 	return sha256.Sum256([]byte(key)), nil
 }
 
+// Team returns the team of the identity id (Identity.ID), and false when
+// no key of the table has that id (it was removed): what a reload asks of
+// the sessions and streams opened before it.
+func (k *APIKeys) Team(id string) (string, bool) {
+	h, ok := strings.CutPrefix(id, "key:")
+	if !ok {
+		return "", false
+	}
+	d, err := hex.DecodeString(h)
+	if err != nil || len(d) != sha256.Size {
+		return "", false
+	}
+	for i := range k.digests {
+		if k.digests[i] == [sha256.Size]byte(d) {
+			return k.teams[i], true
+		}
+	}
+	return "", false
+}
+
 // Identify returns the identity of an API key.
 func (k *APIKeys) Identify(key string) (Identity, error) {
 	if key == "" {

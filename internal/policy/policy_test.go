@@ -152,6 +152,16 @@ func TestAPIKeys(t *testing.T) {
 	if _, err := keys.Identify("wrong"); !errors.Is(err, ErrInvalidCredentials) {
 		t.Errorf("wrong key: %v", err)
 	}
+	// Team answers for the identities of the table, by ID, and no other.
+	b, _ := keys.Identify(secret)
+	if team, ok := keys.Team(b.ID); !ok || team != "b" {
+		t.Errorf("Team(%q) = %q, %v; want b", b.ID, team, ok)
+	}
+	for _, id := range []string{"", "key:", "key:zz", "key:" + hex.EncodeToString(digest[:4]), "oidc:" + hex.EncodeToString(digest[:]), "key:" + strings.Repeat("0", 64)} {
+		if team, ok := keys.Team(id); ok {
+			t.Errorf("Team(%q) = %q, want none", id, team)
+		}
+	}
 	if _, err := NewAPIKeys(map[string][]string{"x": {"sha256:zz"}}); err == nil {
 		t.Error("a malformed digest was accepted")
 	}

@@ -1,10 +1,13 @@
 package server
 
 import (
+	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
+	"github.com/mcp-gateway/mcp-gateway/internal/router"
 )
 
 func TestAPIKeyAuthentication(t *testing.T) {
@@ -81,7 +84,7 @@ func TestAPIKeyAuthentication(t *testing.T) {
 // TestSessionBoundToItsKey: a legacy session belongs to the key that
 // opened it: another key of the same team can neither call on it, nor
 // answer the requests the gateway sends on it, nor open its GET stream,
-// nor delete it. A reload that moves the key to another team ends it.
+// nor delete it. A reload that moves the key to another team ends it at once.
 func TestSessionBoundToItsKey(t *testing.T) {
 	keys, err := policy.NewAPIKeys(map[string][]string{"red": {"red-key-one-0123456789", "red-key-two-0123456789"}})
 	if err != nil {
@@ -122,7 +125,113 @@ func TestSessionBoundToItsKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.SetIdentify(moved.Identify)
-	wantError(t, do(t, ts, "POST", one, `{"jsonrpc":"2.0","id":4,"method":"tools/list"}`), 404, jsonrpc.CodeInvalidRequest, "team changed")
-	wantError(t, do(t, ts, "POST", one, `{"jsonrpc":"2.0","id":5,"method":"tools/list"}`), 404, jsonrpc.CodeInvalidRequest, "Session not found")
+	s.SetIdentify(moved.Identify, moved.Team)
+	wantError(t, do(t, ts, "POST", one, `{"jsonrpc":"2.0","id":4,"method":"tools/list"}`), 404, jsonrpc.CodeInvalidRequest, "Session not found")
+	if r := do(t, ts, "POST", map[string]string{"Authorization": "Bearer red-key-one-0123456789"}, initBody); r.status != 200 {
+		t.Fatalf("a new session for the moved key: %d %s", r.status, r.body)
+	}
+}
+
+// TestReloadEndsStaleSessionsAndStreams: a reload that changes who may
+// call ends, at once, the legacy sessions, their GET streams and the
+// listen streams whose credentials it no longer accepts (a key removed,
+// authentication turned on or off); the others go on.
+func TestReloadEndsStaleSessionsAndStreams(t *testing.T) {
+	ts, _, s := newTestServerWith(t, nil)
+	const one, two = "red-key-one-0123456789", "red-key-two-0123456789"
+	withKey := func(key string, h map[string]string) map[string]string {
+		out := map[string]string{}
+		for k, v := range h {
+			out[k] = v
+		}
+		if key != "" {
+			out["Authorization"] = "Bearer " + key
+		}
+		return out
+	}
+	open := func(key string) (sid string, getStream, listen *sseStream) {
+		t.Helper()
+		r := do(t, ts, "POST", withKey(key, nil), initBody)
+		sid = r.header.Get("Mcp-Session-Id")
+		if r.status != 200 || sid == "" {
+			t.Fatalf("initialize with key %q: %d %s", key, r.status, r.body)
+		}
+		req, err := http.NewRequest("GET", ts.URL+"/mcp", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range withKey(key, map[string]string{"Accept": "text/event-stream", "Mcp-Session-Id": sid}) {
+			req.Header.Set(k, v)
+		}
+		getStream = openStream(t, req)
+		body := `{"jsonrpc":"2.0","id":7,"method":"subscriptions/listen","params":{` + modernMeta + `,"notifications":{"toolsListChanged":true}}}`
+		listen = openStream(t, post(t, ts, withKey(key, modernHeaders("subscriptions/listen", "")), body))
+		if ack := listen.next(); ack.Method != "notifications/subscriptions/acknowledged" {
+			t.Fatalf("listen with key %q: %s", key, ack.Method)
+		}
+		return sid, getStream, listen
+	}
+	list := func(key, sid string) response {
+		return do(t, ts, "POST", withKey(key, map[string]string{"Mcp-Session-Id": sid}), `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	}
+	keys := func(k ...string) *policy.APIKeys {
+		t.Helper()
+		table, err := policy.NewAPIKeys(map[string][]string{"red": k})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return table
+	}
+
+	// Authentication turned on: what was opened without a key ends.
+	anonSID, anonGet, anonListen := open("")
+	both := keys(one, two)
+	s.SetIdentify(both.Identify, both.Team)
+	wantEnded(t, "the keyless GET stream", anonGet)
+	wantListenEnded(t, "the keyless listen stream", anonListen)
+	wantError(t, list(one, anonSID), 404, jsonrpc.CodeInvalidRequest, "Session not found")
+
+	// A key removed: its session and streams end, the other key's go on.
+	oneSID, oneGet, oneListen := open(one)
+	twoSID, _, twoListen := open(two)
+	left := keys(two)
+	s.SetIdentify(left.Identify, left.Team)
+	wantEnded(t, "the removed key's GET stream", oneGet)
+	wantListenEnded(t, "the removed key's listen stream", oneListen)
+	wantError(t, list(one, oneSID), 401, jsonrpc.CodeInvalidRequest, "Unauthorized")
+	if r := list(two, twoSID); r.status != 200 {
+		t.Errorf("the kept key's session after the reload: %d %s", r.status, r.body)
+	}
+	s.Deliver(router.Change{Method: "notifications/tools/list_changed", View: "red"})
+	if m := twoListen.next(); m.Method != "notifications/tools/list_changed" {
+		t.Errorf("the kept key's listen stream got %s, want the list change", m.Method)
+	}
+
+	// Authentication turned off: the keyed session ends too.
+	s.SetIdentify(nil, nil)
+	wantListenEnded(t, "the keyed listen stream", twoListen)
+	wantError(t, list("", twoSID), 404, jsonrpc.CodeInvalidRequest, "Session not found")
+}
+
+// wantEnded waits for the gateway to end an SSE stream (its body reaches
+// EOF); the test's deadline bounds the wait.
+func wantEnded(t *testing.T, what string, s *sseStream) {
+	t.Helper()
+	for s.sc.Scan() {
+		if data, ok := strings.CutPrefix(s.sc.Text(), "data: "); ok {
+			t.Errorf("%s: got %s, want its end", what, data)
+		}
+	}
+	if err := s.sc.Err(); err != nil {
+		t.Errorf("%s did not end cleanly: %v", what, err)
+	}
+}
+
+// wantListenEnded waits for a listen stream's closing result, then its end.
+func wantListenEnded(t *testing.T, what string, s *sseStream) {
+	t.Helper()
+	if m := s.next(); m.Method != "" || m.Result == nil {
+		t.Errorf("%s: got %s %s %s, want the subscription's closing result", what, m.Method, m.Params, m.Error)
+	}
+	wantEnded(t, what, s)
 }

@@ -103,11 +103,19 @@ type listener struct {
 	id  json.RawMessage
 	key string
 	out *outbox
-	// view is the caller's view: it hears of its own list changes only.
-	view string
+	// view is the caller's view: it hears of its own list changes only;
+	// principal is its identity (policy.Identity.ID).
+	view, principal string
+	// done is closed to end the stream (a reload changed its
+	// credentials); endOnce guards it.
+	done    chan struct{}
+	endOnce sync.Once
 
 	toolsListChanged, promptsListChanged, resourcesListChanged bool
 }
+
+// end ends the listener's stream.
+func (l *listener) end() { l.endOnce.Do(func() { close(l.done) }) }
 
 // wants reports whether the listener asked for a list change.
 func (l *listener) wants(method string) bool {
@@ -194,7 +202,7 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request, caller *router.C
 	s.mu.Lock()
 	s.nextListener++
 	l := f.listener(msg.ID, "listen-"+strconv.FormatUint(s.nextListener, 10))
-	l.view = caller.View
+	l.view, l.principal, l.done = caller.View, caller.Principal, make(chan struct{})
 	closing := s.closing
 	s.listeners[l] = struct{}{}
 	s.listenersByKey[l.key] = l
@@ -215,7 +223,7 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request, caller *router.C
 	})
 	startSSE(w)
 	writeEvent(w, l.tagged("notifications/subscriptions/acknowledged", ack))
-	pump(w, l.out, s.opts.KeepAlive, r.Context().Done(), closing, nil)
+	pump(w, l.out, s.opts.KeepAlive, r.Context().Done(), closing, l.done)
 	if r.Context().Err() == nil {
 		// The gateway ends the subscription: a result says it ended
 		// gracefully, not by a dropped connection.

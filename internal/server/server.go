@@ -280,13 +280,48 @@ func isLoopbackHost(h string) bool {
 }
 
 // SetIdentify replaces Options.Identify (a reloaded config's keys); nil
-// turns authentication off. Sessions keep the identity they opened with.
-func (s *Server) SetIdentify(identify func(string) (policy.Identity, error)) {
+// turns authentication off. team tells the team of an identity the new
+// keys still know (policy.APIKeys.Team; nil when identify is nil). The
+// legacy sessions and listen streams whose identity the new keys do not
+// know, or know in another team, end at once, and so do those opened
+// without authentication when it is turned on, and the reverse: their
+// hosts open new ones, under the new keys.
+func (s *Server) SetIdentify(identify func(string) (policy.Identity, error), team func(id string) (string, bool)) {
 	if identify == nil {
 		s.identify.Store(nil)
-		return
+	} else {
+		s.identify.Store(&identify)
 	}
-	s.identify.Store(&identify)
+	stale := func(principal, view string) bool {
+		switch {
+		case identify == nil:
+			return principal != ""
+		case principal == "":
+			return true
+		case team == nil:
+			return false
+		}
+		t, ok := team(principal)
+		return !ok || t != view
+	}
+	s.mu.Lock()
+	var ended []*session
+	for id, ss := range s.sessions {
+		if stale(ss.principal, ss.view) {
+			delete(s.sessions, id)
+			ended = append(ended, ss)
+		}
+	}
+	for l := range s.listeners {
+		if stale(l.principal, l.view) {
+			l.end()
+		}
+	}
+	s.mu.Unlock()
+	for _, ss := range ended {
+		s.log.Info("session ended: its credentials changed", telemetry.KeySession, ss.id)
+		s.ended(ss)
+	}
 }
 
 // identity returns who the caller is (its view is its team), or writes
@@ -363,6 +398,11 @@ func (s *Server) sessionFor(w http.ResponseWriter, id string, who policy.Identit
 	case ss == nil:
 		writeError(w, http.StatusNotFound, msgID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Session not found: it expired or was deleted; initialize a new one"))
 		return nil
+	case ss.principal != who.ID && (ss.principal == "" || who.ID == ""):
+		// Authentication was turned on or off since the session opened.
+		s.endSession(id)
+		writeError(w, http.StatusNotFound, msgID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Session not found: the gateway's authentication changed; initialize a new one"))
+		return nil
 	case ss.principal != who.ID:
 		s.log.Warn("request for a session of another identity", telemetry.KeySession, id)
 		writeError(w, http.StatusForbidden, msgID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Forbidden: the session belongs to another identity"))
@@ -373,6 +413,7 @@ func (s *Server) sessionFor(w http.ResponseWriter, id string, who policy.Identit
 		writeError(w, http.StatusNotFound, msgID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Session not found: the caller's team changed; initialize a new one"))
 		return nil
 	}
+	ss.touch(time.Now()) // only its own identity keeps a session alive
 	return ss
 }
 
@@ -490,8 +531,9 @@ func (s *Server) expireLocked(now time.Time) []*session {
 	return expired
 }
 
-// session returns the live session with this id and marks it used, or
-// nil when there is none (never was, deleted, or expired).
+// session returns the live session with this id, or nil when there is
+// none (never was, deleted, or expired). sessionFor marks it used once
+// the caller has been found to be its own.
 func (s *Server) session(id string) *session {
 	now := time.Now()
 	s.mu.Lock()
@@ -504,9 +546,6 @@ func (s *Server) session(id string) *session {
 	s.mu.Unlock()
 	if expired != nil {
 		s.ended(expired)
-	}
-	if ss != nil {
-		ss.touch(now)
 	}
 	return ss
 }
