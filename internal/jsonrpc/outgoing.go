@@ -203,19 +203,19 @@ func (o *Outgoing) AppendParams(dst []byte) []byte {
 	}
 	dst = append(dst, '{')
 	first := true
-	var done uint64 // bit i: o.set[i] written in place (there are a few)
 	hasMeta := false
 	p := &o.params
 	for _, m := range p.members {
 		key, value := p.key(m), p.value(m)
 		if i := index(o.set, key); i >= 0 {
-			done |= 1 << i
 			if value = o.set[i].value; value == nil {
 				continue
 			}
 		} else if string(key) == "_meta" {
 			hasMeta = true
-			if len(o.metaSet) > 0 {
+			// A _meta that is not an object is kept as written unless a
+			// member is set in it (then it becomes an object of those).
+			if len(o.metaSet) > 0 && (o.meta.Raw != nil || anySet(o.metaSet)) {
 				dst, first = appendMemberStart(dst, first, p.rawKey(m), ""), false
 				dst = appendObject(dst, &o.meta, o.metaSet)
 				continue
@@ -224,8 +224,8 @@ func (o *Outgoing) AppendParams(dst []byte) []byte {
 		dst, first = appendMemberStart(dst, first, p.rawKey(m), ""), false
 		dst = append(dst, value...)
 	}
-	for i, m := range o.set {
-		if done&(1<<i) != 0 || m.value == nil {
+	for _, m := range o.set {
+		if _, inPlace := p.get(m.key); inPlace || m.value == nil {
 			continue
 		}
 		dst, first = appendMemberStart(dst, first, nil, m.key), false
@@ -244,11 +244,9 @@ func (o *Outgoing) AppendParams(dst []byte) []byte {
 func appendObject(dst []byte, obj *Object, sets []setMember) []byte {
 	dst = append(dst, '{')
 	first := true
-	var done uint64
 	for _, m := range obj.members {
 		value := obj.value(m)
 		if i := index(sets, obj.key(m)); i >= 0 {
-			done |= 1 << i
 			if value = sets[i].value; value == nil {
 				continue
 			}
@@ -256,8 +254,8 @@ func appendObject(dst []byte, obj *Object, sets []setMember) []byte {
 		dst, first = appendMemberStart(dst, first, obj.rawKey(m), ""), false
 		dst = append(dst, value...)
 	}
-	for i, m := range sets {
-		if done&(1<<i) != 0 || m.value == nil {
+	for _, m := range sets {
+		if _, inPlace := obj.get(m.key); inPlace || m.value == nil {
 			continue
 		}
 		dst, first = appendMemberStart(dst, first, nil, m.key), false

@@ -2,6 +2,7 @@ package jsonrpc
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -68,6 +69,43 @@ func TestOutgoing(t *testing.T) {
 		})
 	}
 
+	t.Run("more rewrites than a word has bits", func(t *testing.T) {
+		var params, want strings.Builder
+		params.WriteString(`{"_meta":{`)
+		want.WriteString(`{"_meta":{`)
+		for i := range 70 {
+			if i > 0 {
+				params.WriteByte(',')
+				want.WriteByte(',')
+			}
+			fmt.Fprintf(&params, `"m%d":0`, i)
+			fmt.Fprintf(&want, `"m%d":1`, i)
+		}
+		params.WriteString(`}`)
+		want.WriteString(`}`)
+		for i := range 70 {
+			fmt.Fprintf(&params, `,"p%d":0`, i)
+			fmt.Fprintf(&want, `,"p%d":1`, i)
+		}
+		params.WriteString(`}`)
+		want.WriteString(`,"new":1}`)
+		o := host(params.String()).Outgoing()
+		for i := range 70 {
+			o.Set(fmt.Sprintf("p%d", i), json.RawMessage("1"))
+			o.SetMeta(fmt.Sprintf("m%d", i), json.RawMessage("1"))
+		}
+		o.Set("new", json.RawMessage("1"))
+		if got := string(o.Params()); got != want.String() {
+			t.Errorf("params\n got %s\nwant %s", got, want.String())
+		}
+	})
+	t.Run("a _meta that is not an object", func(t *testing.T) {
+		o := host(`{"name":"a","_meta":[1]}`).Outgoing()
+		o.SetMeta(MetaClientInfo, nil) // removing what is not there
+		if got := string(o.Params()); got != `{"name":"a","_meta":[1]}` {
+			t.Errorf("removal from a non-object _meta rewrote it: %s", got)
+		}
+	})
 	t.Run("lookups see the rewrites", func(t *testing.T) {
 		o := host(`{"name":"a__x","arguments":{"q":1},"_meta":{"progressToken":"h"}}`).Outgoing()
 		o.Set("name", String("x"))
