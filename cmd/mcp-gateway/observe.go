@@ -38,8 +38,9 @@ func dispatcher(rt *router.Router, obs *telemetry.Observer) server.Dispatcher {
 	return observedDispatcher{Router: rt, obs: obs}
 }
 
-// Dispatch answers req as the router does, observed.
-func (d observedDispatcher) Dispatch(ctx context.Context, c *router.Caller, req *jsonrpc.Request) *router.Reply {
+// Dispatch answers req as the router does, observed. The span ends and
+// the counters balance even if the router panics.
+func (d observedDispatcher) Dispatch(ctx context.Context, c *router.Caller, req *jsonrpc.Request) (reply *router.Reply) {
 	hr := &telemetry.HostRequest{
 		Method: req.Method, Target: hostTarget(req), ProtocolVersion: c.ProtocolVersion,
 		Session: c.Session, RequestID: string(req.ID), Team: c.View, Identity: c.Identity,
@@ -49,10 +50,21 @@ func (d observedDispatcher) Dispatch(ctx context.Context, c *router.Caller, req 
 		hr.Arguments = req.Arguments
 	}
 	ctx, span := d.obs.Host(ctx, hr)
-	reply := d.Router.Dispatch(ctx, c, req)
+	defer func() { span.End(ctx, hostResult(ctx, req, reply)) }()
+	return d.Router.Dispatch(ctx, c, req)
+}
+
+// hostResult is how a host's request ended; reply is nil when Dispatch
+// panicked (it never returns nil).
+func hostResult(ctx context.Context, req *jsonrpc.Request, reply *router.Reply) telemetry.HostResult {
+	if reply == nil {
+		return telemetry.HostResult{Outcome: telemetry.OutcomeError, Code: jsonrpc.CodeInternalError, Message: "Internal error: the gateway panicked"}
+	}
 	res := telemetry.HostResult{Upstream: reply.Upstream, Original: reply.Original, Bytes: len(reply.Result)}
 	switch {
-	case ctx.Err() != nil:
+	case errors.Is(ctx.Err(), context.Canceled):
+		// The host went away or cancelled; a deadline is the error the
+		// router answered with.
 		res.Outcome = telemetry.OutcomeCancelled
 	case reply.Error != nil:
 		res.Outcome, res.Code, res.Message = telemetry.OutcomeError, reply.Error.Code, reply.Error.Message
@@ -62,8 +74,7 @@ func (d observedDispatcher) Dispatch(ctx context.Context, c *router.Caller, req 
 	default:
 		res.Outcome = telemetry.OutcomeOK
 	}
-	span.End(ctx, res)
-	return reply
+	return res
 }
 
 // hostTarget is what a host's request names: a tool, a prompt, or a URI.
@@ -101,33 +112,50 @@ type observedUpstream struct {
 }
 
 // Send sends req as the client does, inside a client span: the client
-// writes the span's trace context into the request.
-func (u *observedUpstream) Send(ctx context.Context, req *jsonrpc.Outgoing) (*jsonrpc.Message, error) {
+// writes the span's trace context into the request. Each span ends, and
+// the counters balance, even if the client panics.
+func (u *observedUpstream) Send(ctx context.Context, req *jsonrpc.Outgoing) (resp *jsonrpc.Message, err error) {
 	ctx, span := u.obs.Upstream(ctx, telemetry.UpstreamRequest{Method: req.Method, Upstream: u.name, Target: upstreamTarget(req)})
-	resp, err := u.upstreamClient.Send(ctx, req)
-	outcome, errType := upstreamOutcome(ctx, req.Method, resp, err)
-	span.End(ctx, outcome, errType, err)
+	returned := false
+	defer func() { endUpstream(ctx, span, req.Method, returned, resp, err) }()
+	resp, err = u.upstreamClient.Send(ctx, req)
+	returned = true
 	return resp, err
 }
 
 // List lists as the client does, inside one client span for all pages.
-func (u *observedUpstream) List(ctx context.Context, method, itemsKey string) ([]json.RawMessage, error) {
+func (u *observedUpstream) List(ctx context.Context, method, itemsKey string) (items []json.RawMessage, err error) {
 	ctx, span := u.obs.Upstream(ctx, telemetry.UpstreamRequest{Method: method, Upstream: u.name})
-	items, err := u.upstreamClient.List(ctx, method, itemsKey)
-	outcome, errType := upstreamOutcome(ctx, method, nil, err)
-	span.End(ctx, outcome, errType, err)
+	returned := false
+	defer func() { endUpstream(ctx, span, method, returned, nil, err) }()
+	items, err = u.upstreamClient.List(ctx, method, itemsKey)
+	returned = true
 	return items, err
 }
 
 // Subscribe sets a modern upstream's subscriptions/listen filter as the
 // client does, inside a client span that ends once it is acknowledged.
-func (u *observedUpstream) Subscribe(ctx context.Context, want upstream.Subscriptions) error {
+func (u *observedUpstream) Subscribe(ctx context.Context, want upstream.Subscriptions) (err error) {
 	ctx, span := u.obs.Upstream(ctx, telemetry.UpstreamRequest{Method: "subscriptions/listen", Upstream: u.name})
-	err := u.upstreamClient.Subscribe(ctx, want)
-	outcome, errType := upstreamOutcome(ctx, "subscriptions/listen", nil, err)
-	span.End(ctx, outcome, errType, err)
+	returned := false
+	defer func() { endUpstream(ctx, span, "subscriptions/listen", returned, nil, err) }()
+	err = u.upstreamClient.Subscribe(ctx, want)
+	returned = true
 	return err
 }
+
+// endUpstream ends the span of a request to an upstream; returned is
+// false when the client panicked.
+func endUpstream(ctx context.Context, span *telemetry.UpstreamSpan, method string, returned bool, resp *jsonrpc.Message, err error) {
+	if !returned {
+		span.End(ctx, telemetry.OutcomeError, "panic", errPanicked)
+		return
+	}
+	outcome, errType := upstreamOutcome(ctx, method, resp, err)
+	span.End(ctx, outcome, errType, err)
+}
+
+var errPanicked = errors.New("the upstream client panicked")
 
 // upstreamTarget is what a request to an upstream names: the upstream's
 // own tool or prompt name, or a URI.
@@ -148,8 +176,10 @@ func upstreamTarget(req *jsonrpc.Outgoing) string {
 // error.type.
 func upstreamOutcome(ctx context.Context, method string, resp *jsonrpc.Message, err error) (outcome, errType string) {
 	switch {
-	case ctx.Err() != nil:
+	case errors.Is(ctx.Err(), context.Canceled):
 		return telemetry.OutcomeCancelled, "cancelled"
+	case ctx.Err() != nil:
+		return telemetry.OutcomeError, "timeout"
 	case err != nil:
 		var rpcErr *jsonrpc.Error
 		if errors.As(err, &rpcErr) { // a list or subscription the server refused

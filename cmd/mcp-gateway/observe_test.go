@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -233,8 +235,8 @@ func describeSpans(spans []sdktrace.ReadOnlySpan) []string {
 }
 
 // fakeClient is an upstream that answers from memory: tools "echo"
-// (whose result echoes the params it was sent), "fail" (a tool error)
-// and "slow" (which waits for release).
+// (whose result echoes the params it was sent), "fail" (a tool error),
+// "slow" (which waits for release) and "panic" (whose call panics).
 type fakeClient struct {
 	mu      sync.Mutex
 	sent    []string // the params of each tools/call
@@ -256,6 +258,8 @@ func (f *fakeClient) Send(ctx context.Context, req *jsonrpc.Outgoing) (*jsonrpc.
 	case "slow":
 		f.arrived <- struct{}{}
 		<-f.release
+	case "panic":
+		panic("the fake upstream client panicked")
 	}
 	return jsonrpc.Decode(jsonrpc.AppendResult(nil, json.RawMessage("1"), json.RawMessage(result)))
 }
@@ -264,7 +268,7 @@ func (f *fakeClient) List(_ context.Context, method, _ string) ([]json.RawMessag
 		return nil, nil
 	}
 	var out []json.RawMessage
-	for _, n := range []string{"echo", "fail", "slow"} {
+	for _, n := range []string{"echo", "fail", "slow", "panic"} {
 		out = append(out, json.RawMessage(`{"name":"`+n+`","description":"the `+n+` tool","inputSchema":{"type":"object"}}`))
 	}
 	return out, nil
@@ -432,8 +436,8 @@ func TestTelemetryOfAToolCall(t *testing.T) {
 	if c, ok := data["mcp.client.operation.duration"].(metricdata.Histogram[float64]); !ok || len(c.DataPoints) < 2 {
 		t.Errorf("mcp.client.operation.duration: %+v, want series for echo (ok) and fail (tool_error)", data["mcp.client.operation.duration"])
 	}
-	if tools, ok := data["mcp_gateway.view.tools"].(metricdata.Gauge[int64]); !ok || len(tools.DataPoints) != 1 || tools.DataPoints[0].Value != 3 {
-		t.Errorf("mcp_gateway.view.tools: %+v, want 3 in the default view", data["mcp_gateway.view.tools"])
+	if tools, ok := data["mcp_gateway.view.tools"].(metricdata.Gauge[int64]); !ok || len(tools.DataPoints) != 1 || tools.DataPoints[0].Value != 4 {
+		t.Errorf("mcp_gateway.view.tools: %+v, want 4 in the default view", data["mcp_gateway.view.tools"])
 	}
 	if tokens, ok := data["mcp_gateway.view.tokens"].(metricdata.Gauge[int64]); !ok || tokens.DataPoints[0].Value <= 0 {
 		t.Errorf("mcp_gateway.view.tokens: %+v", data["mcp_gateway.view.tokens"])
@@ -485,10 +489,11 @@ func activeValue(t *testing.T, data map[string]metricdata.Aggregation, name stri
 
 // TestActiveRequestsObserved: the requests in progress are counted on
 // both sides while a call waits on its upstream and are back to zero
-// after it; hosts' arbitrary method names cannot grow the series past
-// 1,000 (plus the overflow series).
+// after it, and after a call whose client panicked; hosts' arbitrary
+// method names and unknown tool names make no series and no span names
+// of their own.
 func TestActiveRequestsObserved(t *testing.T) {
-	d, fake, _, reader, _ := observedFake(t)
+	d, fake, spans, reader, _ := observedFake(t)
 	caller := &router.Caller{ProtocolVersion: "2025-11-25", Session: "s"}
 	done := make(chan *router.Reply)
 	go func() {
@@ -513,13 +518,84 @@ func TestActiveRequestsObserved(t *testing.T) {
 	if v, _ := activeValue(t, data, "mcp_gateway.client.active_requests", map[string]string{"mcp_gateway.upstream": "a"}); v != 0 {
 		t.Errorf("upstream requests in progress after the call: %d, want 0", v)
 	}
-	const maxSeries = 1000
-	for i := range maxSeries + 10 {
+
+	// A panic in the upstream client reaches the caller, and leaves
+	// nothing counted in progress and no span open.
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the client's panic did not reach the caller")
+			}
+		}()
+		d.Dispatch(context.Background(), caller, hostRequest(t, "tools/call", `{"name":"a__panic"}`))
+	}()
+	data = collect(t, reader)
+	if v, _ := activeValue(t, data, "mcp_gateway.server.active_requests", map[string]string{"mcp.method.name": "tools/call"}); v != 0 {
+		t.Errorf("host requests in progress after a panic: %d, want 0", v)
+	}
+	if v, _ := activeValue(t, data, "mcp_gateway.client.active_requests", map[string]string{"mcp_gateway.upstream": "a"}); v != 0 {
+		t.Errorf("upstream requests in progress after a panic: %d, want 0", v)
+	}
+	var panicked []string
+	for _, s := range spans.Ended() {
+		at := attrsOf(attribute.NewSet(s.Attributes()...))
+		if s.Status().Code == codes.Error && strings.HasSuffix(at["gen_ai.tool.name"], "panic") {
+			panicked = append(panicked, s.SpanKind().String()+" "+at["error.type"])
+		}
+	}
+	if want := []string{"client panic", "server -32603"}; !slices.Equal(panicked, want) {
+		t.Errorf("spans of the panicked call ended as %v, want %v", panicked, want)
+	}
+
+	const methods = 1010
+	for i := range methods {
 		d.Dispatch(context.Background(), caller, hostRequest(t, "made/up/"+strconv.Itoa(i), `{}`))
+		d.Dispatch(context.Background(), caller, hostRequest(t, "tools/call", `{"name":"made_up_`+strconv.Itoa(i)+`"}`))
 	}
 	data = collect(t, reader)
-	v, series := activeValue(t, data, "mcp_gateway.server.active_requests", map[string]string{"otel.metric.overflow": "true"})
-	if v != 0 || series != maxSeries+1 {
-		t.Errorf("after %d methods: %d series, overflow series %d; want %d series and an overflow series at 0", maxSeries+10, series, v, maxSeries+1)
+	if v, series := activeValue(t, data, "mcp_gateway.server.active_requests", map[string]string{"mcp.method.name": "_OTHER"}); v != 0 || series != 2 {
+		t.Errorf("after %d made-up methods: %d series, _OTHER at %d; want 2 series (tools/call, _OTHER) at 0", methods, series, v)
+	}
+	hist := data["mcp.server.operation.duration"].(metricdata.Histogram[float64])
+	for _, p := range hist.DataPoints {
+		at := attrsOf(p.Attributes)
+		if m := at["mcp.method.name"]; m != "tools/call" && m != "_OTHER" {
+			t.Errorf("a duration series of the method %q", m)
+		}
+		if strings.Contains(at["gen_ai.tool.name"], "made_up") {
+			t.Errorf("a duration series of the unknown tool %q", at["gen_ai.tool.name"])
+		}
+	}
+	names := map[string]int{}
+	for _, s := range spans.Ended() {
+		names[s.Name()]++
+	}
+	// (and one more tools/call: the panicked call, which no upstream
+	// answered)
+	if names["_OTHER"] != methods || names["tools/call"] != methods+1 {
+		t.Errorf("span names %v, want %d of _OTHER and %d of tools/call (unrouted)", names, methods, methods+1)
+	}
+}
+
+// TestUpstreamOutcome: a deadline is a timeout, an error; only the
+// host's cancelling is "cancelled".
+func TestUpstreamOutcome(t *testing.T) {
+	expired, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	cancelled, cancel2 := context.WithCancel(context.Background())
+	cancel2()
+	for _, tt := range []struct {
+		name             string
+		ctx              context.Context
+		outcome, errType string
+	}{
+		{"deadline", expired, telemetry.OutcomeError, "timeout"},
+		{"cancelled", cancelled, telemetry.OutcomeCancelled, "cancelled"},
+		{"ok", context.Background(), telemetry.OutcomeOK, ""},
+	} {
+		outcome, errType := upstreamOutcome(tt.ctx, "tools/call", nil, nil)
+		if outcome != tt.outcome || errType != tt.errType {
+			t.Errorf("%s: %s %q, want %s %q", tt.name, outcome, errType, tt.outcome, tt.errType)
+		}
 	}
 }

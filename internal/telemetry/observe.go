@@ -191,6 +191,7 @@ type HostResult struct {
 type HostSpan struct {
 	o      *Observer
 	req    *HostRequest
+	method string // MethodLabel(req.Method)
 	start  time.Time
 	span   trace.Span
 	active *activeCount
@@ -199,9 +200,29 @@ type HostSpan struct {
 // audited are the methods with an audit record.
 var audited = map[string]bool{"tools/call": true, "prompts/get": true, "resources/read": true}
 
-// Host starts observing a host's request: ctx gets its server span.
+// MethodLabel names a request's method in telemetry: the method, when
+// it is one of the protocol's requests, else "_OTHER" (as the semantic
+// conventions name an HTTP method they do not know). A host's method is
+// any string it sends; only the protocol's may become a series or a span
+// name.
+func MethodLabel(method string) string {
+	switch method {
+	case "initialize", "ping", "server/discover", "subscriptions/listen",
+		"tools/list", "tools/call", "prompts/list", "prompts/get",
+		"resources/list", "resources/templates/list", "resources/read",
+		"resources/subscribe", "resources/unsubscribe",
+		"completion/complete", "logging/setLevel",
+		"sampling/createMessage", "elicitation/create", "roots/list",
+		"tasks/get", "tasks/list", "tasks/result", "tasks/cancel":
+		return method
+	}
+	return "_OTHER"
+}
+
+// Host starts observing a host's request: ctx gets its server span, named
+// after the method until End knows whether the target was routed.
 func (o *Observer) Host(ctx context.Context, req *HostRequest) (context.Context, *HostSpan) {
-	s := &HostSpan{o: o, req: req, start: time.Now(), span: trace.SpanFromContext(ctx)}
+	s := &HostSpan{o: o, req: req, method: MethodLabel(req.Method), start: time.Now(), span: trace.SpanFromContext(ctx)}
 	if o.tel.Tracing() {
 		if req.TraceParent != "" {
 			carrier := propagation.MapCarrier{"traceparent": req.TraceParent}
@@ -213,11 +234,11 @@ func (o *Observer) Host(ctx context.Context, req *HostRequest) (context.Context,
 			}
 			ctx = o.tel.Propagator.Extract(ctx, carrier)
 		}
-		ctx, s.span = o.tel.Tracer.Start(ctx, spanName(req.Method, req.Target), trace.WithSpanKind(trace.SpanKindServer))
+		ctx, s.span = o.tel.Tracer.Start(ctx, s.method, trace.WithSpanKind(trace.SpanKindServer))
 	}
 	if s.span.IsRecording() {
 		s.span.SetAttributes(
-			AttrMethod.String(req.Method),
+			AttrMethod.String(s.method),
 			AttrProtocolVersion.String(req.ProtocolVersion),
 			AttrTeam.String(ViewLabel(req.Team)),
 		)
@@ -229,7 +250,7 @@ func (o *Observer) Host(ctx context.Context, req *HostRequest) (context.Context,
 		}
 		setTargetAttrs(s.span, req.Method, req.Target)
 	}
-	s.active = o.server.get(o, attrKey{active: true, method: req.Method})
+	s.active = o.server.get(o, attrKey{active: true, method: s.method})
 	s.active.n.Add(1)
 	return ctx, s
 }
@@ -239,10 +260,11 @@ func (s *HostSpan) End(ctx context.Context, res HostResult) {
 	s.active.n.Add(-1)
 	elapsed := time.Since(s.start)
 	req, o := s.req, s.o
-	key := attrKey{method: req.Method, outcome: res.Outcome, team: req.Team, upstream: res.Upstream}
-	if res.Upstream != "" && req.Target != "" && req.Method != "resources/read" {
+	key := attrKey{method: s.method, outcome: res.Outcome, team: req.Team, upstream: res.Upstream}
+	routed := res.Upstream != "" && req.Target != ""
+	if routed && req.Method != "resources/read" {
 		// Only names the catalog routed: a host's unknown names would
-		// make the series unbounded.
+		// make the series (and the span names) unbounded.
 		key.target = req.Target
 	}
 	code := strconv.FormatInt(res.Code, 10)
@@ -254,6 +276,9 @@ func (s *HostSpan) End(ctx context.Context, res HostResult) {
 	}
 	o.in.ServerDuration.Record(ctx, elapsed.Seconds(), o.measurement(key).record...)
 	if s.span.IsRecording() {
+		if routed {
+			s.span.SetName(spanName(s.method, req.Target))
+		}
 		s.span.SetAttributes(AttrOutcome.String(res.Outcome))
 		if res.Upstream != "" {
 			s.span.SetAttributes(AttrUpstream.String(res.Upstream))
@@ -300,6 +325,7 @@ type UpstreamSpan struct {
 // Upstream starts observing a request to an upstream: ctx gets its client
 // span, which the upstream client writes into the request.
 func (o *Observer) Upstream(ctx context.Context, req UpstreamRequest) (context.Context, *UpstreamSpan) {
+	req.Method = MethodLabel(req.Method) // the router's, but bounded all the same
 	s := &UpstreamSpan{o: o, req: req, start: time.Now(), span: trace.SpanFromContext(ctx)}
 	if o.tel.Tracing() {
 		ctx, s.span = o.tel.Tracer.Start(ctx, spanName(req.Method, req.Target), trace.WithSpanKind(trace.SpanKindClient))
@@ -370,40 +396,22 @@ func setTargetAttrs(span trace.Span, method, target string) {
 
 // activeCounts counts requests in progress by attribute set (attrKey ->
 // *activeCount): a request adds to its counter, and a metrics collection
-// reads them all. At most maxActiveSeries sets are counted apart (the
-// method of a host's request is any string it sends); the requests of
-// the others share one counter marked otel.metric.overflow, as the OTel
-// SDK marks the series over its cardinality limit.
-type activeCounts struct {
-	m        sync.Map
-	n        atomic.Int64 // sets in m
-	overflow activeCount
-}
+// reads them all. The sets are few: a method label (MethodLabel) and an
+// upstream of the config.
+type activeCounts struct{ m sync.Map }
 
 type activeCount struct {
 	n    atomic.Int64
 	opts []metric.ObserveOption // the attribute set
 }
 
-// maxActiveSeries bounds the series of each active-requests counter.
-const maxActiveSeries = 1000
-
-var overflowOpts = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(attribute.Bool("otel.metric.overflow", true)))}
-
 // get returns the counter of k.
 func (a *activeCounts) get(o *Observer, k attrKey) *activeCount {
 	if v, ok := a.m.Load(k); ok {
 		return v.(*activeCount)
 	}
-	if a.n.Load() >= maxActiveSeries {
-		return &a.overflow
-	}
-	c := &activeCount{opts: []metric.ObserveOption{o.measurement(k).observe}}
-	if v, loaded := a.m.LoadOrStore(k, c); loaded {
-		return v.(*activeCount)
-	}
-	a.n.Add(1)
-	return c
+	v, _ := a.m.LoadOrStore(k, &activeCount{opts: []metric.ObserveOption{o.measurement(k).observe}})
+	return v.(*activeCount)
 }
 
 // observe reports every counter to inst.
@@ -413,9 +421,6 @@ func (a *activeCounts) observe(o metric.Observer, inst metric.Int64Observable) {
 		o.ObserveInt64(inst, c.n.Load(), c.opts...)
 		return true
 	})
-	if a.n.Load() >= maxActiveSeries {
-		o.ObserveInt64(inst, a.overflow.n.Load(), overflowOpts...)
-	}
 }
 
 // maxCachedSets bounds the attribute-set cache; combinations beyond it
