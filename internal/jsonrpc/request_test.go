@@ -349,3 +349,20 @@ func BenchmarkDecodeRequest(b *testing.B) {
 		}
 	})
 }
+
+// TestScannerReleaseBoundsItsKeys: a scanner that walked a huge object
+// goes back to the pool without its key stack, and one that walked a
+// small one without references into the message.
+func TestScannerReleaseBoundsItsKeys(t *testing.T) {
+	huge := &strictScan{keys: make([][]byte, maxPooledKeys+1), used: maxPooledKeys + 1}
+	huge.release()
+	if cap(huge.keys) > maxPooledKeys {
+		t.Errorf("released with a key stack of %d", cap(huge.keys))
+	}
+	small := &strictScan{keys: [][]byte{[]byte("a"), []byte("b")}, used: 2}
+	kept := small.keys
+	small.release()
+	if kept[0] != nil || kept[1] != nil || len(small.keys) != 0 {
+		t.Errorf("released holding %q", kept)
+	}
+}

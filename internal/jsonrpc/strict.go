@@ -100,10 +100,20 @@ type strictScan struct {
 // allocated for every message.
 var scanners = sync.Pool{New: func() any { return &strictScan{keys: make([][]byte, 0, 32)} }}
 
+// maxPooledKeys bounds the key stack a pooled strictScan keeps: one
+// message with a huge object must not pin its stack for every message
+// after it.
+const maxPooledKeys = 1024
+
 // release returns s to the pool without references into the message.
 func (s *strictScan) release() {
-	clear(s.keys[:s.used])
-	*s = strictScan{keys: s.keys[:0]}
+	keys := s.keys[:0]
+	if cap(keys) > maxPooledKeys {
+		keys = make([][]byte, 0, 32)
+	} else {
+		clear(s.keys[:s.used])
+	}
+	*s = strictScan{keys: keys}
 	scanners.Put(s)
 }
 
