@@ -197,3 +197,43 @@ func TestFirstConnectionListedOnce(t *testing.T) {
 		t.Errorf("the first connection was listed %d times, want once", up.lists_)
 	}
 }
+
+// TestStaleListingDiscarded: the lists of a connection that a newer one
+// replaced while they were being fetched do not overwrite the newer
+// connection's catalog; a listing that changes nothing leaves the
+// upstream's since as it was.
+func TestStaleListingDiscarded(t *testing.T) {
+	up := &fakeUpstream{capabilities: `{"tools":{}}`, lists: map[string][]string{"tools/list": tools("old")},
+		listGate: make(chan struct{}), listEntered: make(chan struct{}, 1)}
+	r, err := New(&Options{ListWait: -1, Upstreams: []UpstreamConfig{{Name: "up", Connect: up.connect, Timeout: 5 * time.Second}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Start(context.Background())
+	t.Cleanup(func() { _ = r.Close() })
+	<-up.listEntered // generation 1 is being listed
+	// Meanwhile generation 2 connected and was listed.
+	u := r.upstreams()[0]
+	up.mu.Lock()
+	up.state = upstream.State{Phase: upstream.Ready, Generation: 2}
+	up.mu.Unlock()
+	u.mu.Lock()
+	u.listedGen, u.listedAt, u.tools = 2, time.Now(), []json.RawMessage{json.RawMessage(tools("new")[0])}
+	u.mu.Unlock()
+	close(up.listGate)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.WaitStarted(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.rebuild()
+	if got := listNames(t, r.Dispatch(ctx, legacyCaller, request("tools/list", `{}`)), "tools"); !slices.Equal(got, []string{"up__new"}) {
+		t.Errorf("tools %v, want the newer connection's", got)
+	}
+
+	since := r.Status()[0].Since
+	r.refresh(ctx, u)
+	if s := r.Status()[0]; !s.Since.Equal(since) || s.State != PhaseReady {
+		t.Errorf("a listing that changed nothing: %s since %v, want ready since %v", s.State, s.Since, since)
+	}
+}

@@ -572,8 +572,13 @@ func (r *Router) refresh(ctx context.Context, u *upstreamState) {
 	}
 	wg.Wait()
 	u.mu.Lock()
+	if st.Generation < u.listedGen {
+		// A newer connection was listed meanwhile: these lists are of
+		// one that is gone.
+		u.mu.Unlock()
+		return
+	}
 	tools, prompts, resources, templates = u.tools, u.prompts, u.resources, u.templates
-	u.mu.Unlock()
 	var problems []error
 	for _, l := range lists {
 		if l.err != nil {
@@ -585,14 +590,19 @@ func (r *Router) refresh(ctx context.Context, u *upstreamState) {
 		}
 		*l.dst = l.items
 	}
-	u.mu.Lock()
 	u.tools, u.prompts, u.resources, u.templates = tools, prompts, resources, templates
 	u.modern = isModern(u.Client.ProtocolVersion())
+	hadProblem := u.listProblem != nil
 	u.listProblem = errors.Join(problems...)
-	if st.Phase == upstream.Ready && st.Generation >= u.listedGen {
+	if st.Phase == upstream.Ready {
 		// A connection lost while listing stays out of the views: its
-		// state says so, and the next connection is listed again.
-		u.listedGen, u.listedAt = st.Generation, time.Now()
+		// state says so, and the next connection is listed again. The
+		// health's since moves only when the phase may have: a new
+		// connection listed, a list failing or mending.
+		if st.Generation > u.listedGen || hadProblem != (u.listProblem != nil) {
+			u.listedAt = time.Now()
+		}
+		u.listedGen = st.Generation
 	}
 	u.mu.Unlock()
 	r.rebuild()
