@@ -170,11 +170,12 @@ func TestStatusFollowsUpstreamState(t *testing.T) {
 	}
 }
 
-// TestFirstConnectionListedOnce: a supervised client reports its first
-// connection Ready on its own goroutine, which may be after the first
-// start returned and while it is being listed: it is listed once.
-func TestFirstConnectionListedOnce(t *testing.T) {
-	up := &fakeUpstream{capabilities: `{"tools":{}}`, lists: map[string][]string{"tools/list": tools("echo")},
+// startListing starts a router over one upstream with the tool, and
+// returns once its first start returned and its listing (generation 1)
+// waits at the fake's listGate.
+func startListing(t *testing.T, tool string) (*fakeUpstream, *Router) {
+	t.Helper()
+	up := &fakeUpstream{capabilities: `{"tools":{}}`, lists: map[string][]string{"tools/list": tools(tool)},
 		listGate: make(chan struct{}), listEntered: make(chan struct{}, 1)}
 	r, err := New(&Options{ListWait: -1, Upstreams: []UpstreamConfig{{Name: "up", Connect: up.connect, Timeout: 5 * time.Second}}})
 	if err != nil {
@@ -182,7 +183,15 @@ func TestFirstConnectionListedOnce(t *testing.T) {
 	}
 	r.Start(context.Background())
 	t.Cleanup(func() { _ = r.Close() })
-	<-up.listEntered                                                  // the first start returned, and its listing waits at listGate
+	<-up.listEntered
+	return up, r
+}
+
+// TestFirstConnectionListedOnce: a supervised client reports its first
+// connection Ready on its own goroutine, which may be after the first
+// start returned and while it is being listed: it is listed once.
+func TestFirstConnectionListedOnce(t *testing.T) {
+	up, r := startListing(t, "echo")
 	up.setState(upstream.State{Phase: upstream.Ready, Generation: 1}) // the late report
 	close(up.listGate)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -203,15 +212,7 @@ func TestFirstConnectionListedOnce(t *testing.T) {
 // connection's catalog; a listing that changes nothing leaves the
 // upstream's since as it was.
 func TestStaleListingDiscarded(t *testing.T) {
-	up := &fakeUpstream{capabilities: `{"tools":{}}`, lists: map[string][]string{"tools/list": tools("old")},
-		listGate: make(chan struct{}), listEntered: make(chan struct{}, 1)}
-	r, err := New(&Options{ListWait: -1, Upstreams: []UpstreamConfig{{Name: "up", Connect: up.connect, Timeout: 5 * time.Second}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Start(context.Background())
-	t.Cleanup(func() { _ = r.Close() })
-	<-up.listEntered // generation 1 is being listed
+	up, r := startListing(t, "old")
 	// Meanwhile generation 2 connected and was listed.
 	u := r.upstreams()[0]
 	up.mu.Lock()
