@@ -67,6 +67,7 @@ const (
 	DefaultEndpoint        = "/mcp"
 	DefaultSeparator       = "__"
 	DefaultMaxBodyBytes    = 4 << 20 // 4 MiB
+	MaxMaxBodyBytes        = 1 << 30 // 1 GiB: max_body_bytes may be no larger
 	DefaultTimeout         = 60 * time.Second
 	DefaultBreakerFailures = 5
 	DefaultBreakerCooldown = 30 * time.Second
@@ -145,7 +146,8 @@ type Config struct {
 	AllowedOrigins []string
 
 	// MaxBodyBytes is the largest request body the endpoint reads, in bytes.
-	// Key: max_body_bytes. Default 4194304 (4 MiB). Must be > 0.
+	// Key: max_body_bytes. Default 4194304 (4 MiB). Must be > 0 and at
+	// most MaxMaxBodyBytes (1 GiB).
 	MaxBodyBytes int64
 
 	// Upstreams are the MCP servers behind the gateway. Their order is the

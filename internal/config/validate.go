@@ -114,8 +114,11 @@ func (c *Config) Validate() error {
 			ps.add(fmt.Sprintf("allowed_origins[%d]", i), "must be an origin, scheme://host or scheme://host:port, such as https://app.example.com")
 		}
 	}
-	if c.MaxBodyBytes <= 0 {
+	switch {
+	case c.MaxBodyBytes <= 0:
 		ps.add("max_body_bytes", "must be greater than 0")
+	case c.MaxBodyBytes > MaxMaxBodyBytes:
+		ps.add("max_body_bytes", "must be at most %d (1 GiB)", MaxMaxBodyBytes)
 	}
 
 	seen := map[string]string{} // lower-cased name -> path of its first use

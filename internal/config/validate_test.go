@@ -79,6 +79,8 @@ func TestValidate(t *testing.T) {
 		}},
 		{"max body negative", func(c *Config) { c.MaxBodyBytes = -1 },
 			[]Problem{{Path: "max_body_bytes", Message: "must be greater than 0"}}},
+		{"max body over 1 GiB", func(c *Config) { c.MaxBodyBytes = 1<<30 + 1 },
+			[]Problem{{Path: "max_body_bytes", Message: "must be at most 1073741824 (1 GiB)"}}},
 		{"upstream zero value", func(c *Config) { c.Upstreams = []Upstream{{}} }, []Problem{
 			{Path: "upstreams[0].name", Message: "is required: 1 to 32 characters from A-Z, a-z, 0-9, _ and -"},
 			{Path: "upstreams[0]", Message: "needs a command (stdio) or a url (HTTP)"},

@@ -83,12 +83,13 @@ type Message struct {
 	Result json.RawMessage
 	// Error is the error of a failed response.
 	Error *Error
-	// ToolError and ResultType describe a result that is an object, as
-	// Decode found them in the same pass: its "isError" member is true
-	// (a tool error), and its "resultType" member ("" when absent, or
-	// not a string).
-	ToolError  bool
-	ResultType string
+	// ToolError, ResultType and HasResultType describe a result that is
+	// an object, as Decode found them in the same pass: its "isError"
+	// member is true (a tool error), its "resultType" member ("" when
+	// absent or not a string), and whether it has one at all.
+	ToolError     bool
+	ResultType    string
+	HasResultType bool
 }
 
 // IsRequest reports whether m is a request, which expects a response.
@@ -131,20 +132,30 @@ func DecodeInto(m *Message, data []byte) error {
 		return fmt.Errorf("%w: a message must be a JSON object", ErrInvalidRequest)
 	}
 	var e envelope
+	// The flags of a result are gathered while it is walked, and kept
+	// when the result member itself is (the last, if it is repeated).
+	var flags struct {
+		toolError, hasResultType bool
+		resultType               string
+	}
 	end, err := eachMember(data, i, 0, func(key []byte, vs, ve int) bool {
 		name := key[1 : len(key)-1]
 		if bytes.IndexByte(name, '\\') >= 0 {
 			name = []byte(unquote(key))
 		}
+		if string(name) == "result" {
+			m.ToolError, m.ResultType, m.HasResultType = flags.toolError, flags.resultType, flags.hasResultType
+		}
+		flags.toolError, flags.resultType, flags.hasResultType = false, "", false
 		e.member(m, name, data[vs:ve])
 		return true
 	}, "result", func(key []byte, vs, ve int) bool {
 		v := data[vs:ve]
 		switch {
 		case keyEquals(key, "isError"):
-			m.ToolError = string(v) == "true"
+			flags.toolError = string(v) == "true"
 		case keyEquals(key, "resultType"):
-			m.ResultType = resultType(v)
+			flags.resultType, flags.hasResultType = resultType(v), true
 		}
 		return true
 	})

@@ -321,24 +321,33 @@ func BenchmarkDecodeResponse1MiB(b *testing.B) {
 
 func TestDecodeResultFlags(t *testing.T) {
 	for _, tt := range []struct {
-		in         string
-		toolError  bool
-		resultType string
+		in            string
+		toolError     bool
+		resultType    string
+		hasResultType bool
 	}{
-		{`{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true}}`, true, ""},
-		{`{"jsonrpc":"2.0","id":1,"result":{"isError":false,"resultType":"complete"}}`, false, "complete"},
-		{`{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","inputRequests":{"k":{"isError":true}}}}`, false, "input_required"},
-		{`{"jsonrpc":"2.0","id":1,"result":{"content":[{"isError":true,"resultType":"x"}]}}`, false, ""},
-		{`{"jsonrpc":"2.0","id":1,"result":{"resultType":"t\u0061sk"}}`, false, "task"},
-		{`{"jsonrpc":"2.0","id":1,"result":[{"isError":true}]}`, false, ""},
-		{`{"jsonrpc":"2.0","id":1,"method":"m","params":{"isError":true,"resultType":"complete"}}`, false, ""},
+		{`{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true}}`, true, "", false},
+		{`{"jsonrpc":"2.0","id":1,"result":{"isError":false,"resultType":"complete"}}`, false, "complete", true},
+		{`{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","inputRequests":{"k":{"isError":true}}}}`, false, "input_required", true},
+		{`{"jsonrpc":"2.0","id":1,"result":{"content":[{"isError":true,"resultType":"x"}]}}`, false, "", false},
+		{`{"jsonrpc":"2.0","id":1,"result":{"resultType":"t\u0061sk"}}`, false, "task", true},
+		{`{"jsonrpc":"2.0","id":1,"result":[{"isError":true}]}`, false, "", false},
+		{`{"jsonrpc":"2.0","id":1,"method":"m","params":{"isError":true,"resultType":"complete"}}`, false, "", false},
+		// A resultType that is there but not a usable string is there:
+		// the gateway must not add a second.
+		{`{"jsonrpc":"2.0","id":1,"result":{"resultType":null}}`, false, "", true},
+		{`{"jsonrpc":"2.0","id":1,"result":{"resultType":""}}`, false, "", true},
+		{`{"jsonrpc":"2.0","id":1,"result":{"resultType":7}}`, false, "", true},
+		// Of a repeated result, the flags are the kept one's (the last).
+		{`{"jsonrpc":"2.0","id":1,"result":{"isError":true,"resultType":"input_required"},"result":{"content":[]}}`, false, "", false},
+		{`{"jsonrpc":"2.0","id":1,"result":{"content":[]},"result":{"isError":true}}`, true, "", false},
 	} {
 		m, err := Decode([]byte(tt.in))
 		if err != nil {
 			t.Fatalf("%s: %v", tt.in, err)
 		}
-		if m.ToolError != tt.toolError || m.ResultType != tt.resultType {
-			t.Errorf("%s: ToolError %v, ResultType %q; want %v, %q", tt.in, m.ToolError, m.ResultType, tt.toolError, tt.resultType)
+		if m.ToolError != tt.toolError || m.ResultType != tt.resultType || m.HasResultType != tt.hasResultType {
+			t.Errorf("%s: ToolError %v, ResultType %q (present %v); want %v, %q (%v)", tt.in, m.ToolError, m.ResultType, m.HasResultType, tt.toolError, tt.resultType, tt.hasResultType)
 		}
 	}
 }

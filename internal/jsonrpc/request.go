@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 )
 
 // _meta keys of the 2026-07-28 per-request protocol fields (basic/index
@@ -107,6 +108,11 @@ type Object struct {
 	members []member
 }
 
+// MaxRequestBytes is the largest message DecodeRequest reads: a member's
+// place is kept in 32 bits. The fronts' own limits are lower
+// (max_body_bytes is at most 1 GiB).
+const MaxRequestBytes = math.MaxInt32
+
 // member is one member of an Object: the spans of its key (quotes
 // included, as written) and of its value in Object.data. Offsets keep
 // it small and free of pointers, which the garbage collector need not
@@ -152,6 +158,9 @@ func (o *Object) get(key string) (json.RawMessage, bool) {
 //
 // The whole message is walked once; the typed fields come from that walk.
 func DecodeRequest(data []byte) (*Request, error) {
+	if len(data) > MaxRequestBytes {
+		return nil, fmt.Errorf("%w: a message of %d bytes is larger than the %d a request may be", ErrInvalidRequest, len(data), MaxRequestBytes)
+	}
 	scanning(data)
 	r := &Request{}
 	r.params.members = r.buf[0:0:6]

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -364,5 +365,71 @@ func TestScannerReleaseBoundsItsKeys(t *testing.T) {
 	small.release()
 	if kept[0] != nil || kept[1] != nil || len(small.keys) != 0 {
 		t.Errorf("released holding %q", kept)
+	}
+}
+
+// TestDecodeRequestRefusesEveryReadNameInAnotherCase: each member the
+// gateway reads, at each level it reads it, is refused when a key spells
+// it in another case (encoding/json would take it for the member).
+func TestDecodeRequestRefusesEveryReadNameInAnotherCase(t *testing.T) {
+	wrap := [...]func(member string) string{
+		levelTop:    func(m string) string { return `{"jsonrpc":"2.0","id":1,"method":"tools/call",` + m + `}` },
+		levelParams: func(m string) string { return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + m + `}}` },
+		levelMeta: func(m string) string {
+			return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{` + m + `}}}`
+		},
+		levelRef: func(m string) string {
+			return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"ref":{` + m + `}}}`
+		},
+	}
+	// What the gateway reads (Request's fields and the envelope), listed
+	// here apart from readNames so that a name dropped there fails.
+	read := [...][]string{
+		levelTop: {"jsonrpc", "id", "method", "params", "result", "error"},
+		levelParams: {"name", "uri", "arguments", "_meta", "ref", "cursor", "level",
+			"requestState", "inputResponses", "requestId", "protocolVersion", "capabilities"},
+		levelMeta: {"progressToken", MetaProtocolVersion, MetaClientCapabilities, MetaClientInfo,
+			MetaLogLevel, "traceparent", "tracestate", "baggage"},
+		levelRef: {"type", "name", "uri"},
+	}
+	for l := levelTop; l <= levelRef; l++ {
+		for _, name := range read[l] {
+			variant := strings.ToUpper(name)
+			in := wrap[l](`"` + variant + `":1`)
+			if _, err := DecodeRequest([]byte(in)); err == nil || !strings.Contains(err.Error(), "differs only in case from "+strconv.Quote(name)) {
+				t.Errorf("%s: err = %v, want it refused as a case variant of %q", in, err, name)
+			}
+		}
+	}
+}
+
+// TestDecodeRequestRefusesMore: invalid UTF-8 far from a string's ends,
+// and nesting past the bound, in objects and arrays.
+func TestDecodeRequestRefusesMore(t *testing.T) {
+	long := strings.Repeat("a", 40)
+	for name, tt := range map[string]struct{ in, want string }{
+		"a bad byte inside a long string": {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + long + "\xff" + long + `"}}`, "not valid UTF-8"},
+		"deep arrays":                     {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{"a":` + strings.Repeat("[", maxDepth+1) + strings.Repeat("]", maxDepth+1) + `}}}`, "nesting deeper"},
+		"deep objects":                    {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":` + strings.Repeat(`{"a":`, maxDepth+1) + "1" + strings.Repeat("}", maxDepth+1) + `}}`, "nesting deeper"},
+	} {
+		if _, err := DecodeRequest([]byte(tt.in)); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: err = %v, want %q", name, err, tt.want)
+		}
+	}
+}
+
+// TestOutgoingsOfOneRequestAreIndependent: each Outgoing of a request
+// (the setLevel fan-out makes one per upstream, concurrently) rewrites
+// only itself.
+func TestOutgoingsOfOneRequestAreIndependent(t *testing.T) {
+	r, err := DecodeRequest([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a__x"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, second := r.Outgoing(), r.Outgoing()
+	first.Set("name", String("one"))
+	second.Set("name", String("two"))
+	if a, b := string(first.Params()), string(second.Params()); a != `{"name":"one"}` || b != `{"name":"two"}` {
+		t.Errorf("params %s and %s, want each its own name", a, b)
 	}
 }

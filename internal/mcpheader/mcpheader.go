@@ -200,10 +200,6 @@ func isToken(s string) bool {
 	return s != ""
 }
 
-// Value returns the header form of the argument a binding mirrors:
-// strings as they are, integers in decimal, booleans as true or false. It
-// reports false when the argument is absent or null, or not of those
-// kinds: no header is then sent or expected.
 // ErrAmbiguous: an argument a binding reads is also spelled with other
 // case in the same object, which a parser that matches names
 // case-insensitively (Go's encoding/json) could read instead.
@@ -229,6 +225,10 @@ func Ambiguous(bindings []Binding, arguments json.RawMessage) error {
 	return nil
 }
 
+// Value returns the header form of the argument a binding mirrors:
+// strings as they are, integers in decimal, booleans as true or false. It
+// reports false when the argument is absent or null, or not of those
+// kinds: no header is then sent or expected.
 func (b Binding) Value(arguments json.RawMessage) (string, bool) {
 	v := arguments
 	for _, k := range b.Path {
@@ -276,10 +276,9 @@ func headerString(v json.RawMessage) (string, bool) {
 // that has a value needs its header, with a value that decodes to the
 // same (integers compared as numbers), and a header value with invalid
 // characters is rejected. get returns a header's value ("" when absent).
+// Arguments spelled twice (Ambiguous) are the router's to refuse, for
+// hosts of both eras.
 func Check(bindings []Binding, arguments json.RawMessage, get func(name string) string) error {
-	if err := Ambiguous(bindings, arguments); err != nil {
-		return err
-	}
 	for _, b := range bindings {
 		name := ParamPrefix + b.Header
 		raw := get(name)

@@ -333,7 +333,7 @@ func replyOf(resp *jsonrpc.Message) *Reply {
 	if resp.Error != nil {
 		return &Reply{Error: resp.Error}
 	}
-	return &Reply{Result: resp.Result, LacksResultType: resp.ResultType == "", ToolError: resp.ToolError}
+	return &Reply{Result: resp.Result, LacksResultType: !resp.HasResultType, ToolError: resp.ToolError}
 }
 
 // sealInputRequired returns an upstream's input_required answer with its

@@ -273,9 +273,6 @@ func (s *Server) validateModern(r *http.Request, view string, msg *jsonrpc.Reque
 	}
 	if msg.Method == "tools/call" {
 		if err := mcpheader.Check(s.d.ParamBindings(view, want), msg.Arguments, r.Header.Get); err != nil {
-			if errors.Is(err, mcpheader.ErrAmbiguous) {
-				return jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Invalid request: %v", err)
-			}
 			return jsonrpc.NewError(jsonrpc.CodeHeaderMismatch, "Header mismatch: %v", err)
 		}
 	}
