@@ -92,7 +92,6 @@ func hostTarget(req *jsonrpc.Request) string {
 // upstream.Supervised.
 type upstreamClient interface {
 	router.Upstream
-	State() upstream.State
 	Subscribe(ctx context.Context, want upstream.Subscriptions) error
 }
 

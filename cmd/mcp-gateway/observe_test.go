@@ -547,7 +547,7 @@ func TestActiveRequestsObserved(t *testing.T) {
 		t.Errorf("spans of the panicked call ended as %v, want %v", panicked, want)
 	}
 
-	const methods = 1010
+	const methods = 20
 	for i := range methods {
 		d.Dispatch(context.Background(), caller, hostRequest(t, "made/up/"+strconv.Itoa(i), `{}`))
 		d.Dispatch(context.Background(), caller, hostRequest(t, "tools/call", `{"name":"made_up_`+strconv.Itoa(i)+`"}`))
@@ -578,7 +578,8 @@ func TestActiveRequestsObserved(t *testing.T) {
 }
 
 // TestUpstreamOutcome: a deadline is a timeout, an error; only the
-// host's cancelling is "cancelled".
+// host's cancelling is "cancelled". On the host side too, a deadline is
+// the error the router answered with.
 func TestUpstreamOutcome(t *testing.T) {
 	expired, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
 	defer cancel()
@@ -597,5 +598,12 @@ func TestUpstreamOutcome(t *testing.T) {
 		if outcome != tt.outcome || errType != tt.errType {
 			t.Errorf("%s: %s %q, want %s %q", tt.name, outcome, errType, tt.outcome, tt.errType)
 		}
+	}
+	timedOut := &router.Reply{Error: jsonrpc.NewError(jsonrpc.CodeInternalError, "timed out")}
+	if res := hostResult(expired, hostRequest(t, "tools/call", `{"name":"a__x"}`), timedOut); res.Outcome != telemetry.OutcomeError || res.Code != jsonrpc.CodeInternalError {
+		t.Errorf("a host request past its deadline: %+v, want the router's error", res)
+	}
+	if res := hostResult(cancelled, hostRequest(t, "tools/call", `{"name":"a__x"}`), timedOut); res.Outcome != telemetry.OutcomeCancelled {
+		t.Errorf("a cancelled host request: %+v, want cancelled", res)
 	}
 }

@@ -59,9 +59,10 @@ import (
 	"time"
 )
 
-// Defaults, as applied by [Default] and by [Load] to every upstream.
-// They are the gateway's only defaults: where another package's Options
-// have one for a zero value, it is the constant here.
+// Defaults: the gateway's only ones. [Default] and [Load] apply those of
+// the file's keys; where another package's Options have a default for a
+// zero value (the server's session limits, the router's list waits, the
+// upstream client's limits), it is the constant here.
 const (
 	DefaultListen          = "127.0.0.1:8080"
 	DefaultEndpoint        = "/mcp"

@@ -262,7 +262,7 @@ func (s *HostSpan) End(ctx context.Context, res HostResult) {
 	req, o := s.req, s.o
 	key := attrKey{method: s.method, outcome: res.Outcome, team: req.Team, upstream: res.Upstream}
 	routed := res.Upstream != "" && req.Target != ""
-	if routed && req.Method != "resources/read" {
+	if routed && namesTarget(s.method) {
 		// Only names the catalog routed: a host's unknown names would
 		// make the series (and the span names) unbounded.
 		key.target = req.Target
@@ -346,7 +346,7 @@ func (s *UpstreamSpan) End(ctx context.Context, outcome, errType string, err err
 	s.active.n.Add(-1)
 	o, req := s.o, s.req
 	key := attrKey{client: true, method: req.Method, upstream: req.Upstream, outcome: outcome, errType: errType}
-	if req.Method != "resources/read" {
+	if namesTarget(req.Method) {
 		key.target = req.Target
 	}
 	o.in.ClientDuration.Record(ctx, time.Since(s.start).Seconds(), o.measurement(key).record...)
@@ -366,14 +366,18 @@ func (s *UpstreamSpan) End(ctx context.Context, outcome, errType string, err err
 }
 
 // spanName names a span after its method, and the tool or prompt it
-// names (the semantic conventions' "{mcp.method.name} {target}"); a
-// resource's URI, which may be anything, is only an attribute.
+// names (the semantic conventions' "{mcp.method.name} {target}").
 func spanName(method, target string) string {
-	if target != "" && (method == "tools/call" || method == "prompts/get") {
+	if target != "" && namesTarget(method) {
 		return method + " " + target
 	}
 	return method
 }
+
+// namesTarget reports whether a method's target may name a span or label
+// a metric: a tool or a prompt. A resource's URI, which may be anything
+// (and may say more than it should), is only a span attribute.
+func namesTarget(method string) bool { return method == "tools/call" || method == "prompts/get" }
 
 func targetKey(method string) attribute.Key {
 	if method == "prompts/get" {

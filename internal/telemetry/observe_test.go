@@ -2,11 +2,13 @@ package telemetry
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
 
 // BenchmarkMetricRecording measures six metric recordings per tools/call
@@ -60,4 +62,56 @@ func BenchmarkMetricRecording(b *testing.B) {
 			serverDur.Record(ctx, 0.001, serverDone)
 		}
 	})
+}
+
+// TestNoURIInMetrics: a resource's URI labels no metric, on either side
+// and for any method that names one; a routed tool does.
+func TestNoURIInMetrics(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	tel, err := New(context.Background(), Options{MetricReader: reader, Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	o, err := NewObserver(tel, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(o.Close)
+	ctx := context.Background()
+	for _, method := range []string{"resources/read", "resources/subscribe", "resources/unsubscribe"} {
+		_, up := o.Upstream(ctx, UpstreamRequest{Method: method, Upstream: "a", Target: "file:///secret/path"})
+		up.End(ctx, OutcomeOK, "", nil)
+		_, host := o.Host(ctx, &HostRequest{Method: method, Target: "file:///secret/path"})
+		host.End(ctx, HostResult{Outcome: OutcomeOK, Upstream: "a"})
+	}
+	_, host := o.Host(ctx, &HostRequest{Method: "tools/call", Target: "a__echo"})
+	host.End(ctx, HostResult{Outcome: OutcomeOK, Upstream: "a"})
+
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	tools := 0
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			h, ok := m.Data.(metricdata.Histogram[float64])
+			if !ok {
+				continue
+			}
+			for _, p := range h.DataPoints {
+				for _, kv := range p.Attributes.ToSlice() {
+					if strings.Contains(kv.Value.Emit(), "file://") {
+						t.Errorf("%s carries the URI in %s", m.Name, kv.Key)
+					}
+					if kv.Key == AttrToolName && kv.Value.AsString() == "a__echo" {
+						tools++
+					}
+				}
+			}
+		}
+	}
+	if tools != 1 {
+		t.Errorf("the routed tool labels %d series, want 1", tools)
+	}
 }

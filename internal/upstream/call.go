@@ -101,7 +101,7 @@ type callOpts struct {
 	// req, if set, is the request to encode; otherwise the params given
 	// to roundTrip are sent as they are.
 	req *jsonrpc.Outgoing
-	// deadline, if set, bounds the call (Call); otherwise timeout does,
+	// deadline, if set, bounds the call (Send and Call); otherwise timeout does,
 	// and 0 means none (a subscription).
 	deadline *deadline
 	timeout  time.Duration
@@ -170,7 +170,7 @@ func (c *Client) roundTrip(ctx context.Context, w wire, method string, params js
 	out := &outgoing{id: id, method: method, header: o.header, handshake: o.handshake, handler: o.handler}
 	if o.req != nil {
 		out.data = o.req.AppendRequest(make([]byte, 0, o.req.SizeHint()+len(method)+64), idRaw)
-		out.name, out.hasName = mcpName(method, o.req)
+		out.req = o.req
 	} else {
 		out.data = jsonrpc.AppendRequest(make([]byte, 0, len(params)+len(method)+64), idRaw, method, params)
 	}

@@ -28,7 +28,7 @@
 // A modern answer that lists only legacy versions (a dual-era server
 // configured for legacy clients) leads to initialize as well.
 //
-// Callers then use Call, Notify and List the same way in both eras: the
+// Callers then use Send (or Call), Notify and List the same way in both eras: the
 // Client adds what a modern request needs and strips it from legacy ones.
 //
 // # Live traffic
@@ -55,7 +55,7 @@
 //     subscriptions/listen stream (spec 2026-07-28,
 //     basic/patterns/subscriptions): Subscribe opens and keeps one, and
 //     its notifications go to Options.OnNotification. Legacy servers send
-//     list_changed unasked; resources/subscribe is an ordinary Call.
+//     list_changed unasked; resources/subscribe is an ordinary request (Send).
 //   - Cancelling a call's context cancels it upstream: notifications/cancelled
 //     on stdio and legacy HTTP, closing the response stream on modern
 //     HTTP.
@@ -173,7 +173,7 @@ type Options struct {
 	// means progress extends nothing. A positive value below Timeout is
 	// an error.
 	MaxTimeout time.Duration
-	// MaxInFlight bounds the calls (Call, and each page of List) in
+	// MaxInFlight bounds the calls (Send and Call, and each page of List) in
 	// flight at once on the connection; 0 means config.DefaultMaxInFlight
 	// (256), and a negative value means no limit. Handshake and
 	// subscription requests do not count.
@@ -379,12 +379,12 @@ type wire interface {
 type outgoing struct {
 	id     int64  // request id; 0 for notifications and responses
 	method string // "" for responses
-	// name is the request's Mcp-Name (a tool's or prompt's name, a
-	// resource's URI), when it has one.
-	name    string
-	hasName bool
-	data    []byte      // the encoded message
-	header  http.Header // extra HTTP headers (Mcp-Param-*, probe headers)
+	// req is the request data was encoded from, when the router made it:
+	// a modern HTTP server's Mcp-Name header is read from it (and only
+	// then). It is valid until send returns.
+	req    *jsonrpc.Outgoing
+	data   []byte      // the encoded message
+	header http.Header // extra HTTP headers (Mcp-Param-*, probe headers)
 	// handler receives the messages of a request's own response stream.
 	handler CallHandler
 	// handshake messages never trigger a session renewal.

@@ -13,7 +13,7 @@ import (
 // roots/list, which a legacy server may send there.
 //
 // Notify is called on the goroutine of the call, in the order the server
-// sent the messages, and always before Call returns; it must not block
+// sent the messages, and always before Send (or Call) returns; it must not block
 // long. The message aliases a read buffer: copy what is kept.
 //
 // Request runs on its own goroutine. Its ctx carries the values of the
@@ -28,7 +28,7 @@ type CallHandler interface {
 
 type callHandlerKey struct{}
 
-// WithCallHandler returns a context that makes Client.Call deliver to h
+// WithCallHandler returns a context that makes Client.Send and Call deliver to h
 // the messages that arrive on that call's own response stream, instead of
 // to Options.OnNotification and Options.OnRequest. Over stdio and the
 // deprecated HTTP+SSE transport, where all messages share one stream, and

@@ -160,8 +160,10 @@ func (w *httpWire) post(ctx context.Context, m *outgoing) (string, error) {
 		if m.method != "" {
 			h["Mcp-Method"] = []string{m.method}
 		}
-		if m.hasName {
-			h["Mcp-Name"] = []string{mcpheader.Encode(m.name)}
+		if m.req != nil {
+			if name, ok := mcpName(m.method, m.req); ok {
+				h["Mcp-Name"] = []string{mcpheader.Encode(name)}
+			}
 		}
 	} else if session != "" {
 		h["Mcp-Session-Id"] = []string{session}

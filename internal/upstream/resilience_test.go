@@ -266,6 +266,9 @@ func TestBreakerOpensOnTransportFailures(t *testing.T) {
 				if want := openedAt.Add(time.Minute); !ue.RetryAt.Equal(want) {
 					t.Errorf("RetryAt = %v, want %v", ue.RetryAt, want)
 				}
+				if got := s.State().Since; !got.Equal(openedAt) {
+					t.Errorf("Since = %v, want the breaker's opening, %v", got, openedAt)
+				}
 				if !strings.Contains(err.Error(), "retried at") || ue.Last == nil {
 					t.Errorf("error %q: want the last failure and when it is retried", err)
 				}
