@@ -253,6 +253,7 @@ func routed(reply *Reply, u *upstreamState, original string) *Reply {
 func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, in *jsonrpc.Request, out *jsonrpc.Outgoing, subject string) *Reply {
 	method := out.Method
 	interactive := slices.Contains(interactiveMethods, method)
+	modernUp := u.isModern() // read once: a re-list may change it
 	if (in.HasRequestState || in.InputResponses != nil) && !(c.Modern() && interactive && in.HasRequestState) {
 		// Only a modern host's retry of a multi round-trip request
 		// carries these, with the requestState the gateway gave it
@@ -260,9 +261,26 @@ func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, in *j
 		// never passed to an upstream that might read it.
 		return errorReply(jsonrpc.CodeInvalidParams, "Invalid params: requestState and inputResponses belong only to a retry, in protocol version %s, of the tools/call, prompts/get or resources/read that was answered with input_required, carrying the requestState it was given", ModernVersion)
 	}
-	if interactive && c.Modern() && !u.isModern() && in.HasRequestState {
-		// A parked call continues; it holds its own session.
-		return r.resumeParked(ctx, c, u, in, method, subject)
+	if in.HasRequestState {
+		// A retry: its state says what it continues, and is opened
+		// before anything is taken for the call.
+		st, err := r.sealer.open(in.RequestState, c, method, subject)
+		switch {
+		case err != nil:
+			return errorReply(jsonrpc.CodeInvalidParams, "Invalid params: %v", errBadState)
+		case st.Parked != "":
+			// A parked call continues; it holds its own session.
+			return r.resumeParked(ctx, c, u, st, in)
+		case st.Upstream != u.Name || !modernUp:
+			return errorReply(jsonrpc.CodeInvalidParams, "Invalid params: %v", errBadState)
+		}
+		// The retry of an input_required the gateway relayed: its state
+		// wraps the upstream's own.
+		if st.State != nil {
+			out.Set("requestState", *st.State)
+		} else {
+			out.Set("requestState", nil)
+		}
 	}
 	client, calls, release := u.Client, &u.calls, func() {}
 	var hc *hostConn
@@ -285,34 +303,24 @@ func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, in *j
 		prev := release
 		release = func() { leave(); prev() }
 	}
-	if interactive && c.Modern() && !u.isModern() {
+	if interactive && c.Modern() && !modernUp {
 		// The call may outlive this request: the session is released
 		// when the upstream call ends.
 		return r.forwardParked(ctx, c, u, client, calls, release, in, out, subject)
 	}
 	defer release()
-	relayed := c.Modern() && u.isModern() // an input_required goes to the host
-	if relayed && in.HasRequestState {
-		// The retry of an input_required the gateway relayed (of an
-		// interactive method, as checked above): its state wraps the
-		// upstream's own.
-		st, err := r.sealer.open(in.RequestState, c, method, subject)
-		if err != nil || st.Upstream != u.Name {
-			return errorReply(jsonrpc.CodeInvalidParams, "Invalid params: %v", errBadState)
-		}
-		if st.State != nil {
-			out.Set("requestState", *st.State)
-		} else {
-			out.Set("requestState", nil)
-		}
-	}
 	cl := r.startCall(c, u, calls, in, out)
 	defer cl.end()
 	resp, err := client.Send(upstream.WithCallHandler(ctx, cl), out)
-	if err == nil && interactive && !c.Modern() && u.isModern() {
+	if err == nil && interactive && !c.Modern() && modernUp {
 		resp, err = r.fulfil(ctx, u, client, cl, out, resp)
 	}
-	if err == nil && relayed && resp.Error == nil && resp.ResultType == "input_required" {
+	if err == nil && resp.Error == nil && resp.ResultType == "input_required" {
+		if !interactive || !c.Modern() {
+			// Nothing can retry it: only a modern host retries, and only
+			// the methods that may ask. Its requestState stays here.
+			return errorReply(jsonrpc.CodeInternalError, "Internal error: the server %q asked for input on %s, which cannot be answered", u.Name, method)
+		}
 		resp = r.sealInputRequired(c, u, method, subject, resp)
 	}
 	if err != nil {

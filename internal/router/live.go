@@ -252,7 +252,9 @@ func (r *Router) upstreamNotification(u *upstreamState, calls *callSet, n *jsonr
 		r.mu.Lock()
 		cl := r.progress[tok]
 		r.mu.Unlock()
-		if cl != nil && cl.up == u {
+		if cl != nil && cl.calls == calls {
+			// Only a call on this connection: progress from a per-client
+			// session never reaches another host's call.
 			cl.Notify(n)
 		}
 	case "notifications/message":

@@ -199,6 +199,12 @@ func TestNotificationsOnACallStream(t *testing.T) {
 	cl := r.startCall(&Caller{ProtocolVersion: "2025-11-25", Session: "s3", Host: mine}, u, &u.calls,
 		request("tools/call", `{"name":"up__work","_meta":{"progressToken":"mine"}}`), jsonrpc.NewOutgoing("tools/call", nil))
 	defer cl.end()
+	// A call on another connection to the same upstream (a per-client
+	// session of another host): this connection cannot reach it.
+	elsewhere, onOther := &recordingHost{}, &callSet{}
+	farCall := r.startCall(&Caller{ProtocolVersion: "2025-11-25", Session: "s4", Host: elsewhere}, u, onOther,
+		request("tools/call", `{"name":"up__work","_meta":{"progressToken":"far"}}`), jsonrpc.NewOutgoing("tools/call", nil))
+	defer farCall.end()
 
 	cl.Notify(&jsonrpc.Message{Method: "notifications/resources/updated", Params: json.RawMessage(`{"uri":"test://a"}`)})
 	for updated := false; !updated; {
@@ -213,6 +219,11 @@ func TestNotificationsOnACallStream(t *testing.T) {
 	}
 	cl.Notify(&jsonrpc.Message{Method: "notifications/progress", Params: json.RawMessage(`{"progressToken":"` + otherCall.token + `","progress":1}`)})
 	cl.Notify(&jsonrpc.Message{Method: "notifications/progress", Params: json.RawMessage(`{"progressToken":"` + cl.token + `","progress":2}`)})
+	cl.Notify(&jsonrpc.Message{Method: "notifications/progress", Params: json.RawMessage(`{"progressToken":"` + farCall.token + `","progress":3}`)})
+	r.upstreamNotification(u, &u.calls, &jsonrpc.Message{Method: "notifications/progress", Params: json.RawMessage(`{"progressToken":"` + farCall.token + `","progress":4}`)})
+	if got, _ := elsewhere.got(); len(got) != 0 {
+		t.Errorf("a call on another connection got %q from this one", got)
+	}
 	if got, _ := other.got(); len(got) != 1 || !strings.Contains(got[0], `"progressToken":"theirs"`) {
 		t.Errorf("the other call's host got %q, want its own progress", got)
 	}

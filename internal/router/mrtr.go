@@ -234,11 +234,8 @@ func (r *Router) forwardParked(ctx context.Context, c *Caller, u *upstreamState,
 
 // resumeParked continues a parked call with a modern host's retry: the
 // answers go to the upstream requests waiting for them.
-func (r *Router) resumeParked(ctx context.Context, c *Caller, u *upstreamState, in *jsonrpc.Request, method, subject string) *Reply {
-	var pc *parkedCall
-	if st, err := r.sealer.open(in.RequestState, c, method, subject); err == nil && st.Parked != "" {
-		pc = r.parked.take(st)
-	}
+func (r *Router) resumeParked(ctx context.Context, c *Caller, u *upstreamState, st *sealedState, in *jsonrpc.Request) *Reply {
+	pc := r.parked.take(st)
 	if pc == nil {
 		return errorReply(jsonrpc.CodeInvalidParams, "Invalid params: %v", errBadState)
 	}

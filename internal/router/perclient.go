@@ -28,13 +28,14 @@ import (
 //
 // The sessions of one upstream are kept in an LRU of bounded size. To
 // make room for a new session the least recently used session of the
-// same identity is closed; one identity never closes another's, so when
-// every session belongs to other identities the new one is refused until
-// one of theirs ends. The router's janitor closes the sessions unused
-// for longer than the idle timeout. A session with calls in flight is
-// closed only when they end. (The expirable cache of
-// golang-lru v2.0.7 runs a cleanup goroutine that can never be stopped,
-// so the router sweeps the plain LRU itself.)
+// same identity is closed, else that of the identity holding the most
+// (one identity cannot fill the pool for all); when every session is
+// another identity's only one, the new one is refused until one ends.
+// The router's janitor closes the sessions unused for longer than the
+// idle timeout. A session with calls in flight is closed only when they
+// end. (The expirable cache of golang-lru v2.0.7 runs a cleanup
+// goroutine that can never be stopped, so the router sweeps the plain
+// LRU itself.)
 
 // conn is one upstream client and the calls in flight on it.
 type conn struct {
@@ -94,15 +95,36 @@ func hostKey(c *Caller) string {
 var errNoRoom = errors.New("every session the gateway may open to this server is in use by other callers")
 
 // makeRoomLocked makes room in a full pool for a session of owner by
-// evicting owner's least recently used one; false when owner has none.
-// p.mu must be held.
+// evicting owner's least recently used one or, when owner has none, the
+// least recently used one of the identity that holds the most sessions,
+// if it holds more than one. false: every session is the only one of
+// another identity. p.mu must be held.
 func (p *clientPool) makeRoomLocked(owner string) bool {
 	if p.lru.Len() < p.size {
 		return true
 	}
-	for _, k := range p.lru.Keys() { // oldest first
-		if hc, _ := p.lru.Peek(k); hc.owner == owner {
+	keys := p.lru.Keys() // oldest first
+	held := map[string]int{}
+	for _, k := range keys {
+		hc, _ := p.lru.Peek(k)
+		if hc.owner == owner {
 			p.lru.Remove(k) // the eviction callback retires it
+			return true
+		}
+		held[hc.owner]++
+	}
+	most := ""
+	for o, n := range held {
+		if n > held[most] {
+			most = o
+		}
+	}
+	if held[most] < 2 {
+		return false
+	}
+	for _, k := range keys {
+		if hc, _ := p.lru.Peek(k); hc.owner == most {
+			p.lru.Remove(k)
 			return true
 		}
 	}

@@ -109,8 +109,9 @@ func TestPerClientSessions(t *testing.T) {
 
 // TestPerClientSessionsBoundToIdentity: modern hosts of two identities
 // that declare the same capabilities get sessions of their own; a new
-// session only ever displaces one of its own identity's, and when every
-// session belongs to others it is refused with a tool error that says so.
+// session displaces one of its own identity's, else one of the identity
+// that holds the most, and when every identity holds one it is refused
+// with a tool error that says so.
 func TestPerClientSessionsBoundToIdentity(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &fakeFactory{lists: map[string][]string{"tools/list": tools("echo")}}
@@ -152,13 +153,23 @@ func TestPerClientSessionsBoundToIdentity(t *testing.T) {
 		if made, _ = f.snapshot(); !made[2].isClosed() || made[3].isClosed() || made[4].isClosed() {
 			t.Errorf("b's new session: b1 closed %v, a2 %v, a3 %v; want only b1", made[2].isClosed(), made[3].isClosed(), made[4].isClosed())
 		}
-		// A third identity finds no session of its own to displace.
-		reply := call(host("key:c", "a", `{}`))
-		if reply.Error != nil || !reply.ToolError || !strings.Contains(string(reply.Result), "in use by other callers") {
-			t.Errorf("a third identity in a full pool: %v %s, want a tool error saying the sessions are in use", reply.Error, reply.Result)
+		// A third identity has no session of its own to displace: it takes
+		// the least recently used of the identity that holds the most (a,
+		// with a2 and a3), so that no identity can fill the pool for all.
+		if reply := call(host("key:c", "a", `{}`)); reply.Error != nil || reply.ToolError {
+			t.Fatalf("a third identity in a pool that a holds two thirds of: %v %s", reply.Error, reply.Result)
 		}
-		if n, _ := f.snapshot(); len(n) != 6 {
-			t.Errorf("%d sessions made, want 6 (no session for the refused identity)", len(n))
+		synctest.Wait()
+		if made, _ = f.snapshot(); !made[3].isClosed() || made[4].isClosed() || made[5].isClosed() {
+			t.Errorf("c's session: a2 closed %v, a3 %v, b2 %v; want only a2", made[3].isClosed(), made[4].isClosed(), made[5].isClosed())
+		}
+		// With one session each, a fourth identity displaces nobody.
+		reply := call(host("key:d", "b", `{}`))
+		if reply.Error != nil || !reply.ToolError || !strings.Contains(string(reply.Result), "in use by other callers") {
+			t.Errorf("a fourth identity in a pool of one session each: %v %s, want a tool error saying the sessions are in use", reply.Error, reply.Result)
+		}
+		if n, _ := f.snapshot(); len(n) != 7 {
+			t.Errorf("%d sessions made, want 7 (no session for the refused identity)", len(n))
 		}
 	})
 }

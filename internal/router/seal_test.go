@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
@@ -151,9 +153,9 @@ func TestSealer(t *testing.T) {
 // TestRequestStateOnlyOnModernRetries: requestState and inputResponses
 // reach no upstream but as the gateway's own, on a modern host's retry:
 // a legacy host's, one on another method, and inputResponses without a
-// requestState are refused; an upstream's input_required is sealed on
-// every method, and of two requestState members it sent neither reaches
-// the host.
+// requestState are refused; an upstream's input_required is sealed for
+// the methods a host may retry (of two requestState members it sent,
+// neither reaches the host) and an error on the others.
 func TestRequestStateOnlyOnModernRetries(t *testing.T) {
 	up := &fakeUpstream{version: ModernVersion, lists: map[string][]string{"tools/list": tools("ask"), "prompts/list": {`{"name":"p"}`}}}
 	up.answer = func(method string, params json.RawMessage) (*jsonrpc.Message, error) {
@@ -180,13 +182,57 @@ func TestRequestStateOnlyOnModernRetries(t *testing.T) {
 			t.Errorf("%s: %v %s (upstream calls %d -> %d), want -32602 without reaching the upstream", tt.name, reply.Error, reply.Result, calls, len(up.recorded()))
 		}
 	}
-	for _, tt := range []struct{ method, params string }{
-		{"tools/call", `{"name":"up__ask",` + modernParams + `}`},
-		{"completion/complete", `{"ref":{"type":"ref/prompt","name":"up__p"},"argument":{"name":"a","value":""},` + modernParams + `}`},
-	} {
-		reply := r.Dispatch(context.Background(), modern, request(tt.method, tt.params))
-		if reply.Error != nil || strings.Contains(string(reply.Result), "bare") || strings.Count(string(reply.Result), `"requestState"`) != 1 || !strings.Contains(string(reply.Result), statePrefix) {
-			t.Errorf("%s: the host got %v %s, want one sealed requestState", tt.method, reply.Error, reply.Result)
+	reply := r.Dispatch(context.Background(), modern, request("tools/call", `{"name":"up__ask",`+modernParams+`}`))
+	if reply.Error != nil || strings.Contains(string(reply.Result), "bare") || strings.Count(string(reply.Result), `"requestState"`) != 1 || !strings.Contains(string(reply.Result), statePrefix) {
+		t.Errorf("tools/call: the host got %v %s, want one sealed requestState", reply.Error, reply.Result)
+	}
+	// A method no host may retry gets an error; the upstream's state
+	// stays here.
+	reply = r.Dispatch(context.Background(), modern, request("completion/complete", `{"ref":{"type":"ref/prompt","name":"up__p"},"argument":{"name":"a","value":""},`+modernParams+`}`))
+	if reply.Error == nil || reply.Error.Code != jsonrpc.CodeInternalError || strings.Contains(reply.Error.Message, "first") || reply.Result != nil {
+		t.Errorf("completion/complete answered with input_required: the host got %v %s, want an error", reply.Error, reply.Result)
+	}
+}
+
+// TestSealedStateExpires: a state opens until stateTTL after it was
+// sealed, and not after.
+func TestSealedStateExpires(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newSealer()
+		c := &Caller{Principal: "key:a", View: "t"}
+		state := s.seal(sealedState{Owner: c.owner(), Method: "tools/call", Subject: "x"})
+		time.Sleep(stateTTL)
+		if _, err := s.open(state, c, "tools/call", "x"); err != nil {
+			t.Errorf("at its expiry: %v", err)
 		}
+		time.Sleep(time.Millisecond)
+		if _, err := s.open(state, c, "tools/call", "x"); err == nil {
+			t.Error("opened after its expiry")
+		}
+	})
+}
+
+// TestStateOfAnotherKindOrUpstream: a parked call's state of an earlier
+// round, and a wrapped state presented for another upstream, are
+// refused without reaching an upstream.
+func TestStateOfAnotherKindOrUpstream(t *testing.T) {
+	up := &fakeUpstream{version: ModernVersion, lists: map[string][]string{"tools/list": tools("ask")}}
+	other := &fakeUpstream{version: ModernVersion, lists: map[string][]string{"tools/list": tools("ask")}}
+	r := startRouter(t, Options{Rules: twoKeysOneTeam}, map[string]*fakeUpstream{"up": up, "other": other}, "up", "other")
+	alice := mrtrCaller("key:alice")
+	// A wrapped state issued for "up" but naming "other__ask" as its
+	// subject cannot be made by a host; one for "up" presented on
+	// "other__ask" fails the subject, so seal one as the gateway would
+	// for "other__ask" with "up" as its upstream.
+	forged := r.sealer.seal(sealedState{Owner: alice.owner(), Method: "tools/call", Subject: "other__ask", Upstream: "up"})
+	wantBadState(t, "a state of another upstream", r.Dispatch(context.Background(), alice,
+		request("tools/call", `{"name":"other__ask",`+modernParams+`,"requestState":`+string(jsonrpc.String(forged))+`}`)))
+	// A parked call's earlier round.
+	pc := &parkedCall{id: "p", owner: alice.owner(), method: "tools/call", subject: "up__ask", round: 1, cancel: func() {}}
+	r.parked.park(pc) // now in round 2
+	stale := r.sealer.seal(sealedState{Owner: alice.owner(), Method: "tools/call", Subject: "up__ask", Parked: "p", Round: 1})
+	wantBadState(t, "an earlier round's state", r.Dispatch(context.Background(), alice, retryOf(stale, `{}`)))
+	if n := len(up.recorded()) + len(other.recorded()); n != 0 {
+		t.Errorf("%d refused retries reached an upstream", n)
 	}
 }
