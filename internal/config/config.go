@@ -89,6 +89,11 @@ const (
 	DefaultRestartMaxDelay = 30 * time.Second
 	DefaultCrashLimit      = 5
 	DefaultCrashWindow     = time.Minute
+	// DefaultReconnectMaxDelay is the longest delay between the attempts
+	// to reach a URL server (Streamable HTTP or HTTP+SSE) that cannot be
+	// reached: short, so that a server started after the gateway is
+	// picked up within seconds.
+	DefaultReconnectMaxDelay = 5 * time.Second
 
 	// Defaults of settings gateway.yaml does not have yet.
 
@@ -99,8 +104,9 @@ const (
 	// DefaultKeepAlive is the interval of the comment lines that keep an
 	// idle SSE stream open through proxies.
 	DefaultKeepAlive = 25 * time.Second
-	// DefaultListWait bounds how long a request that needs the catalog
-	// waits for upstreams still in their first start.
+	// DefaultListWait bounds how long a call of a name no upstream offers
+	// yet waits for the upstreams still in their first start that could
+	// offer it. Lists never wait.
 	DefaultListWait = 10 * time.Second
 	// DefaultListTTL is the ttlMs hint of list results for modern hosts.
 	DefaultListTTL = 60 * time.Second
@@ -375,20 +381,25 @@ type Breaker struct {
 	Cooldown time.Duration
 }
 
-// Restart configures the restarts of an upstream that was lost: after
-// each crash the delay doubles from Delay up to MaxDelay (each varied by
-// up to 20% at random); CrashLimit crashes within CrashWindow stop the
-// restarts, and /readyz says "crash loop" until the next reload.
+// Restart configures the restarts of an upstream that was lost or could
+// not be started: after each failure within CrashWindow the delay doubles
+// from Delay up to MaxDelay (each varied by up to 20% at random). For a
+// stdio server, CrashLimit failures within CrashWindow stop the restarts
+// (a crash loop), and /readyz says "crash loop" until the next reload. A
+// URL server is tried again for as long as it is configured: a server
+// that cannot be reached has not crashed.
 type Restart struct {
 	// Delay before the first restart. Key: delay. 0 means
 	// DefaultRestartDelay (250ms).
 	Delay time.Duration
 	// MaxDelay is the longest delay. Key: max_delay. 0 means
-	// DefaultRestartMaxDelay (30s).
+	// DefaultRestartMaxDelay (30s) for a stdio server and
+	// DefaultReconnectMaxDelay (5s) for a URL server.
 	MaxDelay time.Duration
-	// CrashLimit is how many crashes within CrashWindow stop the
-	// restarts. Key: crash_limit. 0 means DefaultCrashLimit (5); negative
-	// means never stop.
+	// CrashLimit is how many crashes of a stdio server within
+	// CrashWindow stop its restarts. Key: crash_limit. 0 means
+	// DefaultCrashLimit (5); negative means never stop. A URL server
+	// has no crash limit.
 	CrashLimit int
 	// CrashWindow. Key: crash_window. 0 means DefaultCrashWindow (1m).
 	CrashWindow time.Duration

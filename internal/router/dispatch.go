@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/mcpheader"
+	"github.com/mcp-gateway/mcp-gateway/internal/namespace"
 	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 )
 
@@ -86,6 +87,9 @@ type Reply struct {
 	// upstream, and the name (or URI) it knows the target by; both empty
 	// when no upstream was chosen (an unknown or hidden name).
 	Upstream, Original string
+	// unknown is the name or URI of a call that found no upstream: one
+	// still in its first start may yet offer it.
+	unknown string
 }
 
 func errorReply(code int64, format string, args ...any) *Reply {
@@ -112,14 +116,23 @@ var removedInModern = map[string]bool{
 }
 
 // Dispatch answers one host request. It never returns nil.
+//
+// A request waits for no upstream but the one it is routed to: lists are
+// answered from what is listed now (an upstream that becomes ready later
+// arrives with list_changed), and a call by a name or URI that no
+// upstream offers yet waits, for at most ListWait, only for the upstreams
+// still in their first start that could offer it, then looks again.
 func (r *Router) Dispatch(ctx context.Context, c *Caller, req *jsonrpc.Request) *Reply {
+	reply := r.dispatch(ctx, c, req)
+	if reply.unknown != "" && r.awaitFirstStarts(ctx, reply.unknown) {
+		reply = r.dispatch(ctx, c, req)
+	}
+	return reply
+}
+
+func (r *Router) dispatch(ctx context.Context, c *Caller, req *jsonrpc.Request) *Reply {
 	if c.Modern() && removedInModern[req.Method] {
 		return errorReply(jsonrpc.CodeMethodNotFound, "Method not found: %s is not part of protocol version %s", req.Method, c.ProtocolVersion)
-	}
-	switch req.Method {
-	case "tools/list", "prompts/list", "resources/list", "resources/templates/list",
-		"tools/call", "prompts/get", "resources/read", "completion/complete":
-		r.awaitFirstStart(ctx)
 	}
 	switch req.Method {
 	case "ping":
@@ -169,23 +182,51 @@ func (r *Router) Dispatch(ctx context.Context, c *Caller, req *jsonrpc.Request) 
 	return errorReply(jsonrpc.CodeMethodNotFound, "Method not found: %s", req.Method)
 }
 
-// awaitFirstStart holds a request that needs the catalog until every
-// upstream has finished its first start, for at most ListWait: a host
-// that connects (or calls a tool it remembers) just after the gateway
-// starts then sees the whole catalog. Afterwards it costs one select on
-// a closed channel.
-func (r *Router) awaitFirstStart(ctx context.Context) {
+// awaitFirstStarts waits, for at most ListWait, for the upstreams still
+// in their first start that could offer name (a tool or prompt name, or
+// a URI): with every name prefixed, only the upstream of the name's
+// prefix; otherwise every one still starting. It reports whether it
+// waited for any, so that the caller looks again. A host that calls a
+// tool it remembers just after the gateway starts is then answered by
+// that tool's server, and a call of a name nobody offers waits only while
+// some upstream is starting.
+func (r *Router) awaitFirstStarts(ctx context.Context, name string) bool {
 	if r.opts.ListWait <= 0 {
-		return
+		return false
 	}
-	select {
-	case <-r.started:
-		return
-	default:
+	_, names := r.settings()
+	sep := names.Separator
+	if sep == "" {
+		sep = namespace.DefaultSeparator
 	}
-	waitCtx, cancel := context.WithTimeout(ctx, r.opts.ListWait)
-	defer cancel()
-	_ = r.WaitStarted(waitCtx) // after the wait, serve what is ready
+	prefixed := names.Mode != namespace.ModeOnConflict
+	var waits []<-chan struct{}
+	for _, u := range r.upstreams() {
+		select {
+		case <-u.firstDone:
+			continue
+		default:
+		}
+		if prefixed && strings.Contains(name, sep) && !strings.HasPrefix(name, u.Name+sep) {
+			continue // another upstream's name (a URI has no prefix)
+		}
+		waits = append(waits, u.firstDone)
+	}
+	if len(waits) == 0 {
+		return false
+	}
+	t := time.NewTimer(r.opts.ListWait)
+	defer t.Stop()
+	for _, done := range waits {
+		select {
+		case <-done:
+		case <-t.C:
+			return true
+		case <-ctx.Done():
+			return true // the second look answers at once
+		}
+	}
+	return true
 }
 
 // list answers a list method from the caller's view. The gateway returns
@@ -229,7 +270,9 @@ func (r *Router) callNamed(ctx context.Context, c *Caller, req *jsonrpc.Request,
 		if d := n.down[name]; d != nil {
 			return routed(r.downReply(d.up, req.Method, name), d.up, d.original)
 		}
-		return errorReply(jsonrpc.CodeInvalidParams, "Unknown %s: %s", kind, name)
+		reply := errorReply(jsonrpc.CodeInvalidParams, "Unknown %s: %s", kind, name)
+		reply.unknown = name
+		return reply
 	}
 	if err := mcpheader.Ambiguous(e.bindings, req.Arguments); err != nil {
 		// The upstream's Mcp-Param-* headers would say one value and its
@@ -483,6 +526,7 @@ func resourceNotFound(c *Caller, uri string) *Reply {
 	}
 	reply := errorReply(code, "Resource not found: %s", uri)
 	reply.Error.Data, _ = json.Marshal(map[string]string{"uri": uri})
+	reply.unknown = uri
 	return reply
 }
 
@@ -509,7 +553,9 @@ func (r *Router) complete(ctx context.Context, c *Caller, v *view, req *jsonrpc.
 		name := req.Ref.Name
 		e := v.prompts.byName[name]
 		if e == nil {
-			return errorReply(jsonrpc.CodeInvalidParams, "Unknown prompt: %s", name)
+			reply := errorReply(jsonrpc.CodeInvalidParams, "Unknown prompt: %s", name)
+			reply.unknown = name
+			return reply
 		}
 		out := req.Outgoing()
 		out.Set("ref", req.Ref.With("name", jsonrpc.String(e.original)))

@@ -9,8 +9,8 @@ import (
 // Reconfigure applies a new configuration while the router runs. An
 // upstream whose name and Fingerprint are unchanged keeps running: its
 // sessions, subscriptions and calls in flight are untouched. A removed
-// upstream is stopped; a new one, or one whose Fingerprint changed, is
-// started. The new rules and naming apply at once, and hosts hear of the
+// upstream is stopped; a new one, one whose Fingerprint changed, or one
+// that failed for good (a crash loop) is started. The new rules and naming apply at once, and hosts hear of the
 // lists that changed. Other Options fields keep their values. On an error
 // nothing changes.
 func (r *Router) Reconfigure(opts *Options) error {
@@ -30,7 +30,7 @@ func (r *Router) Reconfigure(opts *Options) error {
 	var next, started []*upstreamState
 	keep := map[*upstreamState]bool{}
 	for _, cfg := range opts.Upstreams {
-		if u := old[cfg.Name]; u != nil && u.Fingerprint == cfg.Fingerprint && cfg.Fingerprint != "" {
+		if u := old[cfg.Name]; u != nil && u.Fingerprint == cfg.Fingerprint && cfg.Fingerprint != "" && u.health().phase != PhaseFailed {
 			keep[u] = true
 			next = append(next, u)
 			continue

@@ -2,8 +2,10 @@ package router
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -69,5 +71,58 @@ func TestReconfigure(t *testing.T) {
 	defer b.mu.Unlock()
 	if b.closed {
 		t.Error("the kept upstream was restarted or closed")
+	}
+}
+
+// TestReloadRestartsFailed: a reload (SIGHUP) starts again an upstream
+// that failed for good, though its settings did not change; one that
+// is ready keeps running.
+func TestReloadRestartsFailed(t *testing.T) {
+	var made []*fakeUpstream
+	connect := func(o ConnectOptions) (Upstream, error) {
+		f := &fakeUpstream{lists: map[string][]string{"tools/list": tools("back")}}
+		if len(made) == 0 {
+			f.startErr = errors.New("crash loop: 5 crashes within 1m0s")
+		}
+		made = append(made, f)
+		return f.connect(o)
+	}
+	ok := &fakeUpstream{lists: map[string][]string{"tools/list": tools("one")}}
+	changed := make(chan string, 64)
+	opts := Options{ListWait: -1, OnChange: func(ch Change) { changed <- ch.Method }}
+	opts.Upstreams = []UpstreamConfig{
+		{Name: "f", Connect: connect, Fingerprint: "f1"},
+		{Name: "ok", Connect: ok.connect, Fingerprint: "ok1"},
+	}
+	r, err := New(&opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Start(context.Background())
+	defer r.Close()
+	if err := r.WaitStarted(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.Status()[0]; st.State != PhaseFailed {
+		t.Fatalf("f is %s, want failed", st.State)
+	}
+	if err := r.Reconfigure(&opts); err != nil {
+		t.Fatal(err)
+	}
+	giveUp := time.After(time.Minute) // a bound on a failing run, not a timing claim
+	for !slices.Contains(listNames(t, r.Dispatch(context.Background(), legacyCaller, request("tools/list", `{}`)), "tools"), "f__back") {
+		select {
+		case <-changed:
+		case <-giveUp:
+			t.Fatalf("f was not started again: %+v", r.Status()[0])
+		}
+	}
+	if len(made) != 2 {
+		t.Errorf("f was connected %d times, want 2", len(made))
+	}
+	ok.mu.Lock()
+	defer ok.mu.Unlock()
+	if ok.closed {
+		t.Error("the ready upstream was restarted by the reload")
 	}
 }

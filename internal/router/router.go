@@ -140,11 +140,11 @@ type Options struct {
 	Rules policy.Rules
 	// ServerInfo is the gateway's name and version, as hosts see it.
 	ServerInfo Implementation
-	// ListWait bounds how long a request that needs the catalog (a list,
-	// or a call by name) waits for upstreams that are still in their
-	// first start, so that a host connecting just after the gateway
-	// starts sees a complete catalog; 0 means config.DefaultListWait, and
-	// a negative value means no wait.
+	// ListWait bounds how long a call by a name (or URI) that no
+	// upstream offers yet waits for the upstreams still in their first
+	// start that could offer it (see Dispatch); 0 means
+	// config.DefaultListWait, and a negative value means no wait. Lists
+	// never wait.
 	ListWait time.Duration
 	// ListTTL is the ttlMs hint on list results for modern hosts; 0 means
 	// config.DefaultListTTL.
@@ -237,6 +237,9 @@ type upstreamState struct {
 	gate hostGate
 	// pool holds the per-client sessions; nil in shared mode.
 	pool *clientPool
+	// firstDone is closed when the first start attempt has ended, and
+	// the catalog of its connection, if it made one, is listed.
+	firstDone chan struct{}
 
 	// mu guards the fields below: what only the router knows of the
 	// upstream. Its health is the client's (Client.State), from which
@@ -386,7 +389,7 @@ func (r *Router) newUpstream(u UpstreamConfig) (*upstreamState, error) {
 	if u.ClientIdle <= 0 {
 		u.ClientIdle = config.DefaultIdleTimeout
 	}
-	us := &upstreamState{UpstreamConfig: u}
+	us := &upstreamState{UpstreamConfig: u, firstDone: make(chan struct{})}
 	client, err := u.Connect(ConnectOptions{
 		Handlers: r.handlers(us, &us.calls),
 		OnState:  func(st upstream.State) { r.upstreamChanged(us, st) },
@@ -464,6 +467,7 @@ func (r *Router) sweepInterval() time.Duration {
 // catalog lists. A panic in an upstream client is contained here so that
 // it cannot take the gateway down.
 func (r *Router) startUpstream(ctx context.Context, u *upstreamState) {
+	defer close(u.firstDone) // last: after the listing, or the panic's rebuild
 	defer func() {
 		if p := recover(); p != nil {
 			r.log.Error("upstream start panicked", keyUpstream, u.Name, "panic", p)
@@ -842,14 +846,30 @@ func (r *Router) Views() []ViewStatus {
 	return out
 }
 
-// Ready reports whether every required upstream is serving.
+// Ready reports whether every required upstream is serving; with none
+// required, whether every upstream's first start attempt has ended (and
+// what it connected to is listed), so that "ready" never means "nothing
+// listed yet". An upstream a reload adds does not make a running
+// gateway unready.
 func (r *Router) Ready() bool {
+	required := false
 	for _, u := range r.upstreams() {
-		if u.Required && !u.health().serving() {
-			return false
+		if u.Required {
+			required = true
+			if !u.health().serving() {
+				return false
+			}
 		}
 	}
-	return true
+	if required {
+		return true
+	}
+	select {
+	case <-r.started:
+		return true
+	default:
+		return false
+	}
 }
 
 // capabilities lists which features an upstream offers.

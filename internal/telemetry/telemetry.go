@@ -43,8 +43,19 @@ func ParseLevel(s string) (slog.Level, error) {
 }
 
 // NewLogger returns a JSON logger writing to w at the given level.
+// Durations are written as Go durations ("2.5s"), not as nanoseconds.
 func NewLogger(w io.Writer, level slog.Leveler) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: readableDuration}))
+}
+
+// readableDuration writes a time.Duration attribute as its String form:
+// slog's JSON handler writes the integer nanoseconds, which nobody reads
+// at a glance.
+func readableDuration(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.String(a.Key, a.Value.Duration().String())
+	}
+	return a
 }
 
 // Discard returns l, or a logger that drops everything when l is nil, so

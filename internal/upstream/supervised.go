@@ -36,14 +36,19 @@ type RestartOptions struct {
 	// Initial is the delay before a restart after the first crash; each
 	// further crash within CrashWindow doubles it, up to Max. 0 means
 	// config.DefaultRestartDelay (250ms); Max 0 means
-	// config.DefaultRestartMaxDelay (30s). Each delay varies by up to
-	// ±20% at random, so that upstreams that fell together do not come
-	// back in step.
+	// config.DefaultRestartMaxDelay (30s) for a stdio server, and
+	// config.DefaultReconnectMaxDelay (5s) for a URL server. Each delay
+	// varies by up to ±20% at random, so that upstreams that fell
+	// together do not come back in step.
 	Initial, Max time.Duration
-	// CrashLimit crashes within CrashWindow stop the restarts for good:
-	// the Supervised stays Failed, with an error that says "crash loop".
-	// 0 means config.DefaultCrashLimit (5), and a negative value means
-	// no limit. CrashWindow 0 means config.DefaultCrashWindow (a minute).
+	// CrashLimit crashes of a stdio server within CrashWindow stop the
+	// restarts for good: the Supervised stays Failed, with an error that
+	// says "crash loop". 0 means config.DefaultCrashLimit (5), and a
+	// negative value means no limit. A URL server is tried again for as
+	// long as the Supervised runs: a server that cannot be reached, or
+	// whose HTTP+SSE stream ended, has not crashed, and is usually one
+	// that starts after the gateway or restarts. CrashWindow 0 means
+	// config.DefaultCrashWindow (a minute).
 	CrashLimit  int
 	CrashWindow time.Duration
 }
@@ -62,6 +67,7 @@ const restartJitter = 0.2
 // upstream is tried again. Its methods are safe for concurrent use.
 type Supervised struct {
 	name         string
+	remote       bool              // a URL server: no crash limit
 	opts         SupervisedOptions // with the defaults filled in
 	clientOpts   Options           // for each connection
 	log          *slog.Logger
@@ -144,8 +150,13 @@ func NewSupervised(opts *SupervisedOptions) (*Supervised, error) {
 	if r.Initial == 0 {
 		r.Initial = config.DefaultRestartDelay
 	}
+	remote := probe.kind != kindStdio
 	if r.Max == 0 {
-		r.Max = max(config.DefaultRestartMaxDelay, r.Initial)
+		r.Max = config.DefaultRestartMaxDelay
+		if remote {
+			r.Max = config.DefaultReconnectMaxDelay
+		}
+		r.Max = max(r.Max, r.Initial)
 	}
 	if r.Max < r.Initial {
 		return nil, fmt.Errorf("upstream %q: the longest restart delay %v is shorter than the first %v", o.Name, r.Max, r.Initial)
@@ -158,6 +169,7 @@ func NewSupervised(opts *SupervisedOptions) (*Supervised, error) {
 	}
 	s := &Supervised{
 		name:         o.Name,
+		remote:       remote,
 		opts:         o,
 		clientOpts:   o.Options,
 		log:          probe.log,
@@ -355,8 +367,8 @@ func (s *Supervised) run(c *Client, delay time.Duration) {
 
 // down records the loss of the connection, or a failed start, with its
 // cause, as a crash. It reports Restarting, with the delay before the next
-// start, or Failed when the crashes within the window reach the limit; it
-// returns false then, or once Close has begun.
+// start, or, for a stdio server, Failed when the crashes within the window
+// reach the limit; it returns false then, or once Close has begun.
 func (s *Supervised) down(cause error) (delay time.Duration, again bool) {
 	r := &s.opts.Restart
 	now := time.Now()
@@ -373,14 +385,18 @@ func (s *Supervised) down(cause error) (delay time.Duration, again bool) {
 	}
 	s.crashes = append(kept, now)
 	n := len(s.crashes)
-	if r.CrashLimit > 0 && n >= r.CrashLimit {
+	if r.CrashLimit > 0 && n >= r.CrashLimit && !s.remote {
 		err := fmt.Errorf("upstream %q: crash loop: %d crashes within %v, the last: %w", s.name, n, r.CrashWindow, cause)
 		s.log.Error("upstream restarts stopped", "err", err)
 		s.setLocked(Failed, err, time.Time{})
 		return 0, false
 	}
 	delay = jitter(backoff(n, r.Initial, r.Max), rand.Float64())
-	s.log.Warn("upstream down: restarting", "err", cause, "retry_in", delay)
+	if s.remote {
+		s.log.Warn("upstream unreachable: connecting again", "err", cause, "retry_in", delay)
+	} else {
+		s.log.Warn("upstream down: restarting", "err", cause, "retry_in", delay)
+	}
 	s.setLocked(Restarting, cause, now.Add(delay))
 	return delay, true
 }

@@ -1,0 +1,103 @@
+package router
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestRequestsWaitOnlyForTheirUpstream: with one upstream hanging in its
+// first start, lists and the calls of the others are answered at once; a
+// call of a tool of an upstream still starting waits for that upstream
+// alone (at most ListWait), and an upstream that comes up later arrives
+// with list_changed. /readyz (no upstream required) is ready once every
+// first start has ended.
+func TestRequestsWaitOnlyForTheirUpstream(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		good := &fakeUpstream{lists: map[string][]string{"tools/list": tools("ok")}}
+		hang := &fakeUpstream{startGate: make(chan struct{}), lists: map[string][]string{"tools/list": tools("t")}}
+		late := &fakeUpstream{startGate: make(chan struct{}), lists: map[string][]string{"tools/list": tools("x")}}
+		var mu sync.Mutex
+		var changes []string
+		opts := Options{ListWait: 10 * time.Second, OnChange: func(ch Change) {
+			mu.Lock()
+			changes = append(changes, ch.Method)
+			mu.Unlock()
+		}}
+		opts.Upstreams = []UpstreamConfig{
+			{Name: "hang", Connect: hang.connect, Timeout: time.Minute}, // never answers: fails at its timeout
+			{Name: "late", Connect: late.connect, Timeout: time.Minute},
+			{Name: "good", Connect: good.connect, Timeout: time.Minute},
+		}
+		r, err := New(&opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		r.Start(context.Background())
+		synctest.Wait() // good is up and listed; hang and late are starting
+		if r.Ready() {
+			t.Error("ready while two upstreams are in their first start")
+		}
+		ctx := context.Background()
+
+		start := time.Now()
+		if diff := cmp.Diff([]string{"good__ok"}, listNames(t, r.Dispatch(ctx, legacyCaller, request("tools/list", `{}`)), "tools")); diff != "" {
+			t.Errorf("tools (-want +got):\n%s", diff)
+		}
+		if reply := r.Dispatch(ctx, legacyCaller, request("tools/call", `{"name":"good__ok"}`)); reply.Error != nil || reply.Upstream != "good" {
+			t.Errorf("call of good__ok: %v, routed to %q", reply.Error, reply.Upstream)
+		}
+		if waited := time.Since(start); waited != 0 {
+			t.Errorf("a list and a call of a ready upstream waited %v for the others", waited)
+		}
+
+		// A call of late's tool waits for late only: answered as soon as
+		// it is up and listed.
+		done := make(chan *Reply)
+		go func() { done <- r.Dispatch(ctx, legacyCaller, request("tools/call", `{"name":"late__x"}`)) }()
+		time.Sleep(2 * time.Second)
+		close(late.startGate)
+		reply := <-done
+		if reply.Error != nil || reply.Upstream != "late" || !strings.Contains(string(reply.Result), `"x"`) {
+			t.Errorf("call of late__x: %v %s, routed to %q; want late's answer", reply.Error, reply.Result, reply.Upstream)
+		}
+		if waited := time.Since(start); waited != 2*time.Second {
+			t.Errorf("the call of late__x was answered after %v, want 2s, when late was up", waited)
+		}
+		synctest.Wait()
+		mu.Lock()
+		got := append([]string(nil), changes...)
+		mu.Unlock()
+		if !slices.Contains(got, "notifications/tools/list_changed") {
+			t.Errorf("changes %v: hosts did not hear that late's tools arrived", got)
+		}
+
+		// A tool of the hanging upstream waits at most ListWait, then is
+		// unknown; another upstream's unknown tool does not wait at all.
+		start = time.Now()
+		if reply := r.Dispatch(ctx, legacyCaller, request("tools/call", `{"name":"good__nope"}`)); reply.Error == nil || time.Since(start) != 0 {
+			t.Errorf("good__nope: %v after %v, want an unknown tool at once", reply.Error, time.Since(start))
+		}
+		if reply := r.Dispatch(ctx, legacyCaller, request("tools/call", `{"name":"hang__t"}`)); reply.Error == nil || !strings.Contains(reply.Error.Message, "Unknown tool") {
+			t.Errorf("hang__t: %v %s, want an unknown tool", reply.Error, reply.Result)
+		}
+		if waited := time.Since(start); waited != opts.ListWait {
+			t.Errorf("hang__t waited %v, want ListWait (%v)", waited, opts.ListWait)
+		}
+		if r.Ready() {
+			t.Error("ready while hang is in its first start")
+		}
+		time.Sleep(time.Minute) // hang's start times out
+		synctest.Wait()
+		if !r.Ready() {
+			t.Error("not ready after every first start ended")
+		}
+	})
+}
