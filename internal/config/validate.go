@@ -130,7 +130,7 @@ func (c *Config) Validate() error {
 		}
 		key := strings.ToLower(u.Name)
 		if first, dup := seen[key]; dup {
-			ps.add(u.path(i, "name"), "name already used by %s (names must differ in more than letter case)", first)
+			ps.add(u.path(i, "name"), "upstream name %q already used by %s (names must differ in more than letter case)", u.Name, first)
 		} else {
 			seen[key] = u.root(i)
 		}
@@ -196,7 +196,7 @@ func (c *Config) validateTeams(ps *problems) {
 		case !teamNameRE.MatchString(t.Name):
 			ps.add(p+".name", "must be 1 to 64 characters from A-Z, a-z, 0-9, _ and -")
 		case dup:
-			ps.add(p+".name", "name already used by teams[%d]", first)
+			ps.add(p+".name", "team name %q already used by teams[%d]", t.Name, first)
 		default:
 			names[t.Name] = i
 		}

@@ -104,14 +104,14 @@ func TestValidate(t *testing.T) {
 		{"transport missing in code", func(c *Config) { c.Upstreams[0].Transport = "" },
 			[]Problem{{Path: "upstreams[0].transport", Message: "is required: stdio, streamable-http or sse"}}},
 		{"duplicate names differ in case", func(c *Config) { c.Upstreams[1].Name = "LOCAL" },
-			[]Problem{{Path: "upstreams[1].name", Message: "name already used by upstreams[0] (names must differ in more than letter case)"}}},
+			[]Problem{{Path: "upstreams[1].name", Message: `upstream name "LOCAL" already used by upstreams[0] (names must differ in more than letter case)`}}},
 		{"mcpServers paths", func(c *Config) {
 			c.Upstreams[1].Source = "mcpServers.remote"
 			c.Upstreams[1].Transport = TransportStdio
 			c.Upstreams[1].Name = "local"
 		}, []Problem{
 			{Path: "mcpServers.remote.type", Message: "stdio needs a command, not a url"},
-			{Path: "mcpServers.remote", Message: "name already used by upstreams[0] (names must differ in more than letter case)"},
+			{Path: "mcpServers.remote", Message: `upstream name "local" already used by upstreams[0] (names must differ in more than letter case)`},
 		}},
 		{"env and headers", func(c *Config) {
 			c.Upstreams[0].Env = map[string]string{"OK": "1", "A=B": "x", "NUL": "a\x00b"}
@@ -143,7 +143,7 @@ func TestValidate(t *testing.T) {
 		{"team names", func(c *Config) {
 			c.Teams = []Team{{Name: "a"}, {Name: "a"}, {Name: "b c"}, {}}
 		}, []Problem{
-			{Path: "teams[1].name", Message: "name already used by teams[0]"},
+			{Path: "teams[1].name", Message: `team name "a" already used by teams[0]`},
 			{Path: "teams[2].name", Message: "must be 1 to 64 characters from A-Z, a-z, 0-9, _ and -"},
 			{Path: "teams[3].name", Message: "is required: 1 to 64 characters from A-Z, a-z, 0-9, _ and -"},
 		}},
