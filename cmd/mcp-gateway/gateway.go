@@ -208,7 +208,7 @@ func routerOptions(cfg *config.Config, rec recorders, onChange func(router.Chang
 			Connect: func(o router.ConnectOptions) (router.Upstream, error) {
 				caps := o.Capabilities
 				if caps == nil {
-					caps = relayCapabilities(u.Relay)
+					caps = relayCapabilities(u.Relayed())
 				}
 				opts := upstream.Options{
 					Name:           u.Name,
@@ -255,7 +255,7 @@ func routerOptions(cfg *config.Config, rec recorders, onChange func(router.Chang
 			ClientIdle: u.IdleTimeout,
 			Required:   u.Required,
 			Timeout:    u.Timeout,
-			Relay:      u.Relay,
+			Relay:      u.Relayed(),
 			// A stdio server's requests come on its one stream, not on
 			// the stream of the call that caused them.
 			SharedStream: u.Transport == config.TransportStdio,

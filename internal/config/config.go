@@ -56,6 +56,7 @@ package config
 
 import (
 	"log/slog"
+	"slices"
 	"time"
 )
 
@@ -296,11 +297,15 @@ type Upstream struct {
 
 	// Relay lists the server-to-client requests the gateway relays from
 	// this upstream to hosts: "sampling", "elicitation", "roots". Key:
-	// relay. Default empty. With session: shared the gateway declares
-	// exactly these client capabilities to the upstream, so a server
-	// that would otherwise ask for, say, roots does not; with
-	// per-client each host's own capabilities are passed instead. A
-	// relayed request goes to the host whose call caused it.
+	// relay; nil when the key is absent, and then Relayed gives the
+	// default: all three for an HTTP upstream or a per-client session,
+	// none for a shared stdio upstream. `relay: []` relays none. With
+	// session: shared the gateway declares exactly these client
+	// capabilities to the upstream, so a server that would otherwise ask
+	// for, say, roots does not; with per-client each host's own
+	// capabilities are passed, less those not relayed. A relayed request
+	// goes to the host whose call caused it, and only if that host
+	// declared the capability; any other gets an error naming this key.
 	Relay []string
 
 	// Tools filters and renames this upstream's tools. Key: tools.
@@ -338,6 +343,25 @@ type Upstream struct {
 
 // RelayCapabilities are the values Upstream.Relay accepts.
 var RelayCapabilities = []string{"sampling", "elicitation", "roots"}
+
+// Relayed returns the capabilities whose server requests the gateway
+// relays from u: Relay when the key is set, else the default. A host
+// asks its user before it samples or shows an elicitation (the spec's
+// human-in-the-loop guidance), so relaying is on by default where it
+// costs nothing: on HTTP upstreams, whose requests travel on the
+// stream of the call that caused them, and on per-client sessions. On a
+// shared stdio upstream it is off by default, since there the calls of
+// hosts that declared a relayed capability must take turns (nothing in
+// a request on the one stdout says which call it belongs to).
+func (u *Upstream) Relayed() []string {
+	switch {
+	case u.Relay != nil:
+		return u.Relay
+	case u.Transport == TransportStdio && u.Session != SessionPerClient:
+		return []string{}
+	}
+	return slices.Clone(RelayCapabilities)
+}
 
 // ToolFilter selects and renames an upstream's tools by their original names
 // (the names the upstream itself uses).

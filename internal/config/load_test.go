@@ -878,3 +878,30 @@ func TestRelay(t *testing.T) {
 		t.Errorf("bad relay: %v", err)
 	}
 }
+
+// TestRelayDefault: without the key, HTTP upstreams and per-client
+// sessions relay everything and a shared stdio upstream nothing;
+// relay: [] relays nothing anywhere.
+func TestRelayDefault(t *testing.T) {
+	all := []string{"sampling", "elicitation", "roots"}
+	for _, tt := range []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"http", "url: http://127.0.0.1:1/mcp", all},
+		{"sse", "url: http://127.0.0.1:1/sse\n    transport: sse", all},
+		{"shared stdio", "command: x", []string{}},
+		{"per-client stdio", "command: x\n    session: per-client", all},
+		{"http, relay: []", "url: http://127.0.0.1:1/mcp\n    relay: []", []string{}},
+		{"per-client, relay: []", "command: x\n    session: per-client\n    relay: []", []string{}},
+		{"shared stdio, relay set", "command: x\n    relay: [roots]", []string{"roots"}},
+	} {
+		cfg, err := Parse([]byte("upstreams:\n  - name: a\n    "+tt.yaml+"\n"), "yaml", "", nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		if diff := cmp.Diff(tt.want, cfg.Upstreams[0].Relayed()); diff != "" {
+			t.Errorf("%s: relayed (-want +got):\n%s", tt.name, diff)
+		}
+	}
+}

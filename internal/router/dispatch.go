@@ -364,6 +364,9 @@ func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, in *j
 			// the methods that may ask. Its requestState stays here.
 			return errorReply(jsonrpc.CodeInternalError, "Internal error: the server %q asked for input on %s, which cannot be answered", u.Name, method)
 		}
+		if e := u.unrelayedInput(resp); e != nil {
+			return &Reply{Error: e}
+		}
 		resp = r.sealInputRequired(c, u, method, subject, resp)
 	}
 	if err != nil {
@@ -385,6 +388,28 @@ func replyOf(resp *jsonrpc.Message) *Reply {
 		return &Reply{Error: resp.Error}
 	}
 	return &Reply{Result: resp.Result, LacksResultType: !resp.HasResultType, ToolError: resp.ToolError}
+}
+
+// unrelayedInput is the error for a modern upstream's input_required
+// result that asks for input the upstream's relay key does not let
+// through to hosts; nil when it asks for none.
+func (u *upstreamState) unrelayedInput(resp *jsonrpc.Message) *jsonrpc.Error {
+	requests, _ := jsonrpc.Field(resp.Result, "inputRequests")
+	var asks map[string]struct {
+		Method string `json:"method"`
+	}
+	if len(requests) == 0 || json.Unmarshal(requests, &asks) != nil {
+		return nil // the host reads what is there, as from the server
+	}
+	for _, key := range slices.Sorted(mapKeys(asks)) {
+		method := asks[key].Method
+		if capability := requiredCapability(method); capability != "" {
+			if e := u.notRelayed(method, capability); e != nil {
+				return e
+			}
+		}
+	}
+	return nil
 }
 
 // sealInputRequired returns an upstream's input_required answer with its

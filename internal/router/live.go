@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
@@ -146,6 +147,9 @@ func (cl *call) Request(ctx context.Context, req *jsonrpc.Message) *jsonrpc.Mess
 	if capability == "" {
 		return &jsonrpc.Message{Error: jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: the gateway does not relay %s", req.Method)}
 	}
+	if e := cl.up.notRelayed(req.Method, capability); e != nil {
+		return &jsonrpc.Message{Error: e}
+	}
 	if cl.parked != nil {
 		return cl.parked.requestInput(ctx, req, capability)
 	}
@@ -161,6 +165,41 @@ func (cl *call) Request(ctx context.Context, req *jsonrpc.Message) *jsonrpc.Mess
 		return &jsonrpc.Message{Error: jsonrpc.NewError(jsonrpc.CodeInternalError, "The host could not answer %s: %v", req.Method, err)}
 	}
 	return resp
+}
+
+// notRelayed is the error for a server request of method, which needs
+// capability, when the upstream's relay key does not list capability;
+// nil when it does.
+func (u *upstreamState) notRelayed(method, capability string) *jsonrpc.Error {
+	if slices.Contains(u.Relay, capability) {
+		return nil
+	}
+	return jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
+		"The gateway does not relay %s from the server %q: its relay key in gateway.yaml does not list %s", method, u.Name, capability)
+}
+
+// relayedCapabilities returns a host's capabilities without those the
+// upstream does not relay, for a session of the host's own: the server
+// then does not ask for what would only get an error. Capabilities that
+// are not an object pass as they are (the upstream rejects them, as it
+// would the host's).
+func (u *upstreamState) relayedCapabilities(caps json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(caps, &m) != nil || m == nil {
+		return caps
+	}
+	removed := false
+	for _, capability := range []string{"sampling", "elicitation", "roots"} {
+		if _, ok := m[capability]; ok && !slices.Contains(u.Relay, capability) {
+			delete(m, capability)
+			removed = true
+		}
+	}
+	if !removed {
+		return caps
+	}
+	out, _ := json.Marshal(m)
+	return out
 }
 
 // requiredCapability is the client capability a server request needs.
@@ -288,6 +327,9 @@ func (r *Router) upstreamRequest(ctx context.Context, u *upstreamState, calls *c
 	capability := requiredCapability(req.Method)
 	if capability == "" {
 		return &jsonrpc.Message{Error: jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: the gateway does not relay %s", req.Method)}
+	}
+	if e := u.notRelayed(req.Method, capability); e != nil {
+		return &jsonrpc.Message{Error: e}
 	}
 	cl := calls.oneHost(func(cl *call) bool {
 		c := cl.getCaller()

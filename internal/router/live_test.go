@@ -231,3 +231,53 @@ func TestNotificationsOnACallStream(t *testing.T) {
 		t.Errorf("this call's host got %q, want only its own progress", got)
 	}
 }
+
+// TestRelayKeyEnforced: a server request of a capability the upstream's
+// relay key does not list gets an error naming the key, even when the
+// host declared it, and never reaches the host; one it lists does. A
+// per-client session declares to the upstream only what is relayed, and
+// a modern upstream's input_required asking for what is not relayed is
+// an error.
+func TestRelayKeyEnforced(t *testing.T) {
+	up, arrived, release := blockingUpstream()
+	r, err := New(&Options{ListWait: -1, Upstreams: []UpstreamConfig{{Name: "up", Connect: up.connect, Timeout: 5 * time.Second, Relay: []string{"sampling"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Start(context.Background())
+	defer r.Close()
+	if err := r.WaitStarted(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	host := &recordingHost{answer: json.RawMessage(`{"role":"assistant","content":{"type":"text","text":"hi"},"model":"m"}`)}
+	caps := json.RawMessage(`{"sampling":{},"elicitation":{},"roots":{}}`)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.Dispatch(context.Background(), &Caller{ProtocolVersion: "2025-11-25", Host: host, Capabilities: caps}, request("tools/call", `{"name":"up__work"}`))
+	}()
+	<-arrived
+	for _, method := range []string{"elicitation/create", "roots/list"} {
+		resp := up.handlers.Request(context.Background(), &jsonrpc.Message{ID: json.RawMessage("7"), Method: method, Params: json.RawMessage(`{}`)})
+		if resp.Error == nil || !strings.Contains(resp.Error.Message, `relay key in gateway.yaml does not list`) {
+			t.Errorf("%s, not relayed: %+v, want an error naming the relay key", method, resp)
+		}
+	}
+	if _, reqs := host.got(); len(reqs) != 0 {
+		t.Errorf("the host was asked %v, which the relay key does not list", reqs)
+	}
+	if resp := up.handlers.Request(context.Background(), &jsonrpc.Message{ID: json.RawMessage("8"), Method: "sampling/createMessage", Params: json.RawMessage(`{"messages":[]}`)}); resp.Error != nil {
+		t.Errorf("sampling, relayed: %v", resp.Error)
+	}
+	close(release)
+	<-done
+
+	u := r.upstreams()[0]
+	if got := string(u.relayedCapabilities(json.RawMessage(`{"sampling":{"context":{}},"elicitation":{},"roots":{"listChanged":true},"experimental":{"x":{}}}`))); got != `{"experimental":{"x":{}},"sampling":{"context":{}}}` {
+		t.Errorf("capabilities declared for a per-client session: %s", got)
+	}
+	ask := decoded(&jsonrpc.Message{Result: json.RawMessage(`{"resultType":"input_required","inputRequests":{"a":{"method":"sampling/createMessage","params":{}},"b":{"method":"elicitation/create","params":{}}}}`)})
+	if e := u.unrelayedInput(ask); e == nil || !strings.Contains(e.Message, "elicitation/create") {
+		t.Errorf("an input_required asking for an elicitation: %v, want an error naming it", e)
+	}
+}

@@ -153,7 +153,7 @@ func (r *Router) acquire(ctx context.Context, u *upstreamState, c *Caller) (*hos
 	r.closeRetired(retired)
 
 	if !ok {
-		caps := c.Capabilities
+		caps := u.relayedCapabilities(c.Capabilities)
 		if len(caps) == 0 {
 			caps = json.RawMessage("{}")
 		}

@@ -48,7 +48,7 @@ func TestPerClientSessions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		f := &fakeFactory{lists: map[string][]string{"tools/list": tools("echo")}}
 		r, err := New(&Options{ListWait: -1, Upstreams: []UpstreamConfig{{
-			Name: "up", Connect: f.connect, PerClient: true, MaxClients: 2, ClientIdle: time.Minute,
+			Name: "up", Connect: f.connect, PerClient: true, MaxClients: 2, ClientIdle: time.Minute, Relay: relayAll,
 		}}})
 		if err != nil {
 			t.Fatal(err)

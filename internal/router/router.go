@@ -88,7 +88,10 @@ type UpstreamConfig struct {
 	// Required upstreams must be ready for Ready to report true.
 	Required bool
 	// Relay lists the client capabilities whose server requests the
-	// upstream may send hosts (sampling, elicitation, roots).
+	// upstream may send hosts (sampling, elicitation, roots); a request
+	// of any other is answered with an error naming the relay key, and a
+	// per-client session declares to the upstream only the host's
+	// capabilities listed here.
 	Relay []string
 	// SharedStream says the server's requests arrive outside the calls'
 	// own streams (stdio): calls of hosts that declared a relayed

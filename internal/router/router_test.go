@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 
+	"github.com/mcp-gateway/mcp-gateway/internal/config"
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/namespace"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
@@ -200,12 +201,16 @@ func tools(names ...string) []string {
 	return out
 }
 
+// relayAll relays every server request: config's default for an HTTP
+// upstream.
+var relayAll = config.RelayCapabilities
+
 // startRouter starts a router over the fakes and waits for their first
 // start; Close runs at cleanup.
 func startRouter(t *testing.T, opts Options, fakes map[string]*fakeUpstream, order ...string) *Router {
 	t.Helper()
 	for _, name := range order {
-		opts.Upstreams = append(opts.Upstreams, UpstreamConfig{Name: name, Connect: fakes[name].connect, Timeout: 5 * time.Second})
+		opts.Upstreams = append(opts.Upstreams, UpstreamConfig{Name: name, Connect: fakes[name].connect, Timeout: 5 * time.Second, Relay: relayAll})
 	}
 	opts.ListWait = -1
 	r, err := New(&opts)
