@@ -11,7 +11,9 @@
 #      and through the gateway, once with a legacy upstream session and once
 #      with a modern (stateless) upstream: any scenario that passes directly
 #      but not through the gateway fails the run, except the live-traffic
-#      scenarios listed in interop/live-traffic.txt.
+#      scenarios listed in interop/live-traffic.txt; and once with an upstream
+#      of each host's own era (matched), where nothing is excluded. The
+#      gateway's config has no relay key: the defaults must pass.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -36,4 +38,5 @@ mkdir -p bin
 go build -o bin/mcp-gateway ./cmd/mcp-gateway
 interop/conformance.sh ci --gateway-cmd bin/mcp-gateway --upstream stateful --work interop/.results/legacy-upstream
 interop/conformance.sh ci --gateway-cmd bin/mcp-gateway --upstream stateless --work interop/.results/modern-upstream
+interop/conformance.sh ci --gateway-cmd bin/mcp-gateway --upstream matched --work interop/.results/matched-upstream
 echo "== all tests passed"

@@ -24,9 +24,12 @@
 //   direct-go [--out F]         starts the Go SDK conformance everything-server
 //       twice (stateful for the legacy wire, stateless for 2026-07-28: the SDK
 //       only speaks 2026-07-28 when stateless) and runs the suites directly.
-//   gateway-go [--upstream stateful|stateless|stdio] [--gateway-cmd CMD] [--out F]
+//   gateway-go [--upstream stateful|stateless|matched|stdio] [--gateway-cmd CMD] [--out F]
 //       starts the Go everything-server as the single upstream of a gateway
-//       (prefix: on_conflict, so names stay unprefixed as the suites expect),
+//       (prefix: on_conflict, so names stay unprefixed as the suites expect;
+//       no relay key, so relaying is the default; matched: two gateways,
+//       the stateful server's for the legacy suites and the stateless one's
+//       for 2026-07-28, compared by ci with no scenario excluded),
 //       starts `CMD serve --config F --listen 127.0.0.1:P` (default CMD:
 //       `go run ./cmd/mcp-gateway`, run from the repo root), waits for /readyz,
 //       runs all suites against http://127.0.0.1:P/mcp.
@@ -55,6 +58,7 @@ const CLI = {
 };
 const GO_SERVER = path.join(HERE, '.bin', 'everything-server');
 const DEFAULT_EXCLUSIONS = path.join(HERE, 'live-traffic.txt');
+const NO_EXCLUSIONS = path.join(HERE, 'no-exclusions.txt');
 
 // era says which URL a suite is pointed at: servers such as the Go SDK's
 // serve the two eras from differently configured processes.
@@ -614,11 +618,12 @@ function yamlString(s) {
   return JSON.stringify(s); // a JSON string is a valid YAML double-quoted scalar
 }
 
-async function gatewayGo(opts) {
-  requireGoServer();
-  const dir = path.join(opts.workDir, opts.label ?? 'gateway');
+// startGatewayFor starts the Go everything-server in upstreamMode as the
+// single upstream of a gateway, configured as a user would (no relay key:
+// the default relays sampling, elicitation and roots from an HTTP
+// upstream), and returns its MCP URL once /readyz says ready.
+async function startGatewayFor(opts, dir, upstreamMode) {
   fs.mkdirSync(dir, { recursive: true });
-  const upstreamMode = opts.upstream ?? 'stateful';
   let upstreamYaml;
   let upstream;
   if (upstreamMode === 'stdio') {
@@ -627,7 +632,7 @@ async function gatewayGo(opts) {
     upstream = await startGoHTTP(`go-${upstreamMode}-upstream`, upstreamMode === 'stateless', dir);
     upstreamYaml = `    url: ${yamlString(upstream.url)}\n    transport: streamable-http\n`;
   } else {
-    die(`--upstream wants stateful, stateless or stdio, not ${upstreamMode}`);
+    die(`--upstream wants stateful, stateless, matched or stdio, not ${upstreamMode}`);
   }
   const port = await freePort();
   const listen = `127.0.0.1:${port}`;
@@ -642,7 +647,6 @@ async function gatewayGo(opts) {
       `upstreams:`,
       `  - name: everything`,
       upstreamYaml + `    required: true`,
-      `    relay: [sampling, elicitation, roots]`,
       `    session: per-client`,
       `auth:`,
       `  mode: none`,
@@ -655,14 +659,40 @@ async function gatewayGo(opts) {
   const args = [...cmd.slice(1), 'serve', '--config', config, '--listen', listen];
   log(`gateway: ${cmd[0]} ${args.join(' ')} (cwd ${REPO}), upstream ${upstreamMode}`);
   const gw = startProc('gateway', cmd[0], args, { cwd: REPO, logFile: path.join(dir, 'gateway.log') });
-  try {
-    await waitHTTP(`http://${listen}/readyz`, { ok: (s) => s === 200, timeoutMs: opts.readyTimeoutMs, proc: gw });
-    const url = `http://${listen}/mcp`;
-    return await runAll({ ...opts, label: opts.label ?? 'gateway', urls: { legacy: url, modern: url } });
-  } finally {
+  const stop = async () => {
     await gw.stop();
     if (upstream) await upstream.proc.stop();
     log(`gateway log: ${path.join(dir, 'gateway.log')}`);
+  };
+  try {
+    await waitHTTP(`http://${listen}/readyz`, { ok: (s) => s === 200, timeoutMs: opts.readyTimeoutMs, proc: gw });
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { url: `http://${listen}/mcp`, stop };
+}
+
+// gatewayGo runs the suites through gateways. With --upstream matched, the
+// legacy suites go through a gateway over the stateful server and the
+// 2026-07-28 suite through one over the stateless server, as the direct
+// run does: no host meets an upstream of the other era, so its results
+// must equal the direct ones with nothing excluded.
+async function gatewayGo(opts) {
+  requireGoServer();
+  const dir = path.join(opts.workDir, opts.label ?? 'gateway');
+  const upstreamMode = opts.upstream ?? 'stateful';
+  const modes = upstreamMode === 'matched' ? { legacy: 'stateful', modern: 'stateless' } : { legacy: upstreamMode };
+  const gateways = {};
+  try {
+    for (const [era, mode] of Object.entries(modes)) {
+      gateways[era] = await startGatewayFor(opts, upstreamMode === 'matched' ? path.join(dir, era) : dir, mode);
+    }
+    const legacy = gateways.legacy.url;
+    const modern = (gateways.modern ?? gateways.legacy).url;
+    return await runAll({ ...opts, label: opts.label ?? 'gateway', urls: { legacy, modern } });
+  } finally {
+    for (const g of Object.values(gateways)) await g.stop();
   }
 }
 
@@ -741,7 +771,9 @@ async function main() {
       const d = await directGo(commonOpts({ ...f, label: 'direct', out: undefined }, 'direct'));
       const gOpts = commonOpts({ ...f, label: 'gateway', out: undefined }, 'gateway');
       const g = await gatewayGo({ ...gOpts, upstream: f.upstream, gatewayCmd: f.gatewayCmd, readyTimeoutMs: f.readyTimeoutMs ?? 180000 });
-      const c = compareFiles(d.result, g.result, f.exclusions ?? DEFAULT_EXCLUSIONS);
+      // Matched eras cross nothing: no scenario is excused.
+      const exclusions = f.exclusions ?? (f.upstream === 'matched' ? NO_EXCLUSIONS : DEFAULT_EXCLUSIONS);
+      const c = compareFiles(d.result, g.result, exclusions);
       log(`ci: ${((Date.now() - started) / 1000).toFixed(1)} s in all`);
       return d.exitCode || g.exitCode || c;
     }
