@@ -625,6 +625,7 @@ func defaultTransport(inflight int) *http.Transport {
 	if inflight <= 0 {
 		inflight = config.DefaultMaxInFlight
 	}
+	t.MaxResponseHeaderBytes = maxResponseHeaderBytes // as on the own POSTs (h1Transport)
 	t.MaxIdleConnsPerHost = inflight + 4
 	t.MaxIdleConns = max(t.MaxIdleConns, t.MaxIdleConnsPerHost)
 	return t
