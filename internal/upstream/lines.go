@@ -233,20 +233,25 @@ type sseReader struct {
 	lastID string
 	retry  time.Duration
 	first  bool
+	max    int // the limit on an event's data
 }
 
 func newSSEReader(r io.Reader, max int) *sseReader {
-	return &sseReader{lr: newLineReader(r, max, true), first: true}
+	return &sseReader{lr: newLineReader(r, max+sseFieldRoom, true), max: max, first: true}
 }
+
+// sseFieldRoom is what a line may have beyond the limit on its data: the
+// field name ("data: "), and a BOM. The limit bounds the message.
+const sseFieldRoom = 16
 
 // newResponseSSEReader reads the SSE stream that answers one POST: it
 // starts with a small buffer, and a line that outgrows it moves to one
 // sized for hint, the size of the last large message of the upstream. An
 // oversize event is reported early: the stream is closed, not read on.
 func newResponseSSEReader(r io.Reader, max, hint int) *sseReader {
-	lr := newLineReader(r, max, true)
+	lr := newLineReader(r, max+sseFieldRoom, true)
 	lr.first, lr.hint, lr.early = responseFirstBuffer, hint, true
-	return &sseReader{lr: lr, first: true}
+	return &sseReader{lr: lr, max: max, first: true}
 }
 
 // responseFirstBuffer is the first buffer of a response stream.
@@ -273,7 +278,9 @@ func (s *sseReader) next() (sseEvent, error) {
 				// An event not ended by an empty line is discarded.
 				return sseEvent{}, err
 			}
-			// The line's head starts with its field name.
+			// The line's head starts with its field name, and its limit
+			// has room for it.
+			tl.max = s.max
 			if h, ok := bytes.CutPrefix(tl.head, []byte("data:")); ok {
 				tl.head = bytes.TrimPrefix(h, []byte(" "))
 			}
@@ -315,10 +322,13 @@ func (s *sseReader) next() (sseEvent, error) {
 		case "data":
 			switch {
 			case tooLong != nil:
-			case hasData && len(data)+1+len(value) > s.lr.max:
+			case len(value) > s.max || (hasData && len(data)+1+len(value) > s.max):
 				// Data lines that are each short enough may not be
 				// together.
-				tooLong = &tooLongError{max: s.lr.max, head: append([]byte(nil), data[:min(len(data), headSize)]...)}
+				if !hasData {
+					data = value
+				}
+				tooLong = &tooLongError{max: s.max, head: append([]byte(nil), data[:min(len(data), headSize)]...), tail: append([]byte(nil), value[max(0, len(value)-tailSize):]...)}
 				data = nil
 				if s.lr.early {
 					return sseEvent{}, tooLong

@@ -340,3 +340,24 @@ func TestReadBodyTooLarge(t *testing.T) {
 		}
 	}
 }
+
+// The limit bounds an event's data, not its line: data of exactly the
+// limit passes, one byte more does not.
+func TestSSEReaderLimitIsOnData(t *testing.T) {
+	const max = 100 << 10
+	for _, early := range []bool{false, true} {
+		for size, ok := range map[int]bool{max: true, max + 1: false} {
+			input := "data: " + strings.Repeat("z", size) + "\n\n"
+			sr := newSSEReader(strings.NewReader(input), max)
+			sr.lr.early = early
+			ev, err := sr.next()
+			var tl *tooLongError
+			switch {
+			case ok && (err != nil || len(ev.data) != size):
+				t.Errorf("early %v: data of %d bytes: %d, %v", early, size, len(ev.data), err)
+			case !ok && (!errors.As(err, &tl) || tl.max != max):
+				t.Errorf("early %v: data of %d bytes: %v, want a tooLongError with the limit", early, size, err)
+			}
+		}
+	}
+}
