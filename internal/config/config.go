@@ -75,6 +75,10 @@ const (
 	DefaultBreakerCooldown = 30 * time.Second
 	DefaultMaxInFlight     = 256
 	DefaultMaxQueue        = 1024
+	// DefaultMaxMessageBytes bounds one message from an upstream
+	// (max_message_bytes); MaxMaxMessageBytes is the most it may be set to.
+	DefaultMaxMessageBytes = 16 << 20 // 16 MiB
+	MaxMaxMessageBytes     = 1 << 30  // 1 GiB
 	DefaultLogLevel        = "info"
 	// DefaultMaxClients and DefaultIdleTimeout bound a per-client
 	// upstream's sessions.
@@ -330,6 +334,16 @@ type Upstream struct {
 	// and max_queue (0 means DefaultMaxQueue, 1024); negative is an
 	// error.
 	MaxInFlight, MaxQueue int
+
+	// MaxMessageBytes bounds one message from this upstream, in bytes:
+	// a stdio line, a JSON answer body or one SSE event. The gateway
+	// buffers at most about this much of a message, and never parses a
+	// larger one: an answer over the limit fails its call (a tool call
+	// gets an isError result saying the answer exceeded max_message_bytes)
+	// and the connection goes on serving the next call. Key:
+	// max_message_bytes. 0 means DefaultMaxMessageBytes (16 MiB); at most
+	// MaxMaxMessageBytes (1 GiB); negative is an error.
+	MaxMessageBytes int64
 
 	// Restart says how a stdio server that exits (or an HTTP+SSE stream
 	// that ends) is brought back. Key: restart.

@@ -535,6 +535,9 @@ func (d *decoder) upstream(p string, n *yaml.Node) (Upstream, bool) {
 			"max_timeout":   func(p string, v *yaml.Node) { d.duration(p, v, &u.MaxTimeout) },
 			"max_in_flight": func(p string, v *yaml.Node) { d.integer(p, v, &u.MaxInFlight) },
 			"max_queue":     func(p string, v *yaml.Node) { d.integer(p, v, &u.MaxQueue) },
+			"max_message_bytes": func(p string, v *yaml.Node) {
+				d.int64(p, v, &u.MaxMessageBytes, 64)
+			},
 			"restart": func(p string, v *yaml.Node) {
 				d.object(p, v, schema{fields: map[string]field{
 					"delay":        func(p string, v *yaml.Node) { d.duration(p, v, &u.Restart.Delay) },

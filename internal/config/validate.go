@@ -414,6 +414,12 @@ func (u *Upstream) validate(i int, ps *problems) {
 	if u.MaxQueue < 0 {
 		ps.add(u.path(i, "max_queue"), "must be 0 (the default, %d) or more", DefaultMaxQueue)
 	}
+	switch {
+	case u.MaxMessageBytes < 0:
+		ps.add(u.path(i, "max_message_bytes"), "must be 0 (the default, %d) or more", DefaultMaxMessageBytes)
+	case u.MaxMessageBytes > MaxMaxMessageBytes:
+		ps.add(u.path(i, "max_message_bytes"), "must be at most %d (1 GiB)", MaxMaxMessageBytes)
+	}
 	rp := u.path(i, "restart")
 	for _, d := range []struct {
 		key string

@@ -93,14 +93,18 @@ func TestValidate(t *testing.T) {
 			u := &c.Upstreams[0]
 			u.Timeout, u.MaxTimeout = time.Minute, time.Second
 			u.MaxInFlight, u.MaxQueue = -1, -2
+			u.MaxMessageBytes = -1
 			u.Restart = Restart{Delay: time.Minute, MaxDelay: time.Second, CrashWindow: -time.Second}
 		}, []Problem{
 			{Path: "upstreams[0].max_timeout", Message: "must be at least timeout (1m0s): progress extends a call's timeout up to it"},
 			{Path: "upstreams[0].max_in_flight", Message: "must be 0 (the default, 256) or more"},
 			{Path: "upstreams[0].max_queue", Message: "must be 0 (the default, 1024) or more"},
+			{Path: "upstreams[0].max_message_bytes", Message: "must be 0 (the default, 16777216) or more"},
 			{Path: "upstreams[0].restart.crash_window", Message: "must be 0 (the default) or more"},
 			{Path: "upstreams[0].restart.max_delay", Message: "must be at least delay (1m0s)"},
 		}},
+		{"max_message_bytes too large", func(c *Config) { c.Upstreams[0].MaxMessageBytes = MaxMaxMessageBytes + 1 },
+			[]Problem{{Path: "upstreams[0].max_message_bytes", Message: "must be at most 1073741824 (1 GiB)"}}},
 		{"transport missing in code", func(c *Config) { c.Upstreams[0].Transport = "" },
 			[]Problem{{Path: "upstreams[0].transport", Message: "is required: stdio, streamable-http or sse"}}},
 		{"duplicate names differ in case", func(c *Config) { c.Upstreams[1].Name = "LOCAL" },

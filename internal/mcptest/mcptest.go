@@ -1,7 +1,7 @@
 // Package mcptest provides fake MCP servers for tests across the project.
 // It is imported only by _test.go files.
 //
-// Three kinds of fakes:
+// Four kinds of fakes:
 //
 //   - NewServer builds a real server from the official Go SDK with a fixed
 //     set of tools, prompts and resources (see below). Serve it in process
@@ -13,6 +13,9 @@
 //   - Scripted is a raw HTTP server whose answers each test writes, for
 //     the cases a correct server never produces: expiring sessions, odd
 //     status codes, bodies that are not MCP, silence.
+//   - RawServer hands each TCP connection to the test, for peers that
+//     break HTTP itself: endless headers, floods of interim answers,
+//     bytes nobody asked for; it counts the open connections.
 //
 // HandlerClient serves any http.Handler to an HTTP client in the same
 // process, with no socket, so that tests of timeouts and backoff can run

@@ -457,9 +457,12 @@ func (r *Router) enterGate(ctx context.Context, c *Caller, u *upstreamState, met
 func (r *Router) unavailable(ctx context.Context, u *upstreamState, method, subject string, err error) *Reply {
 	var why string
 	var down *upstream.UnavailableError
+	var big *upstream.TooLargeError
 	switch {
 	case ctx.Err() != nil:
 		why = "the request was cancelled"
+	case errors.As(err, &big):
+		why = fmt.Sprintf("the answer of the server %q exceeded its max_message_bytes limit (%d bytes); ask for less, or raise the limit", u.Name, big.Limit)
 	case errors.As(err, &down):
 		why = downReason(u.Name, down.Err, down.RetryAt)
 	case errors.Is(err, errNoRoom):

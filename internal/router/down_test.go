@@ -130,6 +130,14 @@ func TestSupervisedUpstreamStates(t *testing.T) {
 	if text, isError := callText(t, "up__echo"); !isError || !strings.Contains(text, `"up" is too busy`) {
 		t.Errorf("an overloaded call: %q (isError %v)", text, isError)
 	}
+
+	// An answer over max_message_bytes says so, with the limit.
+	up.answer = func(string, json.RawMessage) (*jsonrpc.Message, error) {
+		return nil, fmt.Errorf("upstream %q: tools/call: %w", "up", &upstream.TooLargeError{Limit: 1234})
+	}
+	if text, isError := callText(t, "up__echo"); !isError || !strings.Contains(text, `server "up" exceeded its max_message_bytes limit (1234 bytes)`) {
+		t.Errorf("an oversize answer: %q (isError %v)", text, isError)
+	}
 }
 
 // TestStatusFollowsUpstreamState: the router keeps no phase of its own.

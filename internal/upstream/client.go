@@ -115,7 +115,30 @@ var (
 	// circuit breaker is open (see BreakerOptions). The error is an
 	// *UnavailableError that says when the upstream is tried again.
 	ErrBreakerOpen = errors.New("upstream circuit breaker open")
+	// ErrTooLarge: the server's answer was larger than
+	// Options.MaxMessageBytes; it was skipped unread. The error is a
+	// *TooLargeError, which also matches ErrMalformed.
+	ErrTooLarge = errors.New("upstream answer too large")
 )
+
+// TooLargeError is the error of a call whose answer was larger than the
+// limit (Options.MaxMessageBytes). The connection stays usable: the rest
+// of the message was skipped (stdio, SSE streams) or its HTTP response
+// closed.
+type TooLargeError struct {
+	// Limit is the limit in bytes.
+	Limit int
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("the answer is larger than max_message_bytes (%d bytes)", e.Limit)
+}
+
+// Is matches ErrTooLarge, and ErrMalformed, which an oversize answer was
+// before it had an error of its own.
+func (e *TooLargeError) Is(target error) bool {
+	return target == ErrTooLarge || target == ErrMalformed
+}
 
 // Options configures a Client. Exactly one of Command and URL must be set.
 type Options struct {
@@ -185,6 +208,13 @@ type Options struct {
 	// its Timeout elapses fails then, both with ErrOverloaded; a call
 	// whose context ends while it waits fails with the context's error.
 	MaxQueue int
+	// MaxMessageBytes bounds one message from the server: a stdio line,
+	// a JSON answer body, one SSE event. At most about this much of a
+	// message is buffered; a larger one is never parsed, and the call it
+	// answers fails with a *TooLargeError (see ErrTooLarge). 0 means
+	// config.DefaultMaxMessageBytes (16 MiB); negative, or more than
+	// config.MaxMaxMessageBytes, is an error.
+	MaxMessageBytes int64
 	// ProbeTimeout is how long a stdio server has to answer the
 	// server/discover probe before it is taken for a legacy server; 0 means
 	// the smaller of Timeout and 10s.
@@ -335,8 +365,6 @@ const (
 	// maxProbeTimeout bounds the server/discover probe of a server whose
 	// era is unknown.
 	maxProbeTimeout = 10 * time.Second
-	// maxMessageSize bounds one message from a server.
-	maxMessageSize = 64 << 20
 	// stopGrace is how long a stdio child gets to exit after its stdin is
 	// closed, and again after SIGTERM.
 	stopGrace = 2 * time.Second
@@ -407,6 +435,7 @@ type Client struct {
 	timeout      time.Duration
 	maxTimeout   time.Duration // >= timeout
 	probeTimeout time.Duration
+	maxMessage   int      // Options.MaxMessageBytes, defaulted
 	slots        *limiter // nil: no limit
 	stopGrace    time.Duration
 	clientInfo   json.RawMessage
@@ -550,6 +579,14 @@ func New(opts *Options) (*Client, error) {
 			c.headers.Set(k, v)
 		}
 	}
+	switch m := o.MaxMessageBytes; {
+	case m < 0 || m > config.MaxMaxMessageBytes:
+		return nil, fmt.Errorf("upstream %q: max message bytes must be between 0 and %d", o.Name, int64(config.MaxMaxMessageBytes))
+	case m == 0:
+		c.maxMessage = config.DefaultMaxMessageBytes
+	default:
+		c.maxMessage = int(m)
+	}
 	c.probeTimeout = o.ProbeTimeout
 	switch {
 	case c.probeTimeout < 0:
@@ -588,6 +625,7 @@ func defaultTransport(inflight int) *http.Transport {
 	if inflight <= 0 {
 		inflight = config.DefaultMaxInFlight
 	}
+	t.MaxResponseHeaderBytes = maxResponseHeaderBytes // as on the own POSTs (h1Transport)
 	t.MaxIdleConnsPerHost = inflight + 4
 	t.MaxIdleConns = max(t.MaxIdleConns, t.MaxIdleConnsPerHost)
 	return t

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -28,7 +29,15 @@ import (
 // tools/call to a local server) that cost about a third of the gateway's
 // CPU per call (docs/performance.md). The answer is still read with
 // http.ReadResponse, so its framing (Content-Length, chunked, 1xx, close)
-// is net/http's own.
+// is net/http's own, and with net/http's limits: a bounded head
+// (maxResponseHeaderBytes) and at most five 1xx answers before it.
+//
+// Idle connections are closed once idle for idleTimeout (a timer the
+// transport owns, stopped by close), and one on which the server sent
+// anything unasked, or which it closed, is never reused: on Linux a
+// peek finds out before reuse (stillOpen); elsewhere a reader goroutine
+// per idle connection does (watchIdle), which can miss a close that
+// happens just before the request is written.
 type h1Transport struct {
 	dialer net.Dialer
 	addr   string // host:port the connections go to
@@ -38,12 +47,34 @@ type h1Transport struct {
 	// left idle longer.
 	maxIdle     int
 	idleTimeout time.Duration
+	// portable watches idle connections with a reader goroutine each
+	// (watchIdle) instead of peeking at them (stillOpen): the only way
+	// outside Linux, and testable on Linux too.
+	portable bool
 
-	mu     sync.Mutex
-	idle   []*h1Conn // most recently used last
+	mu     sync.Mutex // guards the fields below
+	idle   []*h1Conn  // most recently used last, so oldest first
 	busy   map[*h1Conn]struct{}
 	closed bool
+	// sweep closes the connections idle past idleTimeout; it is
+	// scheduled while any is idle, and stopped by close.
+	sweep *time.Timer
+
+	// watchers are the goroutines of watchIdle; close waits for them.
+	watchers sync.WaitGroup
 }
+
+const (
+	// maxResponseHeaderBytes bounds the head of an answer, as net/http's
+	// Transport.MaxResponseHeaderBytes does (its default is 10 MiB). An
+	// MCP answer's head is a few hundred bytes; 1 MiB leaves room for any
+	// proxy's additions and keeps what MaxInFlight calls may buffer at
+	// once small.
+	maxResponseHeaderBytes = 1 << 20
+	// max1xxResponses interim answers (100, 103) may precede an answer,
+	// as in net/http.
+	max1xxResponses = 5
+)
 
 // newH1Transport returns a transport for POSTs to target, or nil when
 // they need what only net/http has: TLS (and HTTP/2), or the proxy that
@@ -69,17 +100,47 @@ func newH1Transport(base *http.Transport, target string, maxIdle int) *h1Transpo
 		uri:         u.RequestURI(),
 		maxIdle:     maxIdle,
 		idleTimeout: base.IdleConnTimeout,
+		portable:    !canPeek,
 		busy:        map[*h1Conn]struct{}{},
 	}
 }
 
 // h1Conn is one keep-alive connection.
 type h1Conn struct {
-	conn     net.Conn
-	br       *bufio.Reader
-	bw       *bufio.Writer
+	conn net.Conn
+	lr   limitReader // under br: bounds the head of an answer
+	br   *bufio.Reader
+	bw   *bufio.Writer
+	// idleFrom is when it last became idle.
 	idleFrom time.Time
+	// peeked, in portable mode, is closed when the watcher that reads
+	// from the connection since it became idle has returned: with bytes
+	// (stray ones while idle; the answer once a request is written), or
+	// with an error (the server closed it). peekErr is the error.
+	peeked  chan struct{}
+	peekErr error
 }
+
+// limitReader reads from r, at most n bytes: an answer's head is read
+// with n set to the limit, its body with no limit.
+type limitReader struct {
+	r net.Conn
+	n int64
+}
+
+func (l *limitReader) Read(p []byte) (int, error) {
+	if l.n <= 0 {
+		return 0, errHeadTooLarge
+	}
+	if int64(len(p)) > l.n {
+		p = p[:l.n]
+	}
+	n, err := l.r.Read(p)
+	l.n -= int64(n)
+	return n, err
+}
+
+var errHeadTooLarge = fmt.Errorf("the server's answer headers exceeded %d bytes", maxResponseHeaderBytes)
 
 // postRequest is what http.ReadResponse is told of the request: a POST.
 var postRequest = &http.Request{Method: http.MethodPost}
@@ -97,6 +158,11 @@ func (t *h1Transport) post(ctx context.Context, header http.Header, body []byte)
 	}
 	stop := context.AfterFunc(ctx, func() { _ = pc.conn.SetDeadline(time.Unix(1, 0)) })
 	resp, err := pc.roundTrip(t, header, body)
+	if pc.peeked != nil {
+		// Unread, the watcher would still be reading.
+		_ = pc.conn.SetReadDeadline(time.Unix(1, 0))
+		<-pc.peeked
+	}
 	if err != nil {
 		stop()
 		t.drop(pc)
@@ -114,8 +180,22 @@ func (pc *h1Conn) roundTrip(t *h1Transport, header http.Header, body []byte) (*h
 	if err := writeRequest(pc.bw, t, header, body); err != nil {
 		return nil, err
 	}
-	for {
+	if pc.peeked != nil {
+		// The watcher returns with the answer's first bytes.
+		<-pc.peeked
+		pc.peeked = nil
+		if pc.peekErr != nil {
+			return nil, pc.peekErr
+		}
+	}
+	for n1xx := 0; ; n1xx++ {
+		pc.lr.n = maxResponseHeaderBytes
 		resp, err := http.ReadResponse(pc.br, postRequest)
+		exhausted := pc.lr.n <= 0
+		pc.lr.n = math.MaxInt64
+		if err != nil && (exhausted || errors.Is(err, errHeadTooLarge)) {
+			return nil, errHeadTooLarge
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -125,6 +205,9 @@ func (pc *h1Conn) roundTrip(t *h1Transport, header http.Header, body []byte) (*h
 		if resp.StatusCode >= 100 && resp.StatusCode < 200 {
 			if resp.StatusCode == http.StatusSwitchingProtocols {
 				return nil, fmt.Errorf("unexpected HTTP %d to a POST", resp.StatusCode)
+			}
+			if n1xx == max1xxResponses {
+				return nil, fmt.Errorf("too many 1xx informational answers (more than %d) before the answer", max1xxResponses)
 			}
 			continue
 		}
@@ -190,7 +273,7 @@ func (t *h1Transport) get(ctx context.Context) (*h1Conn, error) {
 		if pc == nil {
 			break
 		}
-		if (t.idleTimeout > 0 && time.Since(pc.idleFrom) > t.idleTimeout) || !stillOpen(pc.conn) {
+		if (t.idleTimeout > 0 && time.Since(pc.idleFrom) > t.idleTimeout) || !t.usable(pc) {
 			t.drop(pc)
 			continue
 		}
@@ -200,7 +283,8 @@ func (t *h1Transport) get(ctx context.Context) (*h1Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	pc := &h1Conn{conn: conn, br: bufio.NewReaderSize(conn, 4<<10), bw: bufio.NewWriterSize(conn, 4<<10)}
+	pc := &h1Conn{conn: conn, lr: limitReader{r: conn, n: math.MaxInt64}, bw: bufio.NewWriterSize(conn, 4<<10)}
+	pc.br = bufio.NewReaderSize(&pc.lr, 4<<10)
 	t.mu.Lock()
 	closed := t.closed
 	if !closed {
@@ -214,6 +298,36 @@ func (t *h1Transport) get(ctx context.Context) (*h1Conn, error) {
 	return pc, nil
 }
 
+// usable reports whether idle pc can carry a request: the server has
+// neither closed it nor sent anything on it since its last answer. Bytes
+// that arrive unasked are not an answer to the next request, which they
+// would be taken for.
+func (t *h1Transport) usable(pc *h1Conn) bool {
+	if !t.portable {
+		return stillOpen(pc.conn)
+	}
+	select {
+	case <-pc.peeked:
+		return false
+	default:
+		return true
+	}
+}
+
+// watchIdle starts the portable watcher of a connection that became
+// idle: a goroutine blocked in a read, which returns when bytes come (or
+// the connection closes). A request written meanwhile finds the watcher
+// still reading and waits for it: it returns with the answer. (A read
+// deadline in the past cannot probe instead: Go's poller then fails the
+// read without trying it.)
+func (t *h1Transport) watchIdle(pc *h1Conn) {
+	pc.peeked = make(chan struct{})
+	t.watchers.Go(func() {
+		_, pc.peekErr = pc.br.Peek(1)
+		close(pc.peeked)
+	})
+}
+
 // drop closes a connection in use.
 func (t *h1Transport) drop(pc *h1Conn) {
 	t.mu.Lock()
@@ -222,19 +336,51 @@ func (t *h1Transport) drop(pc *h1Conn) {
 	_ = pc.conn.Close()
 }
 
-// put keeps pc for the next request, or closes it.
+// put keeps pc for the next request, or closes it. Bytes read past the
+// answer are not an answer to anything: a connection with some is
+// closed.
 func (t *h1Transport) put(pc *h1Conn) {
+	keep := pc.br.Buffered() == 0
 	pc.idleFrom = time.Now()
+	if keep && t.portable {
+		t.watchIdle(pc)
+	}
 	t.mu.Lock()
 	delete(t.busy, pc)
-	if !t.closed && len(t.idle) < t.maxIdle {
+	if keep && !t.closed && len(t.idle) < t.maxIdle {
 		t.idle = append(t.idle, pc)
+		if t.sweep == nil && t.idleTimeout > 0 {
+			t.sweep = time.AfterFunc(t.idleTimeout, t.sweepIdle)
+		}
 		pc = nil
 	}
 	t.mu.Unlock()
 	if pc != nil {
 		_ = pc.conn.Close()
 	}
+}
+
+// sweepIdle closes the connections idle for idleTimeout or more, and
+// runs again when the oldest one left reaches it.
+func (t *h1Transport) sweepIdle() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return
+	}
+	now := time.Now()
+	n := 0
+	for n < len(t.idle) && now.Sub(t.idle[n].idleFrom) >= t.idleTimeout {
+		_ = t.idle[n].conn.Close()
+		n++
+	}
+	t.idle = append(t.idle[:0], t.idle[n:]...)
+	clear(t.idle[len(t.idle):cap(t.idle)])
+	if len(t.idle) == 0 {
+		t.sweep = nil
+		return
+	}
+	t.sweep.Reset(t.idle[0].idleFrom.Add(t.idleTimeout).Sub(now))
 }
 
 // close closes every connection, ending the requests in flight, and
@@ -246,10 +392,14 @@ func (t *h1Transport) close() {
 		conns = append(conns, pc)
 	}
 	t.idle, t.busy, t.closed = nil, nil, true
+	if t.sweep != nil {
+		t.sweep.Stop()
+	}
 	t.mu.Unlock()
 	for _, pc := range conns {
 		_ = pc.conn.Close()
 	}
+	t.watchers.Wait()
 }
 
 // h1Body is the body of an answer on an h1Conn: once it has been read to

@@ -7,6 +7,9 @@ import (
 	"syscall"
 )
 
+// canPeek: stillOpen works here.
+const canPeek = true
+
 // stillOpen reports whether an idle connection can carry a request: the
 // server has neither closed it (a keep-alive timeout) nor sent anything
 // on it. It peeks without blocking, in one system call.

@@ -4,6 +4,9 @@ package upstream
 
 import "net"
 
-// stillOpen cannot peek on this platform: a connection the server closed
-// while idle fails its next request instead.
+// canPeek: stillOpen cannot peek on this platform; idle connections are
+// watched by a reader goroutine each (h1Transport.watchIdle).
+const canPeek = false
+
+// stillOpen is not used where canPeek is false.
 func stillOpen(net.Conn) bool { return true }

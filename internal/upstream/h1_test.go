@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/mcptest"
 )
 
 // connCounter counts the connections an httptest server accepted.
@@ -122,7 +124,9 @@ func TestH1ReusesConnectionsAndSendsHeaders(t *testing.T) {
 }
 
 func TestH1ServerClosedIdleConnection(t *testing.T) {
-	if runtime.GOOS != "linux" {
+	if !canPeek {
+		// The portable watcher sees the close only once its goroutine
+		// has run: a request may beat it, and fails.
 		t.Skip("peeking at an idle connection is Linux only")
 	}
 	var conns connCounter
@@ -311,4 +315,197 @@ func TestH1CloseEndsRequestsInFlight(t *testing.T) {
 	if err := <-errc; err == nil {
 		t.Fatal("a request in flight outlived the transport's close")
 	}
+}
+
+// okAnswer is a keep-alive answer with a body of two bytes.
+const okAnswer = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+
+// serveEach answers every request on a keep-alive connection with what
+// answer returns for the i-th request of the server (from 0).
+func serveEach(t *testing.T, answer func(i int, conn net.Conn)) *mcptest.RawServer {
+	var n atomic.Int64
+	return mcptest.NewRawServer(t, func(conn net.Conn) {
+		br := bufio.NewReader(conn)
+		for {
+			if _, _, err := mcptest.ReadRequest(br); err != nil {
+				return
+			}
+			answer(int(n.Add(1)-1), conn)
+		}
+	})
+}
+
+// allocated returns the bytes f allocates (in the whole process).
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// An answer's head is read with net/http's limits: a bounded size, and at
+// most five interim answers. Either excess is a clear error, reached
+// without allocating anything like what the server sends.
+func TestH1AnswerHeadLimits(t *testing.T) {
+	line := []byte("X-Filler: " + strings.Repeat("a", 1000) + "\r\n")
+	hints := []byte("HTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n")
+	for _, tc := range []struct {
+		name   string
+		answer func(conn net.Conn)
+		want   string
+	}{
+		{"32 MiB header", func(conn net.Conn) {
+			io.WriteString(conn, "HTTP/1.1 200 OK\r\n")
+			mcptest.Repeat(conn, line, 32<<10)
+			conn.Close() // the head never ends
+		}, "headers exceeded"},
+		{"10,000 interim answers", func(conn net.Conn) {
+			if mcptest.Repeat(conn, hints, 10000) {
+				io.WriteString(conn, okAnswer)
+			}
+		}, "too many 1xx"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := serveEach(t, func(_ int, conn net.Conn) { tc.answer(conn) })
+			tr := newH1(t, srv.URL)
+			var err error
+			n := allocated(func() { _, _, err = postString(testContext(t), tr, nil, "{}") })
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want one saying %q", err, tc.want)
+			}
+			if n > 8<<20 {
+				t.Errorf("%d MiB allocated to refuse the answer", n>>20)
+			}
+		})
+	}
+	t.Run("five interim answers pass", func(t *testing.T) {
+		srv := serveEach(t, func(_ int, conn net.Conn) {
+			mcptest.Repeat(conn, hints, 5)
+			io.WriteString(conn, okAnswer)
+		})
+		if code, body, err := postString(context.Background(), newH1(t, srv.URL), nil, "{}"); err != nil || code != 200 || body != "ok" {
+			t.Fatalf("got %d %q %v", code, body, err)
+		}
+	})
+}
+
+// Connections left idle past the idle timeout are closed by the
+// transport, not only when a request would pick them.
+func TestH1ClosesIdleConnectionsOnTime(t *testing.T) {
+	release := make(chan struct{})
+	srv := serveEach(t, func(i int, conn net.Conn) {
+		if i < 3 {
+			<-release // three requests in flight at once: three connections
+		}
+		io.WriteString(conn, okAnswer)
+	})
+	tr := newH1(t, srv.URL)
+	tr.idleTimeout = 20 * time.Millisecond
+	ctx := testContext(t)
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			if _, _, err := postString(ctx, tr, nil, "{}"); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	if err := srv.WaitOpen(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	wg.Wait()
+	if err := srv.WaitOpen(ctx, 0); err != nil {
+		t.Fatalf("%v: %d idle connections still open after the idle timeout", err, srv.Open())
+	}
+	// The transport still works, and sweeps again.
+	if _, _, err := postString(ctx, tr, nil, "{}"); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.WaitOpen(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// Bytes a server sends on a connection it is not answering are never
+// taken for the answer to the next request: the connection is dropped.
+// Both ways of watching idle connections are tested, the Linux peek and
+// the portable reader goroutine.
+func TestH1StrayBytesOnIdleConnection(t *testing.T) {
+	const stray = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nstray"
+	for _, portable := range []bool{false, true} {
+		if !portable && !canPeek {
+			continue
+		}
+		name := map[bool]string{false: "peek", true: "portable"}[portable]
+		t.Run(name+"/with the answer", func(t *testing.T) {
+			srv := serveEach(t, func(i int, conn net.Conn) {
+				if i == 0 {
+					io.WriteString(conn, okAnswer+stray) // one write
+					return
+				}
+				io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nreal")
+			})
+			tr := newH1(t, srv.URL)
+			tr.portable = portable
+			for i, want := range []string{"ok", "real"} {
+				if _, body, err := postString(testContext(t), tr, nil, "{}"); err != nil || body != want {
+					t.Fatalf("post %d: %q %v, want %q", i, body, err, want)
+				}
+			}
+		})
+		t.Run(name+"/while idle", func(t *testing.T) {
+			sendStray := make(chan net.Conn)
+			srv := serveEach(t, func(i int, conn net.Conn) {
+				if i == 0 {
+					io.WriteString(conn, okAnswer)
+					sendStray <- conn
+					return
+				}
+				io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nreal")
+			})
+			tr := newH1(t, srv.URL)
+			tr.portable = portable
+			ctx := testContext(t)
+			if _, body, err := postString(ctx, tr, nil, "{}"); err != nil || body != "ok" {
+				t.Fatalf("first post: %q %v", body, err)
+			}
+			io.WriteString(<-sendStray, stray)
+			// Wait until the client side can see the bytes (they cross a
+			// real socket): the portable watcher has read them, or a
+			// peek finds them.
+			tr.mu.Lock()
+			pc := tr.idle[0]
+			tr.mu.Unlock()
+			for !strayed(pc, portable) {
+				if ctx.Err() != nil {
+					t.Fatal("the stray bytes never arrived")
+				}
+				time.Sleep(time.Millisecond)
+			}
+			if _, body, err := postString(ctx, tr, nil, "{}"); err != nil || body != "real" {
+				t.Fatalf("post after stray bytes: %q %v, want \"real\"", body, err)
+			}
+		})
+	}
+}
+
+// strayed reports whether the client side has seen bytes on idle pc.
+func strayed(pc *h1Conn, portable bool) bool {
+	if portable {
+		select {
+		case <-pc.peeked:
+			return true
+		default:
+			return false
+		}
+	}
+	return !stillOpen(pc.conn)
 }

@@ -247,7 +247,7 @@ func (w *httpWire) answer(ctx context.Context, resp *http.Response, m *outgoing,
 		case "text/event-stream":
 			return w.readStream(ctx, resp.Body, m)
 		case "application/json":
-			body, err := readBody(resp.Body, resp.ContentLength, maxMessageSize)
+			body, err := readBody(resp.Body, resp.ContentLength, w.c.maxMessage)
 			if err != nil {
 				return err
 			}
@@ -296,15 +296,22 @@ func answers(msg *jsonrpc.Message, id int64) bool {
 // transports "Sending Messages to the Server"): they go to m's handler,
 // if it has one. ctx is the POST's.
 func (w *httpWire) readStream(ctx context.Context, body io.Reader, m *outgoing) error {
-	sr := newResponseSSEReader(body, maxMessageSize, int(w.hint.Load()))
+	sr := newResponseSSEReader(body, w.c.maxMessage, int(w.hint.Load()))
 	bad := badLines{log: w.c.log}
 	for {
 		ev, err := sr.next()
 		if err != nil {
 			var tl *tooLongError
 			if errors.As(err, &tl) {
-				w.c.log.Error("upstream message too large: skipped", "limit_bytes", tl.max)
-				continue
+				// Most likely the response: the request fails, and the
+				// stream is closed unread (the caller closes the body).
+				// A request or notification of the server's is skipped.
+				id, _, method := scanHead(tl.head)
+				w.c.log.Error("upstream message too large: skipped", "limit_bytes", tl.max, "id", id)
+				if method {
+					continue
+				}
+				return &TooLargeError{Limit: tl.max}
 			}
 			if errors.Is(err, io.EOF) {
 				return errors.New("the response stream ended without the response")
@@ -445,7 +452,7 @@ func (w *httpWire) getStream(ctx context.Context, lastID *string, answered func(
 		body, _ := readBody(io.LimitReader(resp.Body, 4<<10), -1, 4<<10)
 		return false, 0, &statusError{Code: resp.StatusCode, ContentType: ct, Body: body}
 	}
-	sr := newSSEReader(resp.Body, maxMessageSize)
+	sr := newSSEReader(resp.Body, w.c.maxMessage)
 	err = w.c.deliverEvents(sr, func() { *lastID = sr.lastID })
 	return true, sr.retry, err
 }

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -19,8 +20,11 @@ const (
 // returned is a sub-slice of a read buffer that is never written again, so
 // callers may keep it (and jsonrpc.Decode may alias it). Lines are read
 // into the free end of the current buffer; a line that outgrows it moves,
-// alone, into a buffer twice its size, so a large message is held in one
-// buffer of about its size with no copy after it is read.
+// alone, into a buffer twice its size (never much more than max), so a
+// large message is held in one buffer of about its size with no copy
+// after it is read. Once a large line has been returned, the next read
+// goes into a fresh small buffer: a stream that carried one large message
+// does not pin its buffer for as long as the stream lives.
 //
 // The price is that a small line kept for long pins the chunk it was read
 // into: copy small values that are kept.
@@ -34,11 +38,18 @@ type lineReader struct {
 	// cr makes a lone '\r' a line end too (SSE); otherwise lines end at
 	// '\n' and one '\r' before it is dropped (stdio).
 	cr bool
+	// early reports a line longer than max as soon as it passes max (the
+	// caller then stops reading: a response stream, closed at once);
+	// otherwise it is reported once skipped to its end, with its last
+	// bytes (a shared stream, which goes on).
+	early bool
 	// skipLF: the last line ended with '\r' at the end of the data read so
 	// far; a '\n' right after it belongs to that line end.
 	skipLF bool
-	// discarding: inside a line longer than max, dropped up to its end.
+	// discarding: inside a line longer than max, dropped up to its end;
+	// head holds its first bytes and tail its last bytes so far.
 	discarding bool
+	head, tail []byte
 	// hint is the length of the last line longer than a chunk: a stream
 	// that carries one large message often carries more of about its size.
 	hint int
@@ -52,15 +63,43 @@ func newLineReader(r io.Reader, max int, cr bool) *lineReader {
 	return &lineReader{r: r, max: max, cr: cr}
 }
 
+const (
+	// headSize and tailSize are how much of an oversize line is kept to
+	// find the id of the request it answers.
+	headSize = 4 << 10
+	tailSize = 256
+)
+
 // tooLongError reports a line longer than the limit. The rest of the line
 // is skipped; the next call returns the line after it.
 type tooLongError struct {
 	max  int
 	head []byte // a copy of the line's first bytes
+	tail []byte // a copy of its last bytes; nil when reported early
 }
 
 func (e *tooLongError) Error() string {
-	return fmt.Sprintf("message larger than the %d MiB limit", e.max>>20)
+	return fmt.Sprintf("message larger than the %d byte limit", e.max)
+}
+
+// id returns the id of the request the oversize message answers, when its
+// first or last bytes show it.
+func (e *tooLongError) id() (int64, bool) {
+	if id, ok := idFromHead(e.head); ok {
+		return id, true
+	}
+	return idFromTail(e.tail)
+}
+
+// keepTail appends the end of b to l.tail, keeping tailSize bytes.
+func (l *lineReader) keepTail(b []byte) {
+	if len(b) > tailSize {
+		b = b[len(b)-tailSize:]
+	}
+	l.tail = append(l.tail, b...)
+	if n := len(l.tail); n > tailSize {
+		l.tail = l.tail[:copy(l.tail, l.tail[n-tailSize:])]
+	}
 }
 
 // next returns the next line without its terminator. At the end of the
@@ -103,7 +142,17 @@ func (l *lineReader) next() ([]byte, error) {
 				}
 				if l.discarding {
 					l.discarding = false
-					continue
+					if l.early {
+						continue // reported when it passed max
+					}
+					l.keepTail(line)
+					err := &tooLongError{max: l.max, head: l.head, tail: l.tail}
+					l.head, l.tail = nil, nil
+					return nil, err
+				}
+				if len(line) > l.max {
+					// Read whole before its end was looked for.
+					return nil, &tooLongError{max: l.max, head: append([]byte(nil), line[:min(len(line), headSize)]...), tail: append([]byte(nil), line[max(0, len(line)-tailSize):]...)}
 				}
 				if len(line) > chunkSize {
 					l.hint = len(line)
@@ -113,12 +162,17 @@ func (l *lineReader) next() ([]byte, error) {
 			l.scanned = l.end - l.start
 		}
 		if l.discarding {
+			l.keepTail(l.buf[l.start:l.end])
 			l.start, l.scanned = l.end, 0
 		} else if l.scanned > l.max {
-			head := append([]byte(nil), l.buf[l.start:l.start+min(l.scanned, 4<<10)]...)
+			l.head = append([]byte(nil), l.buf[l.start:l.start+min(l.scanned, headSize)]...)
+			l.tail = make([]byte, 0, 2*tailSize)
+			l.keepTail(l.buf[l.start:l.end])
 			l.discarding = true
 			l.start, l.scanned = l.end, 0
-			return nil, &tooLongError{max: l.max, head: head}
+			if l.early {
+				return nil, &tooLongError{max: l.max, head: l.head}
+			}
 		}
 		if l.err != nil {
 			if l.start < l.end && !l.discarding {
@@ -136,16 +190,20 @@ func (l *lineReader) next() ([]byte, error) {
 // by moving data within buf: a partial line that does not leave minRead
 // bytes free moves to a new buffer. A small partial line moves to a fresh
 // chunk; a large one to a buffer that will hold a line of the size of the
-// last large line, or else twice its present size.
+// last large line, or else twice its present size, but never much more
+// than max: a line longer than max is dropped. A large buffer from which a
+// line was returned is left for a fresh chunk even when it has room, so
+// that a read that waits (for the next message, maybe for long) does not
+// pin it.
 func (l *lineReader) fill() {
-	if len(l.buf)-l.end < minRead {
-		n := l.end - l.start
+	n := l.end - l.start
+	if len(l.buf)-l.end < minRead || (len(l.buf) > chunkSize && l.start > 0 && n <= chunkSize-minRead) {
 		size := chunkSize
 		if l.buf == nil && l.first > 0 {
 			size = l.first
 		}
-		if n >= min(chunkSize, len(l.buf))/2 && n > 0 {
-			size = max(2*n, l.hint+2*minRead)
+		if n >= min(chunkSize, len(l.buf))/2 && n > 0 && len(l.buf)-l.end < minRead {
+			size = max(min(max(2*n, l.hint+2*minRead), l.max+2*minRead), n+minRead)
 		}
 		nb := make([]byte, size)
 		copy(nb, l.buf[l.start:l.end])
@@ -175,44 +233,73 @@ type sseReader struct {
 	lastID string
 	retry  time.Duration
 	first  bool
+	max    int // the limit on an event's data
 }
 
 func newSSEReader(r io.Reader, max int) *sseReader {
-	return &sseReader{lr: newLineReader(r, max, true), first: true}
+	return &sseReader{lr: newLineReader(r, max+sseFieldRoom, true), max: max, first: true}
 }
+
+// sseFieldRoom is what a line may have beyond the limit on its data: the
+// field name ("data: "), and a BOM. The limit bounds the message.
+const sseFieldRoom = 16
 
 // newResponseSSEReader reads the SSE stream that answers one POST: it
 // starts with a small buffer, and a line that outgrows it moves to one
-// sized for hint, the size of the last large message of the upstream.
+// sized for hint, the size of the last large message of the upstream. An
+// oversize event is reported early: the stream is closed, not read on.
 func newResponseSSEReader(r io.Reader, max, hint int) *sseReader {
-	lr := newLineReader(r, max, true)
-	lr.first, lr.hint = responseFirstBuffer, hint
-	return &sseReader{lr: lr, first: true}
+	lr := newLineReader(r, max+sseFieldRoom, true)
+	lr.first, lr.hint, lr.early = responseFirstBuffer, hint, true
+	return &sseReader{lr: lr, max: max, first: true}
 }
 
 // responseFirstBuffer is the first buffer of a response stream.
 const responseFirstBuffer = 8 << 10
 
 // next returns the next event. Data of an event with a single data line
-// aliases the read buffer (no copy, however large).
+// aliases the read buffer (no copy, however large). An event whose data
+// is longer than the limit is skipped whole and reported with a
+// *tooLongError: at once on a reader in early mode, otherwise once the
+// event has ended.
 func (s *sseReader) next() (sseEvent, error) {
 	var (
 		name    string
 		data    []byte
 		hasData bool
 		joined  bool
+		tooLong *tooLongError
 	)
 	for {
 		line, err := s.lr.next()
 		if err != nil {
-			// An event not ended by an empty line is discarded.
-			return sseEvent{}, err
+			var tl *tooLongError
+			if !errors.As(err, &tl) {
+				// An event not ended by an empty line is discarded.
+				return sseEvent{}, err
+			}
+			// The line's head starts with its field name, and its limit
+			// has room for it.
+			tl.max = s.max
+			if h, ok := bytes.CutPrefix(tl.head, []byte("data:")); ok {
+				tl.head = bytes.TrimPrefix(h, []byte(" "))
+			}
+			if s.lr.early {
+				return sseEvent{}, tl
+			}
+			if tooLong == nil {
+				tooLong = tl
+			}
+			continue
 		}
 		if s.first {
 			s.first = false
 			line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf"))
 		}
 		if len(line) == 0 {
+			if tooLong != nil {
+				return sseEvent{}, tooLong
+			}
 			if hasData {
 				return sseEvent{name: name, data: data}, nil
 			}
@@ -234,6 +321,18 @@ func (s *sseReader) next() (sseEvent, error) {
 			name = string(value)
 		case "data":
 			switch {
+			case tooLong != nil:
+			case len(value) > s.max || (hasData && len(data)+1+len(value) > s.max):
+				// Data lines that are each short enough may not be
+				// together.
+				if !hasData {
+					data = value
+				}
+				tooLong = &tooLongError{max: s.max, head: append([]byte(nil), data[:min(len(data), headSize)]...), tail: append([]byte(nil), value[max(0, len(value)-tailSize):]...)}
+				data = nil
+				if s.lr.early {
+					return sseEvent{}, tooLong
+				}
 			case !hasData:
 				data, hasData = value, true
 			case !joined:
@@ -255,10 +354,13 @@ func (s *sseReader) next() (sseEvent, error) {
 }
 
 // readBody reads a whole body of at most max bytes. With a known length it
-// reads into one buffer of exactly that size.
+// reads into one buffer of exactly that size; otherwise into pieces, which
+// are joined at the end, so that no growing buffer leaves garbage of
+// several times the body's size. A body over max is a *TooLargeError, and
+// is not read further.
 func readBody(r io.Reader, length int64, max int) ([]byte, error) {
 	if length > int64(max) {
-		return nil, fmt.Errorf("%w: body of %d bytes is larger than the %d MiB limit", ErrMalformed, length, max>>20)
+		return nil, &TooLargeError{Limit: max}
 	}
 	if length >= 0 {
 		b := make([]byte, length)
@@ -267,21 +369,66 @@ func readBody(r io.Reader, length int64, max int) ([]byte, error) {
 		}
 		return b, nil
 	}
-	b := make([]byte, 0, 512)
+	var (
+		pieces [][]byte
+		total  int
+	)
+	piece := make([]byte, 0, 512)
 	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
+		if len(piece) == cap(piece) {
+			pieces = append(pieces, piece)
+			piece = make([]byte, 0, min(2*cap(piece), 4<<20))
 		}
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if len(b) > max {
-			return nil, fmt.Errorf("%w: body larger than the %d MiB limit", ErrMalformed, max>>20)
+		n, err := r.Read(piece[len(piece):cap(piece)])
+		piece = piece[:len(piece)+n]
+		if total += n; total > max {
+			return nil, &TooLargeError{Limit: max}
 		}
 		if err == io.EOF {
-			return b, nil
+			if len(pieces) == 0 {
+				return piece, nil
+			}
+			b := make([]byte, 0, total)
+			for _, p := range pieces {
+				b = append(b, p...)
+			}
+			return append(b, piece...), nil
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
+}
+
+// idFromTail finds the numeric "id" member that ends a message: the last
+// bytes of `..., "id": 42}`. Nothing else is recognised (an id that is
+// not the last member, or an inner object's id before its closing brace).
+func idFromTail(tail []byte) (int64, bool) {
+	b := bytes.TrimRight(tail, " \t\r\n")
+	if len(b) == 0 || b[len(b)-1] != '}' {
+		return 0, false
+	}
+	b = bytes.TrimRight(b[:len(b)-1], " \t\r\n")
+	i := len(b)
+	for i > 0 && b[i-1] >= '0' && b[i-1] <= '9' {
+		i--
+	}
+	digits := b[i:]
+	if len(digits) == 0 || len(digits) > 18 {
+		return 0, false
+	}
+	b = bytes.TrimRight(b[:i], " \t\r\n")
+	if !bytes.HasSuffix(b, []byte(":")) {
+		return 0, false
+	}
+	b = bytes.TrimRight(b[:len(b)-1], " \t\r\n")
+	if !bytes.HasSuffix(b, []byte(`"id"`)) {
+		return 0, false
+	}
+	b = bytes.TrimRight(b[:len(b)-4], " \t\r\n")
+	if len(b) == 0 || (b[len(b)-1] != ',' && b[len(b)-1] != '{') {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(string(digits), 10, 64)
+	return id, err == nil
 }

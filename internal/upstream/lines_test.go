@@ -199,3 +199,165 @@ func TestReadBody(t *testing.T) {
 		t.Error("a body shorter than its Content-Length was accepted")
 	}
 }
+
+// genReader yields n bytes of 'x', then rest, without holding n bytes.
+type genReader struct {
+	n    int
+	rest string
+}
+
+func (g *genReader) Read(p []byte) (int, error) {
+	if g.n > 0 {
+		k := min(len(p), g.n)
+		for i := range p[:k] {
+			p[i] = 'x'
+		}
+		g.n -= k
+		return k, nil
+	}
+	if g.rest == "" {
+		return 0, io.EOF
+	}
+	k := copy(p, g.rest)
+	g.rest = g.rest[k:]
+	return k, nil
+}
+
+// After a large line the reader goes back to a small buffer: a 50 MiB
+// message must not pin 50 MiB (or more) for as long as the stream lives.
+func TestLineReaderReleasesLargeBuffer(t *testing.T) {
+	const size = 50 << 20
+	lr := newLineReader(&genReader{n: size, rest: "\nsmall\n"}, 64<<20, false)
+	line, err := lr.next()
+	if err != nil || len(line) != size {
+		t.Fatalf("first line: %d bytes, %v", len(line), err)
+	}
+	if line, err = lr.next(); err != nil || string(line) != "small" {
+		t.Fatalf("second line: %q, %v", line, err)
+	}
+	// The read that waits for the next message (here: finds the end).
+	if _, err = lr.next(); !errors.Is(err, io.EOF) {
+		t.Fatalf("third read: %v, want EOF", err)
+	}
+	if c := cap(lr.buf); c > chunkSize {
+		t.Errorf("after the large line the reader holds a buffer of %d bytes, want at most %d", c, chunkSize)
+	}
+}
+
+// A line of exactly the limit is read into a buffer of about its size,
+// never about twice the limit.
+func TestLineReaderBufferBoundedByLimit(t *testing.T) {
+	const max = 3<<20 + 12345
+	lr := newLineReader(&genReader{n: max, rest: "\n"}, max, false)
+	if line, err := lr.next(); err != nil || len(line) != max {
+		t.Fatalf("line: %d bytes, %v", len(line), err)
+	}
+	if c := cap(lr.buf); c > max+3*minRead {
+		t.Errorf("buffer of %d bytes for a line at the %d byte limit", c, max)
+	}
+}
+
+// A shared stream's oversize line is reported once it has been skipped,
+// with its last bytes, so that the call it answers can fail even when the
+// id comes after the result.
+func TestLineReaderTooLongTail(t *testing.T) {
+	const max = 100 << 10
+	big := `{"jsonrpc":"2.0","result":{"text":"` + strings.Repeat("x", 3*max) + `"},"id":42}`
+	lr := newLineReader(strings.NewReader(big+"\nnext\n"), max, false)
+	_, err := lr.next()
+	var tl *tooLongError
+	if !errors.As(err, &tl) {
+		t.Fatalf("err = %v, want a tooLongError", err)
+	}
+	if id, ok := tl.id(); !ok || id != 42 {
+		t.Errorf("id = %d, %v; want 42", id, ok)
+	}
+	if line, err := lr.next(); err != nil || string(line) != "next" {
+		t.Fatalf("after it: %q, %v", line, err)
+	}
+	if c := cap(lr.buf); c > chunkSize {
+		t.Errorf("skipping held a buffer of %d bytes", c)
+	}
+}
+
+// A response stream's oversize line is reported as soon as it is known
+// to be too long: the caller closes the stream, nothing more is read.
+func TestLineReaderTooLongEarly(t *testing.T) {
+	const max = 100 << 10
+	g := &genReader{n: 10 * max, rest: "\n"}
+	lr := newLineReader(g, max, true)
+	lr.early = true
+	_, err := lr.next()
+	var tl *tooLongError
+	if !errors.As(err, &tl) {
+		t.Fatalf("err = %v, want a tooLongError", err)
+	}
+	if g.n < 8*max {
+		t.Errorf("%d bytes read past the limit before the error", 10*max-g.n)
+	}
+}
+
+func TestIDFromTail(t *testing.T) {
+	for tail, want := range map[string]int64{
+		`xxxx"},"id":42}`:           42,
+		`xxxx"}, "id" : 7 }` + "\r": 7,
+		`"id":5}}`:                  -1, // an inner object's id
+		`xx","id":"s"}`:             -1,
+		`xxid":5}`:                  -1,
+		`{"id":9}`:                  9,
+		`x","id":-3}`:               -1,
+	} {
+		id, ok := idFromTail([]byte(tail))
+		if (want < 0 && ok) || (want >= 0 && (!ok || id != want)) {
+			t.Errorf("idFromTail(%q) = %d, %v; want %d", tail, id, ok, want)
+		}
+	}
+}
+
+// An SSE event whose data lines together pass the limit is skipped as a
+// whole: none of its lines becomes an event of its own.
+func TestSSEReaderEventTooLarge(t *testing.T) {
+	line := "data: " + strings.Repeat("y", 600) + "\n"
+	input := strings.Repeat(line, 4) + "\ndata: next\n\n"
+	sr := newSSEReader(strings.NewReader(input), 1000)
+	_, err := sr.next()
+	var tl *tooLongError
+	if !errors.As(err, &tl) {
+		t.Fatalf("err = %v, want a tooLongError", err)
+	}
+	ev, err := sr.next()
+	if err != nil || string(ev.data) != "next" {
+		t.Fatalf("after it: %q, %v", ev.data, err)
+	}
+}
+
+func TestReadBodyTooLarge(t *testing.T) {
+	for _, length := range []int64{-1, 5000} {
+		_, err := readBody(&genReader{n: 5000}, length, 1000)
+		var tl *TooLargeError
+		if !errors.As(err, &tl) || tl.Limit != 1000 {
+			t.Errorf("length %d: err = %v, want a TooLargeError with the limit", length, err)
+		}
+	}
+}
+
+// The limit bounds an event's data, not its line: data of exactly the
+// limit passes, one byte more does not.
+func TestSSEReaderLimitIsOnData(t *testing.T) {
+	const max = 100 << 10
+	for _, early := range []bool{false, true} {
+		for size, ok := range map[int]bool{max: true, max + 1: false} {
+			input := "data: " + strings.Repeat("z", size) + "\n\n"
+			sr := newSSEReader(strings.NewReader(input), max)
+			sr.lr.early = early
+			ev, err := sr.next()
+			var tl *tooLongError
+			switch {
+			case ok && (err != nil || len(ev.data) != size):
+				t.Errorf("early %v: data of %d bytes: %d, %v", early, size, len(ev.data), err)
+			case !ok && (!errors.As(err, &tl) || tl.max != max):
+				t.Errorf("early %v: data of %d bytes: %v, want a tooLongError with the limit", early, size, err)
+			}
+		}
+	}
+}

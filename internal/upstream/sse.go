@@ -61,7 +61,7 @@ func dialSSE(ctx context.Context, c *Client) (*sseWire, error) {
 		body, _ := readBody(io.LimitReader(resp.Body, 4<<10), -1, 4<<10)
 		return fail(resp, &statusError{Code: resp.StatusCode, ContentType: ct, Body: body})
 	}
-	sr := newSSEReader(resp.Body, maxMessageSize)
+	sr := newSSEReader(resp.Body, c.maxMessage)
 	ev, err := sr.next()
 	if err != nil {
 		return fail(resp, fmt.Errorf("waiting for the endpoint event: %w", err))
@@ -146,7 +146,7 @@ func (c *Client) deliverEvents(sr *sseReader, afterRead func()) error {
 		if err != nil {
 			var tl *tooLongError
 			if errors.As(err, &tl) {
-				c.log.Error("upstream message too large: skipped", "limit_bytes", tl.max)
+				c.tooLong(tl)
 				continue
 			}
 			return err

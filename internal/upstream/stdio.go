@@ -180,7 +180,7 @@ func (w *stdioWire) write() {
 func (w *stdioWire) read() {
 	defer w.wg.Done()
 	defer close(w.readerDone)
-	lr := newLineReader(w.stdout, maxMessageSize, false)
+	lr := newLineReader(w.stdout, w.c.maxMessage, false)
 	bad := badLines{log: w.c.log}
 	var err error
 	for {
@@ -377,44 +377,56 @@ func (w *stdioWire) waitExit() bool {
 	}
 }
 
-// tooLong handles a message over the size limit: it was skipped, and the
-// call it answers, if its id comes before the result, fails now rather
-// than at its timeout.
+// tooLong handles a message over the size limit on a shared stream
+// (stdio, an SSE GET stream): it was skipped unread, and the call it
+// answers, if its first or last bytes carry its id, fails now with a
+// *TooLargeError rather than at its timeout.
 func (c *Client) tooLong(e *tooLongError) {
-	id, ok := idFromHead(e.head)
+	id, ok := e.id()
 	c.log.Error("upstream message too large: skipped", "limit_bytes", e.max, "id", id)
 	if ok {
-		c.fail(id, fmt.Errorf("%w: %v", ErrMalformed, e))
+		c.fail(id, &TooLargeError{Limit: e.max})
 	}
 }
 
 // idFromHead finds the numeric "id" member in the beginning of a message.
 func idFromHead(head []byte) (int64, bool) {
+	id, ok, _ := scanHead(head)
+	return id, ok
+}
+
+// scanHead reads the top-level members of the beginning of a message: its
+// numeric "id", and whether a "method" member comes before the head ends
+// (a request or notification, not a response).
+func scanHead(head []byte) (id int64, idOK, method bool) {
 	dec := json.NewDecoder(bytes.NewReader(head))
 	dec.UseNumber()
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return 0, false
+		return 0, false, false
 	}
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
-			return 0, false
+			return id, idOK, method
 		}
-		if t == "id" {
+		switch t {
+		case "id":
 			v, err := dec.Token()
-			n, ok := v.(json.Number)
-			if err != nil || !ok {
-				return 0, false
+			if n, ok := v.(json.Number); err == nil && ok {
+				if n, err := n.Int64(); err == nil {
+					id, idOK = n, true
+				}
 			}
-			id, err := n.Int64()
-			return id, err == nil
+			continue
+		case "method":
+			method = true
 		}
 		var skip json.RawMessage
 		if err := dec.Decode(&skip); err != nil {
-			return 0, false
+			return id, idOK, method
 		}
 	}
-	return 0, false
+	return id, idOK, method
 }
 
 // badLines logs lines that are not JSON-RPC messages, at most five per
