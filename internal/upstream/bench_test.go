@@ -164,6 +164,14 @@ func BenchmarkStreamableHTTP(b *testing.B) {
 		b.Run("own/"+sizeName(size), func(b *testing.B) {
 			benchOwn(b, &upstream.Options{Name: "blob", URL: srv.URL, ClientInfo: gateway}, size)
 		})
+		// The client on a tuned net/http transport instead of its own
+		// HTTP/1.1 POST path: what the own path saves (docs/performance.md).
+		b.Run("nethttp/"+sizeName(size), func(b *testing.B) {
+			t := http.DefaultTransport.(*http.Transport).Clone()
+			t.MaxIdleConnsPerHost, t.DisableCompression, t.ForceAttemptHTTP2 = 64, true, false
+			defer t.CloseIdleConnections()
+			benchOwn(b, &upstream.Options{Name: "blob", URL: srv.URL, ClientInfo: gateway, HTTPClient: &http.Client{Transport: t}}, size)
+		})
 	}
 }
 
