@@ -240,6 +240,9 @@ type upstreamState struct {
 	gate hostGate
 	// pool holds the per-client sessions; nil in shared mode.
 	pool *clientPool
+	// listenMu serialises the setting of a modern upstream's listen
+	// filter (listenUpstream).
+	listenMu sync.Mutex
 	// firstDone is closed when the first start attempt has ended, and
 	// the catalog of its connection, if it made one, is listed.
 	firstDone chan struct{}

@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -22,11 +23,23 @@ type resourceSubs struct {
 	mu sync.Mutex // guards byURI
 	// byURI maps a subscribed URI to its upstream and subscriber keys.
 	byURI map[string]*resourceSub
+	// waiting, when set (in tests), is called as a subscriber starts to
+	// wait for the URI's upstream (un)subscription in flight.
+	waiting func()
 }
 
+// resourceSub is the subscription to one URI. Its entry stays in the
+// table while an upstream unsubscription is in flight, so that a new
+// subscriber of the URI waits for it (op) rather than racing it: the
+// upstream hears subscribe and unsubscribe for a URI in the order the
+// table decided them.
 type resourceSub struct {
 	up   *upstreamState
-	keys map[string]struct{}
+	keys map[string]struct{} // guarded by resourceSubs.mu
+	// op serialises the upstream (un)subscriptions of the URI and
+	// guards subscribed: whether the upstream is subscribed.
+	op         sync.Mutex
+	subscribed bool
 }
 
 // modernSubscriber is an upstream client that can hold a modern
@@ -55,26 +68,39 @@ func (r *Router) SubscribeResource(ctx context.Context, c *Caller, key, uri stri
 		r.subs.byURI = map[string]*resourceSub{}
 	}
 	sub := r.subs.byURI[uri]
-	first := sub == nil
-	if first {
+	if sub == nil {
 		sub = &resourceSub{up: u, keys: map[string]struct{}{}}
 		r.subs.byURI[uri] = sub
 	}
 	sub.keys[key] = struct{}{}
+	waiting := r.subs.waiting
 	r.subs.mu.Unlock()
-	if !first {
+	// Every subscriber waits until the upstream is subscribed: its
+	// acknowledgement then means what it says.
+	if !sub.op.TryLock() {
+		if waiting != nil {
+			waiting()
+		}
+		sub.op.Lock()
+	}
+	defer sub.op.Unlock()
+	if sub.subscribed {
 		return nil
 	}
-	if err := r.subscribeUpstream(ctx, u, uri, true); err != nil {
+	if err := r.subscribeUpstream(ctx, sub.up, uri, true); err != nil {
 		r.subs.mu.Lock()
-		delete(r.subs.byURI, uri)
+		delete(sub.keys, key)
+		if len(sub.keys) == 0 && r.subs.byURI[uri] == sub {
+			delete(r.subs.byURI, uri)
+		}
 		r.subs.mu.Unlock()
 		r.log.Warn("upstream resource subscription failed", keyUpstream, u.Name, "uri", uri, keyErr, err)
-		if e, ok := err.(*jsonrpc.Error); ok {
+		if e := (*jsonrpc.Error)(nil); errors.As(err, &e) {
 			return e
 		}
 		return jsonrpc.NewError(jsonrpc.CodeInternalError, "Subscribing to %s failed: %v", uri, err)
 	}
+	sub.subscribed = true
 	return nil
 }
 
@@ -86,17 +112,28 @@ func (r *Router) UnsubscribeResource(ctx context.Context, key, uri string) {
 	last := false
 	if sub != nil {
 		delete(sub.keys, key)
-		if len(sub.keys) == 0 {
-			delete(r.subs.byURI, uri)
-			last = true
-		}
+		last = len(sub.keys) == 0
 	}
 	r.subs.mu.Unlock()
-	if last {
+	if !last {
+		return
+	}
+	sub.op.Lock()
+	defer sub.op.Unlock()
+	r.subs.mu.Lock()
+	still := len(sub.keys) == 0 // or a new subscriber came meanwhile
+	r.subs.mu.Unlock()
+	if still && sub.subscribed {
 		if err := r.subscribeUpstream(ctx, sub.up, uri, false); err != nil {
 			r.log.Debug("upstream resource unsubscription failed", keyUpstream, sub.up.Name, "uri", uri, keyErr, err)
 		}
+		sub.subscribed = false
 	}
+	r.subs.mu.Lock()
+	if len(sub.keys) == 0 && r.subs.byURI[uri] == sub {
+		delete(r.subs.byURI, uri)
+	}
+	r.subs.mu.Unlock()
 }
 
 // HostGone forgets a host whose session or stream has ended (key is the
@@ -160,6 +197,10 @@ func (r *Router) listenUpstream(ctx context.Context, u *upstreamState) error {
 	if !ok || !u.isModern() {
 		return nil
 	}
+	// One filter at a time, so that the last one computed is the last
+	// one set.
+	u.listenMu.Lock()
+	defer u.listenMu.Unlock()
 	var filter upstream.Subscriptions
 	caps := u.Client.Capabilities()
 	filter.ToolsListChanged = listChanged(caps, "tools")
@@ -167,7 +208,7 @@ func (r *Router) listenUpstream(ctx context.Context, u *upstreamState) error {
 	filter.ResourcesListChanged = listChanged(caps, "resources")
 	r.subs.mu.Lock()
 	for uri, sub := range r.subs.byURI {
-		if sub.up == u {
+		if sub.up == u && len(sub.keys) > 0 {
 			filter.ResourceURIs = append(filter.ResourceURIs, uri)
 		}
 	}
