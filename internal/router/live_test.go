@@ -240,15 +240,7 @@ func TestNotificationsOnACallStream(t *testing.T) {
 // an error.
 func TestRelayKeyEnforced(t *testing.T) {
 	up, arrived, release := blockingUpstream()
-	r, err := New(&Options{ListWait: -1, Upstreams: []UpstreamConfig{{Name: "up", Connect: up.connect, Timeout: 5 * time.Second, Relay: []string{"sampling"}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Start(context.Background())
-	defer r.Close()
-	if err := r.WaitStarted(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	r := startRouter(t, Options{Upstreams: []UpstreamConfig{{Name: "up", Connect: up.connect, Timeout: 5 * time.Second, Relay: []string{"sampling"}}}}, nil)
 	host := &recordingHost{answer: json.RawMessage(`{"role":"assistant","content":{"type":"text","text":"hi"},"model":"m"}`)}
 	caps := json.RawMessage(`{"sampling":{},"elicitation":{},"roots":{}}`)
 	done := make(chan struct{})

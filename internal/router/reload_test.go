@@ -20,15 +20,7 @@ func TestReconfigure(t *testing.T) {
 		{Name: "a", Connect: a.connect, Fingerprint: "a1"},
 		{Name: "b", Connect: b.connect, Fingerprint: "b1"},
 	}
-	r, err := New(&opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Start(context.Background())
-	defer r.Close()
-	if err := r.WaitStarted(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	r := startRouter(t, opts, nil)
 
 	// A call to b is in flight while a is removed and c added.
 	done := make(chan *Reply, 1)
@@ -94,15 +86,7 @@ func TestReloadRestartsFailed(t *testing.T) {
 		{Name: "f", Connect: connect, Fingerprint: "f1"},
 		{Name: "ok", Connect: ok.connect, Fingerprint: "ok1"},
 	}
-	r, err := New(&opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Start(context.Background())
-	defer r.Close()
-	if err := r.WaitStarted(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	r := startRouter(t, opts, nil)
 	if st := r.Status()[0]; st.State != PhaseFailed {
 		t.Fatalf("f is %s, want failed", st.State)
 	}
