@@ -333,11 +333,7 @@ func (s *Server) identity(w http.ResponseWriter, r *http.Request) (policy.Identi
 	if identify == nil {
 		return policy.Identity{}, true
 	}
-	token, isBearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !isBearer {
-		token = ""
-	}
-	id, err := (*identify)(strings.TrimSpace(token))
+	id, err := (*identify)(bearerToken(r.Header.Get("Authorization")))
 	if err == nil {
 		return id, true
 	}
@@ -351,6 +347,19 @@ func (s *Server) identity(w http.ResponseWriter, r *http.Request) (policy.Identi
 	w.Header().Set("WWW-Authenticate", challenge)
 	writeError(w, http.StatusUnauthorized, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "%s", message))
 	return policy.Identity{}, false
+}
+
+// bearerToken returns the credentials of an Authorization header in the
+// Bearer scheme, or "" for any other scheme. The scheme is matched without
+// regard to case and is followed by one or more spaces (RFC 9110 §11.1,
+// §11.4: "credentials = auth-scheme [ 1*SP ( token68 / #auth-param ) ]");
+// the token itself is taken exactly as sent.
+func bearerToken(header string) string {
+	const scheme = "Bearer"
+	if len(header) <= len(scheme) || !strings.EqualFold(header[:len(scheme)], scheme) || header[len(scheme)] != ' ' {
+		return ""
+	}
+	return strings.TrimSpace(header[len(scheme):])
 }
 
 // observe sets up the server's telemetry: the list_changed counter and
