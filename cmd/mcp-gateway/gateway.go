@@ -366,11 +366,16 @@ func newGateway(cfg *config.Config, rec recorders) (*gateway, error) {
 	if rec.tel != nil {
 		metrics = rec.tel.MetricsHandler()
 	}
+	hosts := cfg.AllowedHosts
+	if len(hosts) == 0 {
+		hosts = server.ListenerHosts(cfg.Listen)
+	}
 	srv = server.New(dispatcher(rt, rec.obs), &server.Options{
 		Identify:       auth,
 		Endpoint:       cfg.Endpoint,
 		AllowedOrigins: cfg.AllowedOrigins,
-		LoopbackOnly:   isLoopbackAddr(cfg.Listen),
+		Loopback:       isLoopbackAddr(cfg.Listen),
+		AllowedHosts:   hosts,
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		Metrics:        metrics,
 		Telemetry:      rec.tel,

@@ -44,7 +44,7 @@
 // MCP_GATEWAY_TELEMETRY_AUDIT_PATH and
 // MCP_GATEWAY_TELEMETRY_AUDIT_ARGUMENTS. An override wins over the file, is
 // taken literally (no ${VAR} expansion), and is ignored when empty. Lists
-// (upstreams, mcpServers, teams, allowed_origins) cannot be set from the
+// (upstreams, mcpServers, teams, allowed_origins, allowed_hosts) cannot be set from the
 // environment: use ${VAR} inside the file for the parts that vary.
 //
 // # Secrets
@@ -106,6 +106,11 @@ const (
 	DefaultListTTL = 60 * time.Second
 )
 
+// DefaultAllowedHosts are the Host values the MCP endpoint accepts on
+// every listener when allowed_hosts is not set, besides the listener's own
+// addresses and the machine's host name (server.ListenerHosts adds those).
+var DefaultAllowedHosts = []string{"localhost", "127.0.0.1", "::1"}
+
 // DefaultMaxTimeout is the longest a call with the given timeout may run
 // while its upstream reports progress, when max_timeout is not set:
 // DefaultMaxTimeoutFactor times the timeout, at most DefaultMaxTimeoutCap
@@ -145,6 +150,16 @@ type Config struct {
 	// with an optional :port and nothing else. Key: allowed_origins. Default
 	// empty. Requests without an Origin header are not affected.
 	AllowedOrigins []string
+
+	// AllowedHosts bounds the Host header of requests to the MCP
+	// endpoint, against DNS rebinding: each item is a host name or IP
+	// (any port) or host:port (that port only), such as gw.example.com
+	// or 10.0.0.5:8080. Key: allowed_hosts. Default empty, which means
+	// the loopback names (localhost, 127.0.0.1, ::1), the listen address
+	// (on every interface: each interface's address) and the machine's
+	// host name; a list replaces that default. Another Host gets 403.
+	// /healthz, /readyz and /metrics accept any Host.
+	AllowedHosts []string
 
 	// MaxBodyBytes is the largest request body the endpoint reads, in bytes.
 	// Key: max_body_bytes. Default 4194304 (4 MiB). Must be > 0 and at
