@@ -329,9 +329,6 @@ func relayCapabilities(relay []string) json.RawMessage {
 	return out
 }
 
-// shutdownTimeout bounds the graceful part of a shutdown.
-const shutdownTimeout = 10 * time.Second
-
 // gateway is the router and the HTTP server built from one config.
 type gateway struct {
 	router *router.Router
@@ -443,11 +440,7 @@ func serve(ctx context.Context, path string, cfg *config.Config, stderr io.Write
 		log.Error("server failed", telemetry.KeyErr, err)
 		code = exitError
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
-	defer cancel()
-	if err := httpSrv.Shutdown(shutdownCtx); err != nil {
-		log.Warn("graceful shutdown incomplete", telemetry.KeyErr, err)
-	}
+	shutdownHTTP(ctx, httpSrv, config.DefaultShutdownTimeout, log)
 	// What did not finish in time is cancelled; the upstreams hear of it.
 	g.server.Close()
 	if err := g.router.Close(); err != nil {
@@ -457,6 +450,20 @@ func serve(ctx context.Context, path string, cfg *config.Config, stderr io.Write
 	stopRecorders()
 	log.Info("stopped")
 	return code
+}
+
+// shutdownHTTP stops srv gracefully: it stops accepting, ends the
+// long-lived streams (the Drain registered with RegisterOnShutdown) and
+// lets requests in progress finish for up to timeout; then it closes
+// every connection still open, so that a shutdown always ends, even
+// with a handler stuck on a host that does not read. log may be nil.
+func shutdownHTTP(ctx context.Context, srv *http.Server, timeout time.Duration, log *slog.Logger) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		telemetry.Discard(log).Warn("graceful shutdown incomplete: closing the connections left", telemetry.KeyErr, err)
+		_ = srv.Close()
+	}
 }
 
 func isLoopbackAddr(listen string) bool {

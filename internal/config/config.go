@@ -99,6 +99,17 @@ const (
 	// DefaultKeepAlive is the interval of the comment lines that keep an
 	// idle SSE stream open through proxies.
 	DefaultKeepAlive = 25 * time.Second
+	// DefaultBodyTimeout bounds the reading of a request body, from the
+	// end of its headers: a host that sends it slower is answered 408 (or
+	// its 401) and disconnected.
+	DefaultBodyTimeout = 30 * time.Second
+	// DefaultWriteTimeout bounds each write to a host (an answer, a batch
+	// of events on a stream, a line to the stdio host's queue writer): a
+	// host that takes nothing for that long is cut off.
+	DefaultWriteTimeout = 30 * time.Second
+	// DefaultShutdownTimeout bounds the graceful part of a shutdown;
+	// then every connection still open is closed.
+	DefaultShutdownTimeout = 10 * time.Second
 	// DefaultListWait bounds how long a request that needs the catalog
 	// waits for upstreams still in their first start.
 	DefaultListWait = 10 * time.Second

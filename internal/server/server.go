@@ -93,6 +93,19 @@ type Options struct {
 	// DELETE); 0 means config.DefaultSessionIdleTimeout (30 minutes). Its
 	// next request gets 404, which tells the client to initialize again.
 	SessionIdleTimeout time.Duration
+	// BodyTimeout bounds the reading of a request's body, from the end of
+	// its headers; 0 means config.DefaultBodyTimeout (30s). A body that
+	// has not arrived by then gets 408, and a request answered without
+	// reading its body (a 401, a 403) waits for it no longer either: its
+	// connection is closed. Response streams are not bound by it.
+	BodyTimeout time.Duration
+	// WriteTimeout bounds each write to a host: an answer, or a batch of
+	// events on a stream (a POST's SSE answer, a GET stream, a
+	// subscriptions/listen stream); 0 means config.DefaultWriteTimeout
+	// (30s). A host that takes nothing for that long is cut off alone:
+	// its stream ends, its connection closes, and what the stream held
+	// is released.
+	WriteTimeout time.Duration
 	// KeepAlive is the interval of SSE comment lines on idle GET
 	// streams; 0 means config.DefaultKeepAlive (25s).
 	KeepAlive time.Duration
@@ -160,6 +173,12 @@ func New(d Dispatcher, opts *Options) *Server {
 	}
 	if s.opts.SessionIdleTimeout <= 0 {
 		s.opts.SessionIdleTimeout = config.DefaultSessionIdleTimeout
+	}
+	if s.opts.BodyTimeout <= 0 {
+		s.opts.BodyTimeout = config.DefaultBodyTimeout
+	}
+	if s.opts.WriteTimeout <= 0 {
+		s.opts.WriteTimeout = config.DefaultWriteTimeout
 	}
 	if s.opts.KeepAlive <= 0 {
 		s.opts.KeepAlive = config.DefaultKeepAlive
@@ -258,8 +277,22 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 // guard applies the check every endpoint shares: the Origin header
 // (2025-11-25 basic/transports "Security Warning": servers must validate
 // it on every connection, against DNS rebinding).
+//
+// It also sets the request's first deadlines: a body must arrive within
+// BodyTimeout (post clears it once read; a handler that answers without
+// reading the body leaves it, so net/http's discarding of the unread
+// body ends there too and closes the connection), and writes must be
+// taken within WriteTimeout (a deadlineWriter renews it for each write
+// of an answer or a stream). A write that fails also cancels the
+// request's context in net/http, which ends a stream's pump.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		now := time.Now()
+		_ = rc.SetWriteDeadline(now.Add(s.opts.WriteTimeout))
+		if r.Body != nil && r.Body != http.NoBody {
+			_ = rc.SetReadDeadline(now.Add(s.opts.BodyTimeout))
+		}
 		if origin := r.Header.Get("Origin"); origin != "" && !s.originAllowed(origin) {
 			s.log.Warn("request with a foreign Origin rejected", "origin", origin)
 			writeError(w, http.StatusForbidden, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
