@@ -85,10 +85,12 @@ func pump(w *deadlineWriter, o *outbox, keepAlive time.Duration, stop1, stop2, s
 		case <-stop3:
 			return nil
 		case <-o.ready:
+			w.renew()
 			for _, m := range o.take() {
 				writeEvent(w, m)
 			}
 		case <-tick.C:
+			w.renew()
 			_, _ = io.WriteString(w, ":\n\n")
 		}
 		if err := w.Flush(); err != nil {
@@ -237,6 +239,7 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request, caller *router.C
 		// The gateway ends the subscription: a result says it ended
 		// gracefully, not by a dropped connection.
 		result := `{"resultType":"complete","_meta":{"` + metaSubscriptionID + `":` + string(l.id) + `}}`
+		out.renew()
 		writeEvent(out, jsonrpc.AppendResult(nil, l.id, json.RawMessage(result)))
 		_ = out.Flush()
 	}

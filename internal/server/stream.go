@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -58,8 +59,9 @@ func (s *Server) newRequestStream(w http.ResponseWriter, r *http.Request, ss *se
 	return &requestStream{w: w, out: newDeadlineWriter(w, s.opts.WriteTimeout), accept: r.Header.Get("Accept"), session: ss, modern: modern}
 }
 
-// deadlineWriter writes to a host's response under a write deadline
-// that each write renews, for at most deadlineChunk bytes at a time: a
+// deadlineWriter writes to a host's response under a write deadline:
+// its writer renews it at the start of each burst (an answer, a batch of
+// events), and Write renews it after each deadlineChunk bytes, so that a
 // host that reads slowly but steadily gets a large answer, and one that
 // takes nothing for timeout is cut off (the write fails, and net/http
 // closes the connection once the handler returns).
@@ -67,6 +69,10 @@ type deadlineWriter struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	timeout time.Duration
+	// left is what may still be written under the current deadline.
+	left int
+	// unsupported is set when w has no deadlines (not a connection).
+	unsupported bool
 }
 
 // deadlineChunk is the most a deadlineWriter writes under one deadline.
@@ -76,15 +82,27 @@ func newDeadlineWriter(w http.ResponseWriter, timeout time.Duration) *deadlineWr
 	return &deadlineWriter{w: w, rc: http.NewResponseController(w), timeout: timeout}
 }
 
-func (d *deadlineWriter) renew() { _ = d.rc.SetWriteDeadline(time.Now().Add(d.timeout)) }
+// renew starts a new deadline, for the next deadlineChunk bytes.
+func (d *deadlineWriter) renew() {
+	d.left = deadlineChunk
+	if d.unsupported {
+		return
+	}
+	if err := d.rc.SetWriteDeadline(time.Now().Add(d.timeout)); errors.Is(err, http.ErrNotSupported) {
+		d.unsupported = true
+	}
+}
 
 func (d *deadlineWriter) Write(p []byte) (int, error) {
 	written := 0
 	for len(p) > 0 {
-		n := min(len(p), deadlineChunk)
-		d.renew()
+		if d.left <= 0 {
+			d.renew()
+		}
+		n := min(len(p), d.left)
 		m, err := d.w.Write(p[:n])
 		written += m
+		d.left -= m
 		if err != nil {
 			return written, err
 		}
@@ -93,11 +111,8 @@ func (d *deadlineWriter) Write(p []byte) (int, error) {
 	return written, nil
 }
 
-// Flush sends what is buffered to the host, under a new deadline.
-func (d *deadlineWriter) Flush() error {
-	d.renew()
-	return d.rc.Flush()
-}
+// Flush sends what is buffered to the host, under the burst's deadline.
+func (d *deadlineWriter) Flush() error { return d.rc.Flush() }
 
 // acceptsSSE reports whether the host can take an SSE stream.
 func (rs *requestStream) acceptsSSE() bool {
@@ -176,8 +191,8 @@ func (rs *requestStream) write() {
 		start := !rs.sse
 		rs.sse = true
 		rs.mu.Unlock()
+		rs.out.renew()
 		if start {
-			rs.out.renew()
 			startSSE(rs.w)
 		}
 		for _, ev := range batch {
