@@ -499,7 +499,7 @@ func serveStdio(ctx context.Context, cfg *config.Config, team string, stdin io.R
 		log.Error("invalid upstream", telemetry.KeyErr, err)
 		return exitError
 	}
-	host = server.NewStdio(dispatcher(rt, rec.obs), stdout, team, log)
+	host = server.NewStdio(dispatcher(rt, rec.obs), stdout, &server.StdioOptions{View: team, Logger: log})
 	rt.Start(ctx)
 	err = host.Serve(ctx, stdin)
 	if cerr := rt.Close(); cerr != nil {

@@ -110,6 +110,10 @@ const (
 	// DefaultShutdownTimeout bounds the graceful part of a shutdown;
 	// then every connection still open is closed.
 	DefaultShutdownTimeout = 10 * time.Second
+	// DefaultMaxStdioMessage bounds one line from a stdio host, and
+	// DefaultStdioQueue the messages waiting for it to read them.
+	DefaultMaxStdioMessage = 64 << 20
+	DefaultStdioQueue      = 1024
 	// DefaultListWait bounds how long a request that needs the catalog
 	// waits for upstreams still in their first start.
 	DefaultListWait = 10 * time.Second
