@@ -403,9 +403,12 @@ func serve(ctx context.Context, path string, cfg *config.Config, stderr io.Write
 		return exitError
 	}
 	httpSrv := &http.Server{
-		Handler:           g.server.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		Handler: g.server.Handler(),
+		// Bodies and response writes get their deadlines in the server
+		// (Options.BodyTimeout, WriteTimeout): http.Server's ReadTimeout
+		// and WriteTimeout would also cut the long-lived streams.
+		ReadHeaderTimeout: config.DefaultReadHeaderTimeout,
+		IdleTimeout:       config.DefaultHTTPIdleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	// Session GET streams and listen streams never go idle on their own:

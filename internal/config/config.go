@@ -107,6 +107,11 @@ const (
 	// of events on a stream, a line to the stdio host's queue writer): a
 	// host that takes nothing for that long is cut off.
 	DefaultWriteTimeout = 30 * time.Second
+	// DefaultReadHeaderTimeout bounds the reading of a request's
+	// headers, and DefaultHTTPIdleTimeout how long a kept-alive
+	// connection waits for its next request.
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultHTTPIdleTimeout   = 2 * time.Minute
 	// DefaultShutdownTimeout bounds the graceful part of a shutdown;
 	// then every connection still open is closed.
 	DefaultShutdownTimeout = 10 * time.Second
