@@ -330,9 +330,6 @@ func relayCapabilities(relay []string) json.RawMessage {
 	return out
 }
 
-// shutdownTimeout bounds the graceful part of a shutdown.
-const shutdownTimeout = 10 * time.Second
-
 // gateway is the router and the HTTP server built from one config.
 type gateway struct {
 	router *router.Router
@@ -367,11 +364,16 @@ func newGateway(cfg *config.Config, rec recorders) (*gateway, error) {
 	if rec.tel != nil {
 		metrics = rec.tel.MetricsHandler()
 	}
+	hosts := cfg.AllowedHosts
+	if len(hosts) == 0 {
+		hosts = server.ListenerHosts(cfg.Listen)
+	}
 	srv = server.New(dispatcher(rt, rec.obs), &server.Options{
 		Identify:       auth,
 		Endpoint:       cfg.Endpoint,
 		AllowedOrigins: cfg.AllowedOrigins,
-		LoopbackOnly:   isLoopbackAddr(cfg.Listen),
+		Loopback:       isLoopbackAddr(cfg.Listen),
+		AllowedHosts:   hosts,
 		MaxBodyBytes:   cfg.MaxBodyBytes,
 		Metrics:        metrics,
 		Telemetry:      rec.tel,
@@ -402,9 +404,12 @@ func serve(ctx context.Context, path string, cfg *config.Config, stderr io.Write
 		return exitError
 	}
 	httpSrv := &http.Server{
-		Handler:           g.server.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		Handler: g.server.Handler(),
+		// Bodies and response writes get their deadlines in the server
+		// (Options.BodyTimeout, WriteTimeout): http.Server's ReadTimeout
+		// and WriteTimeout would also cut the long-lived streams.
+		ReadHeaderTimeout: config.DefaultReadHeaderTimeout,
+		IdleTimeout:       config.DefaultHTTPIdleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	// Session GET streams and listen streams never go idle on their own:
@@ -439,11 +444,7 @@ func serve(ctx context.Context, path string, cfg *config.Config, stderr io.Write
 		log.Error("server failed", telemetry.KeyErr, err)
 		code = exitError
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
-	defer cancel()
-	if err := httpSrv.Shutdown(shutdownCtx); err != nil {
-		log.Warn("graceful shutdown incomplete", telemetry.KeyErr, err)
-	}
+	shutdownHTTP(ctx, httpSrv, config.DefaultShutdownTimeout, log)
 	// What did not finish in time is cancelled; the upstreams hear of it.
 	g.server.Close()
 	if err := g.router.Close(); err != nil {
@@ -453,6 +454,20 @@ func serve(ctx context.Context, path string, cfg *config.Config, stderr io.Write
 	stopRecorders()
 	log.Info("stopped")
 	return code
+}
+
+// shutdownHTTP stops srv gracefully: it stops accepting, ends the
+// long-lived streams (the Drain registered with RegisterOnShutdown) and
+// lets requests in progress finish for up to timeout; then it closes
+// every connection still open, so that a shutdown always ends, even
+// with a handler stuck on a host that does not read. log may be nil.
+func shutdownHTTP(ctx context.Context, srv *http.Server, timeout time.Duration, log *slog.Logger) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		telemetry.Discard(log).Warn("graceful shutdown incomplete: closing the connections left", telemetry.KeyErr, err)
+		_ = srv.Close()
+	}
 }
 
 func isLoopbackAddr(listen string) bool {
@@ -488,7 +503,7 @@ func serveStdio(ctx context.Context, cfg *config.Config, team string, stdin io.R
 		log.Error("invalid upstream", telemetry.KeyErr, err)
 		return exitError
 	}
-	host = server.NewStdio(dispatcher(rt, rec.obs), stdout, team, log)
+	host = server.NewStdio(dispatcher(rt, rec.obs), stdout, &server.StdioOptions{View: team, Logger: log})
 	rt.Start(ctx)
 	err = host.Serve(ctx, stdin)
 	if cerr := rt.Close(); cerr != nil {

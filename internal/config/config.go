@@ -44,7 +44,7 @@
 // MCP_GATEWAY_TELEMETRY_AUDIT_PATH and
 // MCP_GATEWAY_TELEMETRY_AUDIT_ARGUMENTS. An override wins over the file, is
 // taken literally (no ${VAR} expansion), and is ignored when empty. Lists
-// (upstreams, mcpServers, teams, allowed_origins) cannot be set from the
+// (upstreams, mcpServers, teams, allowed_origins, allowed_hosts) cannot be set from the
 // environment: use ${VAR} inside the file for the parts that vary.
 //
 // # Secrets
@@ -109,6 +109,26 @@ const (
 	// DefaultKeepAlive is the interval of the comment lines that keep an
 	// idle SSE stream open through proxies.
 	DefaultKeepAlive = 25 * time.Second
+	// DefaultBodyTimeout bounds the reading of a request body, from the
+	// end of its headers: a host that sends it slower is answered 408 (or
+	// its 401) and disconnected.
+	DefaultBodyTimeout = 30 * time.Second
+	// DefaultWriteTimeout bounds each write to a host (an answer, a batch
+	// of events on a stream, a line to the stdio host's queue writer): a
+	// host that takes nothing for that long is cut off.
+	DefaultWriteTimeout = 30 * time.Second
+	// DefaultReadHeaderTimeout bounds the reading of a request's
+	// headers, and DefaultHTTPIdleTimeout how long a kept-alive
+	// connection waits for its next request.
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultHTTPIdleTimeout   = 2 * time.Minute
+	// DefaultShutdownTimeout bounds the graceful part of a shutdown;
+	// then every connection still open is closed.
+	DefaultShutdownTimeout = 10 * time.Second
+	// DefaultMaxStdioMessage bounds one line from a stdio host, and
+	// DefaultStdioQueue the messages waiting for it to read them.
+	DefaultMaxStdioMessage = 64 << 20
+	DefaultStdioQueue      = 1024
 	// DefaultListWait bounds how long a call of a name no upstream offers
 	// yet waits for the upstreams still in their first start that could
 	// offer it. Lists never wait.
@@ -116,6 +136,11 @@ const (
 	// DefaultListTTL is the ttlMs hint of list results for modern hosts.
 	DefaultListTTL = 60 * time.Second
 )
+
+// DefaultAllowedHosts are the Host values the MCP endpoint accepts on
+// every listener when allowed_hosts is not set, besides the listener's own
+// addresses and the machine's host name (server.ListenerHosts adds those).
+var DefaultAllowedHosts = []string{"localhost", "127.0.0.1", "::1"}
 
 // DefaultMaxTimeout is the longest a call with the given timeout may run
 // while its upstream reports progress, when max_timeout is not set:
@@ -156,6 +181,16 @@ type Config struct {
 	// with an optional :port and nothing else. Key: allowed_origins. Default
 	// empty. Requests without an Origin header are not affected.
 	AllowedOrigins []string
+
+	// AllowedHosts bounds the Host header of requests to the MCP
+	// endpoint, against DNS rebinding: each item is a host name or IP
+	// (any port) or host:port (that port only), such as gw.example.com
+	// or 10.0.0.5:8080. Key: allowed_hosts. Default empty, which means
+	// the loopback names (localhost, 127.0.0.1, ::1), the listen address
+	// (on every interface: each interface's address) and the machine's
+	// host name; a list replaces that default. Another Host gets 403.
+	// /healthz, /readyz and /metrics accept any Host.
+	AllowedHosts []string
 
 	// MaxBodyBytes is the largest request body the endpoint reads, in bytes.
 	// Key: max_body_bytes. Default 4194304 (4 MiB). Must be > 0 and at

@@ -431,6 +431,7 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 			"separator":       func(p string, v *yaml.Node) { c.Separator = d.str(p, v) },
 			"prefix":          func(p string, v *yaml.Node) { c.Prefix = PrefixMode(d.str(p, v)) },
 			"allowed_origins": func(p string, v *yaml.Node) { c.AllowedOrigins = d.strings(p, v) },
+			"allowed_hosts":   func(p string, v *yaml.Node) { c.AllowedHosts = d.strings(p, v) },
 			"max_body_bytes":  func(p string, v *yaml.Node) { d.int64(p, v, &c.MaxBodyBytes, 64) },
 			// Decoded after the walk, so that upstreams come before
 			// mcpServers whatever their order in the file.

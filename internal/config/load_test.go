@@ -85,6 +85,7 @@ func TestLoadFull(t *testing.T) {
 		Separator:      "-_",
 		Prefix:         PrefixOnConflict,
 		AllowedOrigins: []string{"https://app.example.com", "http://localhost:3000"},
+		AllowedHosts:   []string{"gw.example.com", "10.0.0.5:9090"},
 		MaxBodyBytes:   1 << 20,
 		Upstreams: []Upstream{
 			{

@@ -114,6 +114,11 @@ func (c *Config) Validate() error {
 			ps.add(fmt.Sprintf("allowed_origins[%d]", i), "must be an origin, scheme://host or scheme://host:port, such as https://app.example.com")
 		}
 	}
+	for i, h := range c.AllowedHosts {
+		if !validHostValue(h) {
+			ps.add(fmt.Sprintf("allowed_hosts[%d]", i), "must be a host name or IP, optionally with :port, such as gw.example.com or 10.0.0.5:8080")
+		}
+	}
 	switch {
 	case c.MaxBodyBytes <= 0:
 		ps.add("max_body_bytes", "must be greater than 0")
@@ -465,6 +470,41 @@ func validOrigin(s string) bool {
 		return false
 	}
 	return u.Scheme == "http" || u.Scheme == "https"
+}
+
+// validHostValue reports whether s is what a Host header may name: a DNS
+// name or an IP address (IPv6 bare or in brackets), optionally with a
+// numeric :port.
+func validHostValue(s string) bool {
+	host := s
+	if h, port, err := net.SplitHostPort(s); err == nil {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || strings.TrimLeft(port, "0123456789") != "" {
+			return false
+		}
+		host = h
+	} else if inner, ok := strings.CutPrefix(s, "["); ok {
+		host, ok = strings.CutSuffix(inner, "]")
+		if !ok || net.ParseIP(host) == nil {
+			return false
+		}
+	}
+	if net.ParseIP(host) != nil {
+		return true
+	}
+	if host == "" || len(host) > 253 {
+		return false
+	}
+	for label := range strings.SplitSeq(host, ".") {
+		if label == "" || len(label) > 63 {
+			return false
+		}
+		for _, c := range label {
+			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func validHTTPURL(s string) bool {

@@ -77,6 +77,19 @@ func TestValidate(t *testing.T) {
 			{Path: "allowed_origins[5]", Message: "must be an origin, scheme://host or scheme://host:port, such as https://app.example.com"},
 			{Path: "allowed_origins[6]", Message: "must be an origin, scheme://host or scheme://host:port, such as https://app.example.com"},
 		}},
+		{"hosts", func(c *Config) {
+			c.AllowedHosts = []string{"gw.example.com", "10.0.0.5:8080", "::1", "[fd00::1]:8080", "GW-2.Example.COM", "my_host",
+				"", "https://gw.example.com", "gw.example.com/mcp", "*.example.com", "gw.example.com:http", "gw.example.com:99999", "a b", "[::1"}
+		}, []Problem{
+			{Path: "allowed_hosts[6]", Message: "must be a host name or IP, optionally with :port, such as gw.example.com or 10.0.0.5:8080"},
+			{Path: "allowed_hosts[7]", Message: "must be a host name or IP, optionally with :port, such as gw.example.com or 10.0.0.5:8080"},
+			{Path: "allowed_hosts[8]", Message: "must be a host name or IP, optionally with :port, such as gw.example.com or 10.0.0.5:8080"},
+			{Path: "allowed_hosts[9]", Message: "must be a host name or IP, optionally with :port, such as gw.example.com or 10.0.0.5:8080"},
+			{Path: "allowed_hosts[10]", Message: "must be a host name or IP, optionally with :port, such as gw.example.com or 10.0.0.5:8080"},
+			{Path: "allowed_hosts[11]", Message: "must be a host name or IP, optionally with :port, such as gw.example.com or 10.0.0.5:8080"},
+			{Path: "allowed_hosts[12]", Message: "must be a host name or IP, optionally with :port, such as gw.example.com or 10.0.0.5:8080"},
+			{Path: "allowed_hosts[13]", Message: "must be a host name or IP, optionally with :port, such as gw.example.com or 10.0.0.5:8080"},
+		}},
 		{"max body negative", func(c *Config) { c.MaxBodyBytes = -1 },
 			[]Problem{{Path: "max_body_bytes", Message: "must be greater than 0"}}},
 		{"max body over 1 GiB", func(c *Config) { c.MaxBodyBytes = 1<<30 + 1 },

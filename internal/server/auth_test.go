@@ -235,3 +235,28 @@ func wantListenEnded(t *testing.T, what string, s *sseStream) {
 	}
 	wantEnded(t, what, s)
 }
+
+// TestBearerSchemeIsCaseInsensitive: the auth scheme is a token matched
+// without regard to case (RFC 9110 §11.1), so "bearer" and "BEARER" are
+// the same scheme as "Bearer"; the key itself stays exact.
+func TestBearerSchemeIsCaseInsensitive(t *testing.T) {
+	keys, err := policy.NewAPIKeys(map[string][]string{"red": {"red-key-0123456789"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, d, _ := newTestServerWith(t, &Options{Identify: keys.Identify})
+	modernList := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + modernMeta + `}}`
+	for _, auth := range []string{"Bearer red-key-0123456789", "bearer red-key-0123456789", "BEARER red-key-0123456789", "bEaReR   red-key-0123456789"} {
+		h := modernHeaders("tools/list", "")
+		h["Authorization"] = auth
+		r := do(t, ts, "POST", h, modernList)
+		if r.status != 200 {
+			t.Errorf("Authorization %q: status %d %s, want 200", auth, r.status, r.body)
+		} else if v := d.lastCaller().View; v != "red" {
+			t.Errorf("Authorization %q: view %q, want red", auth, v)
+		}
+	}
+	for _, auth := range []string{"bearer RED-KEY-0123456789", "Bearerred-key-0123456789", "Basic red-key-0123456789"} {
+		wantError(t, do(t, ts, "POST", map[string]string{"Authorization": auth}, initBody), 401, jsonrpc.CodeInvalidRequest, "Unauthorized")
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -61,9 +62,20 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 				jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Request body larger than %d bytes", tooBig.Limit))
 			return
 		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			s.log.Warn("request body too slow", "remote", r.RemoteAddr)
+			writeError(w, http.StatusRequestTimeout, nil,
+				jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Request body not received within %v", s.opts.BodyTimeout))
+			return
+		}
 		writeError(w, http.StatusBadRequest, nil, jsonrpc.NewError(jsonrpc.CodeParseError, "Reading the request body: %v", err))
 		return
 	}
+	// The body is in: what follows (a response stream) is bound by
+	// write deadlines only. net/http clears the read deadline too when
+	// its background read starts at the body's end; this does not rely
+	// on it.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	msg, err := jsonrpc.DecodeRequest(body)
 	if err != nil {
 		code := int64(jsonrpc.CodeParseError)
@@ -118,7 +130,7 @@ func (s *Server) initialize(w http.ResponseWriter, r *http.Request, who policy.I
 	ss.capabilities = append(json.RawMessage(nil), msg.Capabilities...) // the body buffer is not kept
 	s.log.Info("session opened", telemetry.KeySession, ss.id, "protocol_version", version, "requested_version", requested)
 	w.Header().Set(headerSessionID, ss.id)
-	writeReply(newRequestStream(w, r, ss, false), msg.ID, &router.Reply{Result: s.d.InitializeResult(version)})
+	writeReply(s.newRequestStream(w, r, ss, false), msg.ID, &router.Reply{Result: s.d.InitializeResult(version)})
 }
 
 // postLegacy handles a message on an existing legacy session.
@@ -161,7 +173,7 @@ func (s *Server) postLegacy(w http.ResponseWriter, r *http.Request, id string, w
 		return
 	}
 	defer ss.link.untrack(msg.ID)
-	rs := newRequestStream(w, r, ss, false)
+	rs := s.newRequestStream(w, r, ss, false)
 	caller := &router.Caller{ProtocolVersion: ss.version, Session: ss.id, Capabilities: ss.capabilities, LogLevel: ss.logLevel(), Host: rs,
 		View: ss.view, Principal: ss.principal, Identity: ss.key}
 	reply := s.d.Dispatch(ctx, caller, msg)
@@ -207,7 +219,7 @@ func (s *Server) postModern(w http.ResponseWriter, r *http.Request, who policy.I
 		writeError(w, http.StatusBadRequest, msg.ID, &jsonrpc.Error{Code: jsonrpc.CodeUnsupportedProtocolVersion, Message: "Unsupported protocol version", Data: data})
 		return
 	}
-	rs := newRequestStream(w, r, nil, true)
+	rs := s.newRequestStream(w, r, nil, true)
 	caller := &router.Caller{ProtocolVersion: declared, Capabilities: msg.Meta.ClientCapabilities, LogLevel: msg.Meta.LogLevel,
 		Host: rs, View: view, Principal: who.ID, Identity: who.Key}
 	if msg.Method == "subscriptions/listen" {
@@ -315,8 +327,12 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		ss.lastUsed = time.Now() // the idle time starts when the stream ends
 		ss.mu.Unlock()
 	}()
+	out := newDeadlineWriter(w, s.opts.WriteTimeout)
+	out.renew()
 	startSSE(w)
-	pump(w, ss.out, s.opts.KeepAlive, r.Context().Done(), ss.done, s.closing)
+	if err := pump(out, ss.out, s.opts.KeepAlive, r.Context().Done(), ss.done, s.closing); err != nil {
+		s.log.Info("GET stream cut off: the host does not read it", telemetry.KeySession, ss.id, telemetry.KeyErr, err)
+	}
 }
 
 // delete ends a legacy session.

@@ -69,29 +69,32 @@ func (o *outbox) take() [][]byte {
 	return msgs
 }
 
-// pump writes the outbox to an SSE stream until a stop channel is closed.
-// It also writes a comment line every keepAlive so that proxies keep an
-// idle stream open.
-func pump(w http.ResponseWriter, o *outbox, keepAlive time.Duration, stop1, stop2, stop3 <-chan struct{}) {
+// pump writes the outbox to an SSE stream until a stop channel is closed
+// or a write fails (the host is gone, or took nothing for the write
+// timeout), which it returns. It also writes a comment line every
+// keepAlive so that proxies keep an idle stream open.
+func pump(w *deadlineWriter, o *outbox, keepAlive time.Duration, stop1, stop2, stop3 <-chan struct{}) error {
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
 	for {
 		select {
 		case <-stop1:
-			return
+			return nil
 		case <-stop2:
-			return
+			return nil
 		case <-stop3:
-			return
+			return nil
 		case <-o.ready:
+			w.renew()
 			for _, m := range o.take() {
 				writeEvent(w, m)
 			}
 		case <-tick.C:
-			if _, err := io.WriteString(w, ":\n\n"); err != nil {
-				return
-			}
-			flush(w)
+			w.renew()
+			_, _ = io.WriteString(w, ":\n\n")
+		}
+		if err := w.Flush(); err != nil {
+			return err
 		}
 	}
 }
@@ -221,14 +224,24 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request, caller *router.C
 		}
 		return e == nil
 	})
+	out := newDeadlineWriter(w, s.opts.WriteTimeout)
+	out.renew()
 	startSSE(w)
-	writeEvent(w, l.tagged("notifications/subscriptions/acknowledged", ack))
-	pump(w, l.out, s.opts.KeepAlive, r.Context().Done(), closing, l.done)
+	writeEvent(out, l.tagged("notifications/subscriptions/acknowledged", ack))
+	if err := out.Flush(); err != nil {
+		return
+	}
+	if err := pump(out, l.out, s.opts.KeepAlive, r.Context().Done(), closing, l.done); err != nil {
+		s.log.Info("listen stream cut off: the host does not read it", "subscription", l.key, telemetry.KeyErr, err)
+		return
+	}
 	if r.Context().Err() == nil {
 		// The gateway ends the subscription: a result says it ended
 		// gracefully, not by a dropped connection.
 		result := `{"resultType":"complete","_meta":{"` + metaSubscriptionID + `":` + string(l.id) + `}}`
-		writeEvent(w, jsonrpc.AppendResult(nil, l.id, json.RawMessage(result)))
+		out.renew()
+		writeEvent(out, jsonrpc.AppendResult(nil, l.id, json.RawMessage(result)))
+		_ = out.Flush()
 	}
 }
 

@@ -166,6 +166,12 @@ func (w *discardWriter) Write(p []byte) (int, error) {
 }
 func (w *discardWriter) Flush() {}
 
+// SetReadDeadline and SetWriteDeadline stand for a connection's: the
+// server sets deadlines on every request, which a writer without them
+// answers with a new error each time.
+func (w *discardWriter) SetReadDeadline(time.Time) error  { return nil }
+func (w *discardWriter) SetWriteDeadline(time.Time) error { return nil }
+
 // blobUpstream is a legacy Streamable HTTP server that spends as little
 // as it can: tools/call {size} returns a cached text result of size
 // bytes, written without a copy, as a JSON body or one SSE event.

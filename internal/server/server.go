@@ -24,6 +24,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -62,13 +64,22 @@ type Dispatcher interface {
 type Options struct {
 	// Endpoint is the MCP endpoint's path; "" means "/mcp".
 	Endpoint string
-	// AllowedOrigins lists Origin values (scheme://host[:port]) accepted
-	// besides loopback origins and the server's own origin. A request
-	// with any other Origin gets 403, against DNS rebinding.
+	// AllowedOrigins lists the Origin values (scheme://host[:port]) a
+	// request may carry, on every endpoint; loopback origins are accepted
+	// too when Loopback is set. A request with any other Origin gets 403,
+	// against DNS rebinding. A request without Origin is not affected.
 	AllowedOrigins []string
-	// LoopbackOnly makes the server also reject requests whose Host is
-	// not a loopback name. Set it when listening on a loopback address.
-	LoopbackOnly bool
+	// Loopback says the server listens on a loopback address only: then
+	// loopback origins (http://localhost:3000) are accepted, which on any
+	// other listener prove nothing (a rebinding page can be one).
+	Loopback bool
+	// AllowedHosts bounds the Host header of requests to the MCP
+	// endpoint: host names or IPs (any port) or host:port (that port
+	// only), compared without regard to case. nil means the loopback
+	// names only (config.DefaultAllowedHosts); ListenerHosts gives the
+	// gateway's default for a listen address. Another Host gets 403.
+	// /healthz, /readyz and /metrics answer any Host (probes by pod IP).
+	AllowedHosts []string
 	// MaxBodyBytes limits a request body; 0 means
 	// config.DefaultMaxBodyBytes (4 MiB). A larger body gets 413.
 	MaxBodyBytes int64
@@ -82,6 +93,19 @@ type Options struct {
 	// DELETE); 0 means config.DefaultSessionIdleTimeout (30 minutes). Its
 	// next request gets 404, which tells the client to initialize again.
 	SessionIdleTimeout time.Duration
+	// BodyTimeout bounds the reading of a request's body, from the end of
+	// its headers; 0 means config.DefaultBodyTimeout (30s). A body that
+	// has not arrived by then gets 408, and a request answered without
+	// reading its body (a 401, a 403) waits for it no longer either: its
+	// connection is closed. Response streams are not bound by it.
+	BodyTimeout time.Duration
+	// WriteTimeout bounds each write to a host: an answer, or a batch of
+	// events on a stream (a POST's SSE answer, a GET stream, a
+	// subscriptions/listen stream); 0 means config.DefaultWriteTimeout
+	// (30s). A host that takes nothing for that long is cut off alone:
+	// its stream ends, its connection closes, and what the stream held
+	// is released.
+	WriteTimeout time.Duration
 	// KeepAlive is the interval of SSE comment lines on idle GET
 	// streams; 0 means config.DefaultKeepAlive (25s).
 	KeepAlive time.Duration
@@ -105,6 +129,9 @@ type Server struct {
 	opts    Options
 	log     *slog.Logger
 	origins map[string]bool
+	// hosts holds the allowed Host values, lower case: a bare host
+	// (any port) or host:port as net.JoinHostPort writes it.
+	hosts map[string]bool
 	// tel is Options.Telemetry.
 	tel         *telemetry.Telemetry
 	listChanged metric.Int64Counter
@@ -147,11 +174,25 @@ func New(d Dispatcher, opts *Options) *Server {
 	if s.opts.SessionIdleTimeout <= 0 {
 		s.opts.SessionIdleTimeout = config.DefaultSessionIdleTimeout
 	}
+	if s.opts.BodyTimeout <= 0 {
+		s.opts.BodyTimeout = config.DefaultBodyTimeout
+	}
+	if s.opts.WriteTimeout <= 0 {
+		s.opts.WriteTimeout = config.DefaultWriteTimeout
+	}
 	if s.opts.KeepAlive <= 0 {
 		s.opts.KeepAlive = config.DefaultKeepAlive
 	}
 	for _, o := range opts.AllowedOrigins {
 		s.origins[strings.TrimSuffix(strings.ToLower(o), "/")] = true
+	}
+	hosts := opts.AllowedHosts
+	if hosts == nil {
+		hosts = config.DefaultAllowedHosts
+	}
+	s.hosts = map[string]bool{}
+	for _, h := range hosts {
+		s.hosts[normalHost(h)] = true
 	}
 	return s
 }
@@ -164,9 +205,9 @@ func (s *Server) Handler() http.Handler {
 	if s.opts.Metrics != nil {
 		m.Handle("/metrics", s.opts.Metrics).Methods(http.MethodGet)
 	}
-	m.HandleFunc(s.opts.Endpoint, s.post).Methods(http.MethodPost)
-	m.HandleFunc(s.opts.Endpoint, s.get).Methods(http.MethodGet)
-	m.HandleFunc(s.opts.Endpoint, s.delete).Methods(http.MethodDelete)
+	m.Handle(s.opts.Endpoint, s.checkHost(s.post)).Methods(http.MethodPost)
+	m.Handle(s.opts.Endpoint, s.checkHost(s.get)).Methods(http.MethodGet)
+	m.Handle(s.opts.Endpoint, s.checkHost(s.delete)).Methods(http.MethodDelete)
 	m.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "GET, POST, DELETE")
 		writeError(w, http.StatusMethodNotAllowed, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Method not allowed: %s", r.Method))
@@ -233,35 +274,86 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	_ = json.NewEncoder(w).Encode(body)
 }
 
-// guard applies the checks every endpoint shares: the Origin header and,
-// on a loopback listener, the Host header (2025-11-25 basic/transports
-// "Security Warning": both defend against DNS rebinding).
+// guard applies the check every endpoint shares: the Origin header
+// (2025-11-25 basic/transports "Security Warning": servers must validate
+// it on every connection, against DNS rebinding).
+//
+// It also sets the request's first deadlines: a body must arrive within
+// BodyTimeout (post clears it once read; a handler that answers without
+// reading the body leaves it, so net/http's discarding of the unread
+// body ends there too and closes the connection), and writes must be
+// taken within WriteTimeout (a deadlineWriter renews it for each write
+// of an answer or a stream). A write that fails also cancels the
+// request's context in net/http, which ends a stream's pump.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.opts.LoopbackOnly && !isLoopbackHost(hostOnly(r.Host)) {
-			s.log.Warn("request with a foreign Host rejected", "host", r.Host)
-			writeError(w, http.StatusForbidden, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Forbidden: Host %q is not allowed", r.Host))
-			return
+		rc := http.NewResponseController(w)
+		now := time.Now()
+		_ = rc.SetWriteDeadline(now.Add(s.opts.WriteTimeout))
+		if r.Body != nil && r.Body != http.NoBody {
+			_ = rc.SetReadDeadline(now.Add(s.opts.BodyTimeout))
 		}
-		if origin := r.Header.Get("Origin"); origin != "" && !s.originAllowed(origin, r.Host) {
+		if origin := r.Header.Get("Origin"); origin != "" && !s.originAllowed(origin) {
 			s.log.Warn("request with a foreign Origin rejected", "origin", origin)
-			writeError(w, http.StatusForbidden, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Forbidden: Origin %q is not allowed", origin))
+			writeError(w, http.StatusForbidden, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
+				"Forbidden: Origin %q is not allowed (list it in allowed_origins)", origin))
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-func (s *Server) originAllowed(origin, host string) bool {
+// checkHost refuses a request to the MCP endpoint whose Host is not an
+// allowed one: a rebinding page reaches the gateway under the attacker's
+// name, which the Host header carries. The health and metrics endpoints
+// are not checked, so that probes by pod IP keep working.
+func (s *Server) checkHost(next http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.hostAllowed(r.Host) {
+			s.log.Warn("request with a foreign Host rejected", "host", r.Host)
+			writeError(w, http.StatusForbidden, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
+				"Forbidden: Host %q is not allowed (list it in allowed_hosts)", r.Host))
+			return
+		}
+		next(w, r)
+	})
+}
+
+// hostAllowed reports whether a Host header names an allowed host, with
+// any port, or an allowed host:port.
+func (s *Server) hostAllowed(host string) bool {
+	if host == "" {
+		return false
+	}
+	return s.hosts[normalHost(hostOnly(host))] || s.hosts[normalHost(host)]
+}
+
+// normalHost is the form hosts are compared in: lower case, an IPv6
+// address bare, a host:port as net.JoinHostPort writes it.
+func normalHost(h string) string {
+	h = strings.ToLower(h)
+	if host, port, err := net.SplitHostPort(h); err == nil {
+		return net.JoinHostPort(host, port)
+	}
+	return strings.Trim(h, "[]")
+}
+
+// originAllowed reports whether an Origin is listed, or is a loopback
+// origin on a loopback listener. An Origin equal to the Host proves
+// nothing: a DNS rebinding page sends exactly that.
+func (s *Server) originAllowed(origin string) bool {
 	o := strings.TrimSuffix(strings.ToLower(origin), "/")
 	if s.origins[o] {
 		return true
+	}
+	if !s.opts.Loopback {
+		return false
 	}
 	u, err := url.Parse(o)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return false // includes the opaque origin "null"
 	}
-	return isLoopbackHost(u.Hostname()) || strings.EqualFold(u.Host, host)
+	return isLoopbackHost(u.Hostname())
 }
 
 func hostOnly(hostport string) string {
@@ -277,6 +369,47 @@ func isLoopbackHost(h string) bool {
 	}
 	ip := net.ParseIP(h)
 	return ip != nil && ip.IsLoopback()
+}
+
+// ListenerHosts returns the Host values a gateway listening on listen
+// (host:port) accepts by default: the loopback names, the listen host,
+// the machine's host name (os.Hostname), and, for a listener on every
+// interface (":8080", "0.0.0.0:8080", "[::]:8080"), the address of each
+// interface, so that an operator who connects by the machine's IP is
+// not locked out. Names that only DNS gives the machine (an FQDN, a
+// load balancer's name) must be listed in allowed_hosts.
+func ListenerHosts(listen string) []string {
+	hosts := slices.Clone(config.DefaultAllowedHosts)
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		host = listen
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		hosts = append(hosts, interfaceIPs()...)
+	} else {
+		hosts = append(hosts, host)
+	}
+	if name, err := os.Hostname(); err == nil && name != "" {
+		hosts = append(hosts, name)
+	}
+	slices.Sort(hosts)
+	return slices.Compact(hosts)
+}
+
+// interfaceIPs returns the IP address of each network interface (none
+// when they cannot be listed).
+func interfaceIPs() []string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	var ips []string
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok {
+			ips = append(ips, n.IP.String())
+		}
+	}
+	return ips
 }
 
 // SetIdentify replaces Options.Identify (a reloaded config's keys); nil
@@ -333,11 +466,7 @@ func (s *Server) identity(w http.ResponseWriter, r *http.Request) (policy.Identi
 	if identify == nil {
 		return policy.Identity{}, true
 	}
-	token, isBearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !isBearer {
-		token = ""
-	}
-	id, err := (*identify)(strings.TrimSpace(token))
+	id, err := (*identify)(bearerToken(r.Header.Get("Authorization")))
 	if err == nil {
 		return id, true
 	}
@@ -351,6 +480,19 @@ func (s *Server) identity(w http.ResponseWriter, r *http.Request) (policy.Identi
 	w.Header().Set("WWW-Authenticate", challenge)
 	writeError(w, http.StatusUnauthorized, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "%s", message))
 	return policy.Identity{}, false
+}
+
+// bearerToken returns the credentials of an Authorization header in the
+// Bearer scheme, or "" for any other scheme. The scheme is matched without
+// regard to case and is followed by one or more spaces (RFC 9110 §11.1,
+// §11.4: "credentials = auth-scheme [ 1*SP ( token68 / #auth-param ) ]");
+// the token itself is taken exactly as sent.
+func bearerToken(header string) string {
+	const scheme = "Bearer"
+	if len(header) <= len(scheme) || !strings.EqualFold(header[:len(scheme)], scheme) || header[len(scheme)] != ' ' {
+		return ""
+	}
+	return strings.TrimSpace(header[len(scheme):])
 }
 
 // observe sets up the server's telemetry: the list_changed counter and

@@ -313,7 +313,7 @@ func TestModernRequests(t *testing.T) {
 }
 
 func TestBadInput(t *testing.T) {
-	ts, _ := newTestServer(t, &Options{MaxBodyBytes: 1024, LoopbackOnly: true, AllowedOrigins: []string{"https://app.example.com"}})
+	ts, _ := newTestServer(t, &Options{MaxBodyBytes: 1024, Loopback: true, AllowedOrigins: []string{"https://app.example.com"}})
 	tests := []struct {
 		name    string
 		method  string

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/router"
@@ -90,7 +91,7 @@ func BenchmarkWriteReply(b *testing.B) {
 				b.SetBytes(int64(len(reply.Result)))
 				b.ReportAllocs()
 				for b.Loop() {
-					rs := newRequestStream(w, req, nil, false)
+					rs := (&Server{opts: Options{WriteTimeout: time.Minute}}).newRequestStream(w, req, nil, false)
 					if mode == "sse" {
 						rs.Notify("notifications/progress", progress)
 					}

@@ -6,19 +6,38 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
+	"github.com/mcp-gateway/mcp-gateway/internal/config"
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/router"
 	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
 )
 
-// maxStdioMessage bounds one message read from a stdio host.
-const maxStdioMessage = 64 << 20
+// StdioOptions configure a Stdio front.
+type StdioOptions struct {
+	// View is the view the host is served ("" = the default view): a
+	// local host launched the gateway itself, so its operator chooses
+	// its identity.
+	View string
+	// MaxMessageBytes bounds one line read from the host; 0 means
+	// config.DefaultMaxStdioMessage (64 MiB). A longer line is answered
+	// with a -32600 error (id null) and skipped; the lines after it are
+	// served.
+	MaxMessageBytes int
+	// QueueLimit bounds the messages waiting for the host to read them;
+	// 0 means config.DefaultStdioQueue (1024). When it is full,
+	// notifications are dropped (and logged); answers and the gateway's
+	// requests wait for room, each in its own goroutine.
+	QueueLimit int
+	// Logger receives the front's logs; nil discards them.
+	Logger *slog.Logger
+}
 
 // Stdio serves one host over the stdio transport: newline-delimited
 // JSON-RPC messages on stdin and stdout. The host may open a legacy
@@ -27,12 +46,21 @@ const maxStdioMessage = 64 << 20
 // NewStdio, pass its Deliver to the router as the change callback, then
 // call Serve once.
 type Stdio struct {
-	d    Dispatcher
-	log  *slog.Logger
-	view string
+	d          Dispatcher
+	log        *slog.Logger
+	view       string
+	maxMessage int
 
-	writeMu sync.Mutex // guards out
-	out     *bufio.Writer
+	// queue holds the messages for the host, which one writer goroutine
+	// (writeLoop) writes to out: whoever sends one, often the goroutine
+	// reading an upstream, never waits on a host that is slow to read.
+	queue chan []byte
+	out   *bufio.Writer // written by writeLoop only
+	// dropped counts the notifications dropped on a full queue;
+	// dropping is set from the first drop until the queue empties, so
+	// that a flood is logged once.
+	dropped  atomic.Uint64
+	dropping atomic.Bool
 
 	// link tracks the requests running both ways.
 	link hostLink
@@ -52,11 +80,22 @@ type Stdio struct {
 // stdioSession is the subscriber key of the stdio host's legacy session.
 const stdioSession = "stdio"
 
-// NewStdio returns a stdio front that writes to out and serves the host
-// the named view ("" = the default view): a local host launched the
-// gateway itself, so its operator chooses its identity.
-func NewStdio(d Dispatcher, out io.Writer, view string, logger *slog.Logger) *Stdio {
-	return &Stdio{d: d, out: bufio.NewWriter(out), view: view, log: telemetry.Discard(logger), listeners: map[string]*listener{}}
+// NewStdio returns a stdio front that writes to out; opts may be nil.
+func NewStdio(d Dispatcher, out io.Writer, opts *StdioOptions) *Stdio {
+	if opts == nil {
+		opts = &StdioOptions{}
+	}
+	st := &Stdio{d: d, out: bufio.NewWriter(out), view: opts.View, log: telemetry.Discard(opts.Logger), listeners: map[string]*listener{},
+		maxMessage: opts.MaxMessageBytes}
+	if st.maxMessage <= 0 {
+		st.maxMessage = config.DefaultMaxStdioMessage
+	}
+	limit := opts.QueueLimit
+	if limit <= 0 {
+		limit = config.DefaultStdioQueue
+	}
+	st.queue = make(chan []byte, limit)
+	return st
 }
 
 // Serve reads the host's messages from in until it ends (the host closed
@@ -65,6 +104,18 @@ func NewStdio(d Dispatcher, out io.Writer, view string, logger *slog.Logger) *St
 // the request it names.
 func (st *Stdio) Serve(ctx context.Context, in io.Reader) error {
 	defer st.d.HostGone(stdioSession)
+	stopWriter, written := make(chan struct{}), make(chan struct{})
+	go st.writeLoop(stopWriter, written)
+	defer func() {
+		// Every answer is queued (the requests have finished): the
+		// writer writes what is left, unless the host reads nothing.
+		close(stopWriter)
+		select {
+		case <-written:
+		case <-time.After(config.DefaultWriteTimeout):
+			st.log.Warn("the stdio host did not read the last messages", "queued", len(st.queue))
+		}
+	}()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -72,12 +123,12 @@ func (st *Stdio) Serve(ctx context.Context, in io.Reader) error {
 
 	// The reader goroutine ends when in does; a Read in progress cannot
 	// be interrupted, so after a cancelled ctx it lingers until then.
-	lines := make(chan []byte)
+	lines := make(chan stdioLine)
 	readErr := make(chan error, 1)
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
-		readErr <- readLines(in, lines, done)
+		readErr <- readLines(in, st.maxMessage, lines, done)
 		close(lines)
 	}()
 	for {
@@ -85,36 +136,154 @@ func (st *Stdio) Serve(ctx context.Context, in io.Reader) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case line, ok := <-lines:
-			if !ok {
+			switch {
+			case !ok:
 				err := <-readErr
 				if errors.Is(err, io.EOF) {
 					return nil
 				}
 				return err
+			case line.tooLong:
+				st.log.Warn("stdio message too large: skipped", "limit", st.maxMessage)
+				st.send(ctx, jsonrpc.AppendError(nil, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
+					"Message larger than %d bytes: skipped", st.maxMessage)))
+			default:
+				st.handle(ctx, &wg, line.msg)
 			}
-			st.handle(ctx, &wg, line)
 		}
 	}
 }
 
+// stdioLine is one line from the host: a message, or the news that a
+// line was longer than the limit (and skipped).
+type stdioLine struct {
+	msg     []byte
+	tooLong bool
+}
+
 // readLines sends each non-empty line of in to lines. Each line is a new
-// buffer, which the decoded message then aliases.
-func readLines(in io.Reader, lines chan<- []byte, done <-chan struct{}) error {
+// buffer, which the decoded message then aliases. A line longer than
+// limit is not kept: what is read of it is dropped as it comes, and its
+// end is reported as tooLong, so that the host learns of it and the
+// lines after it are read as usual.
+func readLines(in io.Reader, limit int, lines chan<- stdioLine, done <-chan struct{}) error {
 	r := bufio.NewReaderSize(in, 64<<10)
 	for {
-		line, err := r.ReadBytes('\n')
-		if len(line) > maxStdioMessage {
-			return fmt.Errorf("stdio: message larger than %d bytes", maxStdioMessage)
+		line, tooLong, err := readLine(r, limit)
+		var l stdioLine
+		if tooLong {
+			l.tooLong = true
+		} else if l.msg = bytes.TrimSpace(line); len(l.msg) == 0 {
+			l.msg = nil
 		}
-		if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
+		if l.tooLong || l.msg != nil {
 			select {
-			case lines <- trimmed:
+			case lines <- l:
 			case <-done:
 				return io.EOF
 			}
 		}
 		if err != nil {
 			return err
+		}
+	}
+}
+
+// readLine reads one line, up to and including its '\n', into a new
+// buffer; a line whose content (without the '\n') is longer than limit
+// is read to its end but not kept, and reported as tooLong.
+func readLine(r *bufio.Reader, limit int) (line []byte, tooLong bool, err error) {
+	for {
+		frag, err := r.ReadSlice('\n')
+		if !tooLong {
+			size := len(line) + len(frag)
+			if err == nil {
+				size-- // the '\n'
+			}
+			if size > limit {
+				tooLong, line = true, nil
+			} else {
+				line = append(line, frag...)
+			}
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return line, tooLong, err
+		}
+	}
+}
+
+// writeLoop is the writer goroutine: it writes the queued messages to
+// the host, one line each, flushing whenever the queue is empty, until
+// stop is closed and the queue drained; then it closes written. After a
+// failed write (the host is gone) it discards what comes, so that
+// senders never wait on it.
+func (st *Stdio) writeLoop(stop <-chan struct{}, written chan<- struct{}) {
+	defer close(written)
+	broken := false
+	write := func(msg []byte) {
+		if broken {
+			return
+		}
+		// Raw values from HTTP upstreams may hold newlines, which the
+		// stdio framing forbids: oneLine turns them into spaces, which
+		// JSON allows between tokens.
+		_, _ = oneLine{st.out}.Write(msg)
+		_ = st.out.WriteByte('\n')
+		if len(st.queue) > 0 {
+			return // flushed with the next ones
+		}
+		if err := st.out.Flush(); err != nil {
+			broken = true
+			st.log.Warn("writing to the stdio host failed", telemetry.KeyErr, err)
+			return
+		}
+		if st.dropping.CompareAndSwap(true, false) {
+			st.log.Info("the stdio host reads again", "dropped_total", st.dropped.Load())
+		}
+	}
+	for {
+		select {
+		case msg := <-st.queue:
+			write(msg)
+		case <-stop:
+			for {
+				select {
+				case msg := <-st.queue:
+					write(msg)
+				default:
+					if !broken {
+						_ = st.out.Flush()
+					}
+					return
+				}
+			}
+		}
+	}
+}
+
+// send queues a message the host must get (an answer, a request of the
+// gateway's), waiting for room while the host is slow to read, until ctx
+// is done; it reports whether the message is queued.
+func (st *Stdio) send(ctx context.Context, msg []byte) bool {
+	select {
+	case st.queue <- msg:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// notify queues a notification, or drops it when the queue is full: a
+// host that does not read must not hold up the upstream reader that
+// relays it. Drops are counted and logged once a flood.
+func (st *Stdio) notify(method string, msg []byte) {
+	select {
+	case st.queue <- msg:
+	default:
+		n := st.dropped.Add(1)
+		if st.dropping.CompareAndSwap(false, true) {
+			st.log.Warn("stdio host not reading: notifications dropped while its queue is full",
+				telemetry.KeyMethod, method, "queue", cap(st.queue), "dropped_total", n)
 		}
 	}
 }
@@ -129,7 +298,7 @@ type stdioRequest struct {
 }
 
 func (sr stdioRequest) Notify(method string, params json.RawMessage) {
-	sr.st.write(jsonrpc.AppendNotification(nil, method, params))
+	sr.st.notify(method, jsonrpc.AppendNotification(nil, method, params))
 }
 
 // Request asks the host and waits for the answer line. Modern hosts
@@ -141,7 +310,14 @@ func (sr stdioRequest) Request(ctx context.Context, method string, params json.R
 	st := sr.st
 	id, answer := st.link.expect()
 	defer st.link.forget(id)
-	st.write(jsonrpc.AppendRequest(nil, id, method, params))
+	// Queued as an answer is: it waits for room, never dropped.
+	select {
+	case st.queue <- jsonrpc.AppendRequest(nil, id, method, params):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-sr.done:
+		return nil, router.ErrHostUnreachable
+	}
 	select {
 	case resp := <-answer:
 		return resp, nil
@@ -159,7 +335,7 @@ func (st *Stdio) handle(ctx context.Context, wg *sync.WaitGroup, line []byte) {
 		if errors.Is(err, jsonrpc.ErrInvalidRequest) {
 			code = jsonrpc.CodeInvalidRequest
 		}
-		st.write(jsonrpc.AppendError(nil, nil, &jsonrpc.Error{Code: code, Message: err.Error()}))
+		st.send(ctx, jsonrpc.AppendError(nil, nil, &jsonrpc.Error{Code: code, Message: err.Error()}))
 		return
 	}
 	switch {
@@ -185,13 +361,13 @@ func (st *Stdio) handle(ctx context.Context, wg *sync.WaitGroup, line []byte) {
 		st.mu.Lock()
 		st.version, st.capabilities = version, msg.Capabilities
 		st.mu.Unlock()
-		st.write(jsonrpc.AppendResult(nil, msg.ID, st.d.InitializeResult(version)))
+		st.send(ctx, jsonrpc.AppendResult(nil, msg.ID, st.d.InitializeResult(version)))
 		return
 	}
 
 	caller, modern, rpcErr := st.caller(msg)
 	if rpcErr != nil {
-		st.write(jsonrpc.AppendError(nil, msg.ID, rpcErr))
+		st.send(ctx, jsonrpc.AppendError(nil, msg.ID, rpcErr))
 		return
 	}
 	if modern && msg.Method == "subscriptions/listen" {
@@ -201,7 +377,7 @@ func (st *Stdio) handle(ctx context.Context, wg *sync.WaitGroup, line []byte) {
 	reqCtx, cancel := context.WithCancel(ctx)
 	if !st.link.track(msg.ID, cancel) {
 		cancel()
-		st.write(jsonrpc.AppendError(nil, msg.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Request id %s is already in use", msg.ID)))
+		st.send(ctx, jsonrpc.AppendError(nil, msg.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Request id %s is already in use", msg.ID)))
 		return
 	}
 	wg.Go(func() {
@@ -219,7 +395,7 @@ func (st *Stdio) handle(ctx context.Context, wg *sync.WaitGroup, line []byte) {
 			st.level = msg.Level
 			st.mu.Unlock()
 		}
-		st.write(appendReply(nil, msg.ID, reply, modern))
+		st.send(ctx, appendReply(nil, msg.ID, reply, modern))
 	})
 }
 
@@ -243,19 +419,6 @@ func (st *Stdio) caller(msg *jsonrpc.Request) (*router.Caller, bool, *jsonrpc.Er
 	return &router.Caller{ProtocolVersion: version, Session: stdioSession, Capabilities: caps, LogLevel: level, View: st.view}, false, nil
 }
 
-// write sends one message as one line. Raw values from HTTP upstreams may
-// hold newlines, which the stdio framing forbids: oneLine turns them into
-// spaces, which JSON allows between tokens.
-func (st *Stdio) write(msg []byte) {
-	st.writeMu.Lock()
-	defer st.writeMu.Unlock()
-	_, _ = oneLine{st.out}.Write(msg)
-	_ = st.out.WriteByte('\n')
-	if err := st.out.Flush(); err != nil {
-		st.log.Warn("writing to the stdio host failed", telemetry.KeyErr, err)
-	}
-}
-
 // appendReply renders a reply as one response message.
 func appendReply(dst []byte, id json.RawMessage, reply *router.Reply, modern bool) []byte {
 	if reply.Error != nil {
@@ -274,7 +437,7 @@ func appendReply(dst []byte, id json.RawMessage, reply *router.Reply, modern boo
 func (st *Stdio) listen(ctx context.Context, caller *router.Caller, msg *jsonrpc.Message) {
 	f, err := parseListenFilter(msg.Params)
 	if err != nil {
-		st.write(jsonrpc.AppendError(nil, msg.ID, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: %v", err)))
+		st.send(ctx, jsonrpc.AppendError(nil, msg.ID, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: %v", err)))
 		return
 	}
 	l := f.listener(msg.ID, "stdio-listen-"+string(msg.ID))
@@ -282,7 +445,7 @@ func (st *Stdio) listen(ctx context.Context, caller *router.Caller, msg *jsonrpc
 	st.listeners[string(msg.ID)] = l
 	st.mu.Unlock()
 	ack := f.acknowledge(func(uri string) bool { return st.d.SubscribeResource(ctx, caller, l.key, uri) == nil })
-	st.write(l.tagged("notifications/subscriptions/acknowledged", ack))
+	st.send(ctx, l.tagged("notifications/subscriptions/acknowledged", ack))
 }
 
 // Deliver writes a change to the host: list changes to an initialized
@@ -302,9 +465,9 @@ func (st *Stdio) Deliver(c router.Change) {
 	}
 	st.mu.Unlock()
 	if legacy && (c.Subscribers == nil || slices.Contains(c.Subscribers, stdioSession)) {
-		st.write(jsonrpc.AppendNotification(nil, c.Method, c.Params))
+		st.notify(c.Method, jsonrpc.AppendNotification(nil, c.Method, c.Params))
 	}
 	for _, l := range ls {
-		st.write(l.tagged(c.Method, c.Params))
+		st.notify(c.Method, l.tagged(c.Method, c.Params))
 	}
 }

@@ -41,7 +41,7 @@ func TestServeStdio(t *testing.T) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
-	go func() { done <- NewStdio(d, outW, "", nil).Serve(context.Background(), inR) }()
+	go func() { done <- NewStdio(d, outW, nil).Serve(context.Background(), inR) }()
 	lines := bufio.NewScanner(outR)
 	send := func(s string) {
 		t.Helper()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -24,11 +25,12 @@ import (
 //
 // Events are written by a goroutine of the stream's own, from a bounded
 // queue: whoever sends one (often the goroutine reading a shared
-// upstream) never waits for a slow host. A host that does not read its
-// stream for writeTimeout is cut off; progress and log messages that do
-// not fit in the queue are dropped.
+// upstream) never waits for a slow host. A host that takes nothing of its
+// stream for the write timeout is cut off; progress and log messages that
+// do not fit in the queue are dropped.
 type requestStream struct {
 	w       http.ResponseWriter
+	out     *deadlineWriter
 	accept  string
 	modern  bool
 	session *session // nil for modern requests
@@ -50,15 +52,67 @@ type requestStream struct {
 	broken bool
 }
 
-// Bounds of a request's event stream.
-const (
-	streamQueueLimit = 256
-	writeTimeout     = 30 * time.Second
-)
+// streamQueueLimit bounds a request's event queue.
+const streamQueueLimit = 256
 
-func newRequestStream(w http.ResponseWriter, r *http.Request, ss *session, modern bool) *requestStream {
-	return &requestStream{w: w, accept: r.Header.Get("Accept"), session: ss, modern: modern}
+func (s *Server) newRequestStream(w http.ResponseWriter, r *http.Request, ss *session, modern bool) *requestStream {
+	return &requestStream{w: w, out: newDeadlineWriter(w, s.opts.WriteTimeout), accept: r.Header.Get("Accept"), session: ss, modern: modern}
 }
+
+// deadlineWriter writes to a host's response under a write deadline:
+// its writer renews it at the start of each burst (an answer, a batch of
+// events), and Write renews it after each deadlineChunk bytes, so that a
+// host that reads slowly but steadily gets a large answer, and one that
+// takes nothing for timeout is cut off (the write fails, and net/http
+// closes the connection once the handler returns).
+type deadlineWriter struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+	// left is what may still be written under the current deadline.
+	left int
+	// unsupported is set when w has no deadlines (not a connection).
+	unsupported bool
+}
+
+// deadlineChunk is the most a deadlineWriter writes under one deadline.
+const deadlineChunk = 64 << 10
+
+func newDeadlineWriter(w http.ResponseWriter, timeout time.Duration) *deadlineWriter {
+	return &deadlineWriter{w: w, rc: http.NewResponseController(w), timeout: timeout}
+}
+
+// renew starts a new deadline, for the next deadlineChunk bytes.
+func (d *deadlineWriter) renew() {
+	d.left = deadlineChunk
+	if d.unsupported {
+		return
+	}
+	if err := d.rc.SetWriteDeadline(time.Now().Add(d.timeout)); errors.Is(err, http.ErrNotSupported) {
+		d.unsupported = true
+	}
+}
+
+func (d *deadlineWriter) Write(p []byte) (int, error) {
+	written := 0
+	for len(p) > 0 {
+		if d.left <= 0 {
+			d.renew()
+		}
+		n := min(len(p), d.left)
+		m, err := d.w.Write(p[:n])
+		written += m
+		d.left -= m
+		if err != nil {
+			return written, err
+		}
+		p = p[n:]
+	}
+	return written, nil
+}
+
+// Flush sends what is buffered to the host, under the burst's deadline.
+func (d *deadlineWriter) Flush() error { return d.rc.Flush() }
 
 // acceptsSSE reports whether the host can take an SSE stream.
 func (rs *requestStream) acceptsSSE() bool {
@@ -129,7 +183,6 @@ func (rs *requestStream) enqueueLocked(ev func(io.Writer)) {
 // write fails.
 func (rs *requestStream) write() {
 	defer close(rs.finished)
-	rc := http.NewResponseController(rs.w)
 	for range rs.wake {
 		rs.mu.Lock()
 		batch := rs.queue
@@ -138,14 +191,14 @@ func (rs *requestStream) write() {
 		start := !rs.sse
 		rs.sse = true
 		rs.mu.Unlock()
-		_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
+		rs.out.renew()
 		if start {
 			startSSE(rs.w)
 		}
 		for _, ev := range batch {
-			ev(rs.w)
+			ev(rs.out)
 		}
-		if err := rc.Flush(); err != nil {
+		if err := rs.out.Flush(); err != nil {
 			rs.mu.Lock()
 			rs.broken, rs.queue = true, nil
 			rs.mu.Unlock()
@@ -169,7 +222,7 @@ func (rs *requestStream) answer(status int, write func(io.Writer) error) {
 		rs.mu.Unlock()
 		rs.w.Header().Set("Content-Type", "application/json")
 		rs.w.WriteHeader(status)
-		_ = write(rs.w)
+		_ = write(rs.out)
 		return
 	}
 	if !rs.broken {
@@ -200,18 +253,11 @@ func (rs *requestStream) abandon() {
 	<-finished
 }
 
-// writeEvent writes one message as an SSE event and flushes it.
+// writeEvent writes one message as an SSE event; the caller flushes.
 func writeEvent(w io.Writer, msg []byte) {
 	_, _ = io.WriteString(w, "event: message\ndata: ")
 	_, _ = oneLine{w}.Write(msg)
 	_, _ = io.WriteString(w, "\n\n")
-	flush(w)
-}
-
-func flush(w io.Writer) {
-	if f, ok := w.(http.Flusher); ok {
-		f.Flush()
-	}
 }
 
 // oneLine writes JSON as one line, as an SSE data line and the stdio

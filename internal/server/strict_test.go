@@ -58,7 +58,7 @@ func TestAmbiguousMessagesRefused(t *testing.T) {
 		inR, inW := io.Pipe()
 		outR, outW := io.Pipe()
 		done := make(chan error, 1)
-		go func() { done <- NewStdio(d, outW, "", nil).Serve(context.Background(), inR) }()
+		go func() { done <- NewStdio(d, outW, nil).Serve(context.Background(), inR) }()
 		lines := bufio.NewScanner(outR)
 		for _, tt := range smuggling {
 			for _, body := range []string{strings.ReplaceAll(tt.body, "{meta}", ""), strings.ReplaceAll(tt.body, "{meta}", meta)} {
