@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"runtime"
@@ -12,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/config"
 	"github.com/mcp-gateway/mcp-gateway/internal/mcptest"
@@ -174,6 +178,99 @@ func TestHostileHostsLeaveNoTrace(t *testing.T) {
 	http.DefaultClient.CloseIdleConnections()
 	// The hosts' sessions stay (until idle_timeout) but hold no
 	// goroutine or descriptor of their own.
+	settles(t, "goroutines", baseGoroutines+4, func() int { runtime.GC(); return runtime.NumGoroutine() })
+	settles(t, "open files", baseFiles+2, func() int { return openFiles(t) })
+}
+
+// misbehaving serves next, but answers every tools/call in its own bad
+// way: what a broken or hostile server does once it has been listed.
+func misbehaving(t *testing.T, next http.Handler, mode string) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.Method != http.MethodPost || !strings.Contains(string(body), `"method":"tools/call"`) {
+			r.Body = io.NopCloser(strings.NewReader(string(body)))
+			next.ServeHTTP(w, r)
+			return
+		}
+		switch mode {
+		case "garbage":
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"jsonrpc":"2.0","id":`)
+		case "huge":
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"`+strings.Repeat("x", 2<<20)+`"}]}}`)
+		case "sse-junk":
+			w.Header().Set("Content-Type", "text/event-stream")
+			for range 1000 {
+				io.WriteString(w, "junk without a field\n: comment\nevent: nothing\n")
+			}
+		case "stall":
+			// Headers and a first byte, then nothing until the gateway
+			// gives up.
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, "{")
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		case "hang":
+			<-r.Context().Done()
+		}
+	}))
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	return srv
+}
+
+// TestHostileUpstreamsLeaveOthersAlone: upstreams that, once listed,
+// answer calls with broken JSON, an answer over max_message_bytes, an
+// SSE stream of junk, a body that stalls, or nothing at all each give
+// their caller an isError result within their timeout, while a good
+// upstream's calls, made at the same time, all succeed; afterwards the
+// gateway holds no more goroutines or descriptors than before.
+func TestHostileUpstreamsLeaveOthersAlone(t *testing.T) {
+	good := mcptest.NewStreamableServer(t, nil)
+	cfg := config.Default()
+	cfg.Upstreams = []config.Upstream{httpUpstream("good", good.URL)}
+	modes := []string{"garbage", "huge", "sse-junk", "stall", "hang"}
+	for _, mode := range modes {
+		backend := mcptest.NewStreamableServer(t, &mcptest.HTTPOptions{Server: mcptest.ServerOptions{Versions: mcptest.LegacyVersions()}})
+		target, _ := url.Parse(backend.URL)
+		u := httpUpstream(strings.ReplaceAll(mode, "-", ""), misbehaving(t, httputil.NewSingleHostReverseProxy(target), mode).URL)
+		u.Timeout, u.MaxMessageBytes = 2*time.Second, 1<<20
+		cfg.Upstreams = append(cfg.Upstreams, u)
+	}
+	endpoint, _ := startGateway(t, cfg)
+	host := connect(t, endpoint, eras[0])
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := callText(ctx, host, "good__echo", map[string]any{"text": "before"}); err != nil {
+		t.Fatal(err)
+	}
+	http.DefaultClient.CloseIdleConnections()
+	runtime.GC()
+	baseGoroutines, baseFiles := runtime.NumGoroutine(), openFiles(t)
+
+	var wg sync.WaitGroup
+	for _, mode := range modes {
+		for range 3 {
+			wg.Go(func() {
+				tool := strings.ReplaceAll(mode, "-", "") + "__echo"
+				res, err := host.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"text": "x"}})
+				if err != nil || !res.IsError {
+					t.Errorf("%s: %v %+v, want an isError result", tool, err, res)
+				}
+			})
+		}
+	}
+	for i := range 50 {
+		text := fmt.Sprint("call ", i)
+		if got, err := callText(ctx, host, "good__echo", map[string]any{"text": text}); err != nil || got != text {
+			t.Errorf("good__echo during the hostile calls: %q, %v", got, err)
+		}
+	}
+	wg.Wait()
+	http.DefaultClient.CloseIdleConnections()
 	settles(t, "goroutines", baseGoroutines+4, func() int { runtime.GC(); return runtime.NumGoroutine() })
 	settles(t, "open files", baseFiles+2, func() int { return openFiles(t) })
 }
