@@ -2,6 +2,9 @@ package main
 
 import (
 	"cmp"
+	"context"
+
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/config"
 	"github.com/mcp-gateway/mcp-gateway/internal/router"
@@ -45,7 +48,11 @@ func routerLimits(cfg *config.Config, rec recorders) *router.Limits {
 		Identity: map[string]router.IdentityQuotas{},
 		Team:     map[string]router.Rate{},
 		Tools:    map[string]map[string]router.Rate{},
-		Meter:    cmp.Or(rec.tel, telemetry.Disabled()).Meter,
+	}
+	if in, err := telemetry.NewInstruments(cmp.Or(rec.tel, telemetry.Disabled()).Meter); err == nil {
+		o.Rejected = func(limit string) {
+			in.Rejections.Add(context.Background(), 1, metric.WithAttributes(telemetry.AttrLimit.String(limit)))
+		}
 	}
 	id, tm := cfg.Limits.Effective(nil)
 	o.Identity[""], o.Team[""] = quotas(id), team(tm)

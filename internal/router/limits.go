@@ -1,16 +1,23 @@
 package router
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel/metric"
 	"golang.org/x/time/rate"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
-	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
+)
+
+// The limits Limits refuses for, as Admit returns them and Rejected is
+// told: the values of telemetry.AttrLimit (Limit*), spelled
+// here because the router does not import telemetry.
+const (
+	LimitRate            = "rate"
+	LimitTeamRate        = "team_rate"
+	LimitToolRate        = "tool_rate"
+	LimitConcurrentCalls = "concurrent_calls"
 )
 
 // Rate is a token bucket's refill rate (per second) and burst; a zero
@@ -46,9 +53,9 @@ type LimitsOptions struct {
 	// full buckets (which are as good as new ones) are dropped. 0 means
 	// 100000.
 	MaxBuckets int
-	// Meter counts rejections (mcp_gateway.rejections); nil counts
-	// nothing.
-	Meter metric.Meter
+	// Rejected, if set, is told of each refusal, with its Limit* value
+	// (for the mcp_gateway.rejections metric). It must not block.
+	Rejected func(limit string)
 }
 
 // Limits are the per-identity quotas and rate limits: token buckets by
@@ -56,8 +63,7 @@ type LimitsOptions struct {
 // flight by identity and upstream. Its methods are safe for concurrent
 // use.
 type Limits struct {
-	opts     LimitsOptions
-	rejected metric.Int64Counter
+	opts LimitsOptions
 
 	mu      sync.Mutex // guards the fields below
 	buckets map[bucketKey]*bucket
@@ -84,17 +90,12 @@ func NewLimits(o LimitsOptions) *Limits {
 	if l.opts.MaxBuckets <= 0 {
 		l.opts.MaxBuckets = 100000
 	}
-	if o.Meter != nil {
-		if in, err := telemetry.NewInstruments(o.Meter); err == nil {
-			l.rejected = in.Rejections
-		}
-	}
 	return l
 }
 
 func (l *Limits) reject(limit string) {
-	if l.rejected != nil {
-		l.rejected.Add(context.Background(), 1, metric.WithAttributes(telemetry.AttrLimit.String(limit)))
+	if l.opts.Rejected != nil {
+		l.opts.Rejected(limit)
 	}
 }
 
@@ -145,8 +146,8 @@ func (l *Limits) Admit(who policy.Identity) (limit string, retry time.Duration, 
 	if own.Per > 0 {
 		var d time.Duration
 		if mine, d = l.takeLocked(bucketKey{kind: 'i', who: who.ID}, own, now); mine == nil {
-			l.reject(telemetry.LimitRate)
-			return telemetry.LimitRate, d, false
+			l.reject(LimitRate)
+			return LimitRate, d, false
 		}
 	}
 	if team.Per > 0 {
@@ -154,8 +155,8 @@ func (l *Limits) Admit(who policy.Identity) (limit string, retry time.Duration, 
 			if mine != nil {
 				mine.CancelAt(now) // the identity's token goes back
 			}
-			l.reject(telemetry.LimitTeamRate)
-			return telemetry.LimitTeamRate, d, false
+			l.reject(LimitTeamRate)
+			return LimitTeamRate, d, false
 		}
 	}
 	return "", 0, true
@@ -181,7 +182,7 @@ func (l *Limits) call(c *Caller, upstream, tool string) (func(), string) {
 		res, d := l.takeLocked(bucketKey{kind: 'c', who: c.Principal, upstream: upstream, tool: tool}, r, now)
 		l.mu.Unlock()
 		if res == nil {
-			l.reject(telemetry.LimitToolRate)
+			l.reject(LimitToolRate)
 			return nil, fmt.Sprintf("this tool's rate limit for this caller is reached; try again in %s", d.Round(time.Millisecond))
 		}
 	}
@@ -193,7 +194,7 @@ func (l *Limits) call(c *Caller, upstream, tool string) (func(), string) {
 	l.mu.Lock()
 	if l.flight[k] >= n {
 		l.mu.Unlock()
-		l.reject(telemetry.LimitConcurrentCalls)
+		l.reject(LimitConcurrentCalls)
 		return nil, fmt.Sprintf("this caller already has %d calls in flight on the server %q, its limit (concurrent_calls); wait for one to finish", n, upstream)
 	}
 	l.flight[k]++

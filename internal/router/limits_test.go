@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -10,7 +11,6 @@ import (
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
-	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
 )
 
 func keyCaller(principal string) *Caller {
@@ -82,7 +82,9 @@ func TestToolRatePerIdentity(t *testing.T) {
 // requests alone; rejections are counted.
 func TestAdmit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
+		var rejected []string
 		l := NewLimits(LimitsOptions{
+			Rejected: func(limit string) { rejected = append(rejected, limit) },
 			Identity: map[string]IdentityQuotas{"red": {Rate: Rate{Per: 2, Burst: 1}}},
 			Team:     map[string]Rate{"red": {Per: 10, Burst: 3}},
 		})
@@ -91,7 +93,7 @@ func TestAdmit(t *testing.T) {
 			t.Fatal("first request refused")
 		}
 		limit, retry, ok := l.Admit(a)
-		if ok || limit != telemetry.LimitRate || retry != 500*time.Millisecond {
+		if ok || limit != LimitRate || retry != 500*time.Millisecond {
 			t.Fatalf("second request at once: %q %v %v, want refused by rate for 500ms", limit, retry, ok)
 		}
 		if _, _, ok := l.Admit(b); !ok {
@@ -101,7 +103,7 @@ func TestAdmit(t *testing.T) {
 			t.Fatal("a third identity refused within the team's burst")
 		}
 		d := policy.Identity{ID: "key:d", Team: "red"}
-		if limit, _, ok := l.Admit(d); ok || limit != telemetry.LimitTeamRate {
+		if limit, _, ok := l.Admit(d); ok || limit != LimitTeamRate {
 			t.Fatalf("past the team's burst: %q %v, want team_rate", limit, ok)
 		}
 		// d's own token went back: once the team refills, d passes.
@@ -112,6 +114,9 @@ func TestAdmit(t *testing.T) {
 		time.Sleep(400 * time.Millisecond)
 		if _, _, ok := l.Admit(a); !ok {
 			t.Fatal("after 500ms")
+		}
+		if want := []string{LimitRate, LimitTeamRate}; !slices.Equal(rejected, want) {
+			t.Errorf("rejections counted %v, want %v", rejected, want)
 		}
 	})
 }
