@@ -178,8 +178,10 @@ func newRecorders(ctx context.Context, cfg *config.Config, log *slog.Logger, std
 // newRouter translates the config into upstream clients and a router,
 // with the state gauges registered when metrics are on. onChange receives
 // the changes hosts should hear of.
-func newRouter(cfg *config.Config, rec recorders, onChange func(router.Change)) (*router.Router, error) {
-	rt, err := router.New(routerOptions(cfg, rec, onChange))
+func newRouter(cfg *config.Config, rec recorders, onChange func(router.Change), limits *router.Limits) (*router.Router, error) {
+	opts := routerOptions(cfg, rec, onChange)
+	opts.Limits = limits
+	rt, err := router.New(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -348,7 +350,8 @@ func newGateway(cfg *config.Config, rec recorders) (*gateway, error) {
 	// the router, and the router sends nothing before it starts.
 	var srv *server.Server
 	onChange := func(c router.Change) { srv.Deliver(c) }
-	rt, err := newRouter(cfg, rec, onChange)
+	limits := routerLimits(cfg, rec)
+	rt, err := newRouter(cfg, rec, onChange, limits)
 	if err != nil {
 		return nil, err
 	}
@@ -369,15 +372,19 @@ func newGateway(cfg *config.Config, rec recorders) (*gateway, error) {
 		hosts = server.ListenerHosts(cfg.Listen)
 	}
 	srv = server.New(dispatcher(rt, rec.obs), &server.Options{
-		Identify:       auth,
-		Endpoint:       cfg.Endpoint,
-		AllowedOrigins: cfg.AllowedOrigins,
-		Loopback:       isLoopbackAddr(cfg.Listen),
-		AllowedHosts:   hosts,
-		MaxBodyBytes:   cfg.MaxBodyBytes,
-		Metrics:        metrics,
-		Telemetry:      rec.tel,
-		Logger:         rec.log,
+		Identify:           auth,
+		Endpoint:           cfg.Endpoint,
+		AllowedOrigins:     cfg.AllowedOrigins,
+		Loopback:           isLoopbackAddr(cfg.Listen),
+		AllowedHosts:       hosts,
+		MaxBodyBytes:       cfg.MaxBodyBytes,
+		MaxSessions:        cfg.Limits.MaxSessions,
+		SessionIdleTimeout: cfg.Limits.SessionIdleTimeout,
+		Quotas:             limits.Quotas,
+		Admit:              limits.Admit,
+		Metrics:            metrics,
+		Telemetry:          rec.tel,
+		Logger:             rec.log,
 	})
 	return &gateway{router: rt, server: srv, onChange: onChange, rec: rec}, nil
 }
@@ -498,7 +505,7 @@ func serveStdio(ctx context.Context, cfg *config.Config, team string, stdin io.R
 	}
 	defer stopRecorders()
 	var host *server.Stdio
-	rt, err := newRouter(cfg, rec, func(c router.Change) { host.Deliver(c) })
+	rt, err := newRouter(cfg, rec, func(c router.Change) { host.Deliver(c) }, routerLimits(cfg, rec))
 	if err != nil {
 		log.Error("invalid upstream", telemetry.KeyErr, err)
 		return exitError
@@ -550,7 +557,7 @@ func listTools(ctx context.Context, cfg *config.Config, team string, asJSON bool
 		fmt.Fprintf(stderr, "mcp-gateway tools: no team %q in the config\n", team)
 		return exitUsage
 	}
-	rt, err := newRouter(cfg, recorders{log: log}, nil)
+	rt, err := newRouter(cfg, recorders{log: log}, nil, nil)
 	if err != nil {
 		log.Error("invalid upstream", telemetry.KeyErr, err)
 		return exitError

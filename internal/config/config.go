@@ -100,12 +100,14 @@ const (
 	// picked up within seconds.
 	DefaultReconnectMaxDelay = 5 * time.Second
 
-	// Defaults of settings gateway.yaml does not have yet.
-
-	// DefaultMaxSessions bounds the live legacy sessions;
-	// DefaultSessionIdleTimeout ends one unused for this long.
+	// DefaultMaxSessions bounds the live legacy sessions
+	// (limits.max_sessions); DefaultSessionIdleTimeout ends one unused for
+	// this long (limits.session_idle_timeout).
 	DefaultMaxSessions        = 10000
 	DefaultSessionIdleTimeout = 30 * time.Minute
+
+	// Defaults of settings gateway.yaml does not have yet.
+
 	// DefaultKeepAlive is the interval of the comment lines that keep an
 	// idle SSE stream open through proxies.
 	DefaultKeepAlive = 25 * time.Second
@@ -215,6 +217,9 @@ type Config struct {
 
 	// Telemetry configures logs, metrics and traces. Key: telemetry.
 	Telemetry Telemetry
+
+	// Limits are the quotas and rate limits of callers. Key: limits.
+	Limits Limits
 }
 
 // PrefixMode says when exposed names carry the upstream prefix.
@@ -428,6 +433,10 @@ type ToolFilter struct {
 	// Rename gives tools other names before the prefix is added.
 	// Key: rename, a list of {from, to}.
 	Rename []Rename
+	// Rates limit calls of tools, by original name, for each identity on
+	// its own: "N/s", "N/m" or "N/h"; a call over it gets an isError
+	// result saying when to try again. Key: rate. Names keep their case.
+	Rates map[string]Rate
 	// Descriptions replace the descriptions of tools, by original name,
 	// with shorter or clearer ones of the operator's. Key: descriptions.
 	// Names keep their case.
@@ -522,6 +531,9 @@ type Team struct {
 	// MaxTokens caps the estimated size of the team's tools/list. Key:
 	// max_tokens. 0 means the policy limit only.
 	MaxTokens int
+	// Limits override the top-level limits for this team's identities,
+	// field by field. Key: limits.
+	Limits *TeamLimitOverrides
 }
 
 // AuthMode says how callers authenticate.

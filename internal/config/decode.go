@@ -458,6 +458,7 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 					"mode": func(p string, v *yaml.Node) { c.Auth.Mode = AuthMode(d.str(p, v)) },
 				}})
 			},
+			"limits": func(p string, v *yaml.Node) { d.limits(p, v, &c.Limits) },
 			"telemetry": func(p string, v *yaml.Node) {
 				d.object(p, v, schema{fields: map[string]field{
 					"log_level":     func(p string, v *yaml.Node) { c.Telemetry.LogLevel = d.str(p, v) },
@@ -641,6 +642,18 @@ func (d *decoder) tools(p string, n *yaml.Node, t *ToolFilter) {
 		"allow":        func(p string, v *yaml.Node) { t.Allow = d.strings(p, v) },
 		"deny":         func(p string, v *yaml.Node) { t.Deny = d.strings(p, v) },
 		"descriptions": func(p string, v *yaml.Node) { t.Descriptions = d.stringMap(p, v) },
+		"rate": func(p string, v *yaml.Node) {
+			m := d.stringMap(p, v)
+			if len(m) == 0 {
+				return
+			}
+			t.Rates = map[string]Rate{}
+			for _, name := range sortedKeys(m) {
+				if r, ok := d.rate(join(p, name), m[name]); ok {
+					t.Rates[name] = r
+				}
+			}
+		},
 		"rename": func(p string, v *yaml.Node) {
 			d.list(p, v, func(p string, v *yaml.Node) {
 				var r Rename
@@ -686,8 +699,52 @@ func (d *decoder) team(p string, n *yaml.Node) (Team, bool) {
 		"deny":       func(p string, v *yaml.Node) { t.Deny = d.strings(p, v) },
 		"max_tools":  func(p string, v *yaml.Node) { d.integer(p, v, &t.MaxTools) },
 		"max_tokens": func(p string, v *yaml.Node) { d.integer(p, v, &t.MaxTokens) },
+		"limits": func(p string, v *yaml.Node) {
+			t.Limits = &TeamLimitOverrides{}
+			d.object(p, v, schema{fields: map[string]field{
+				"per_identity": func(p string, v *yaml.Node) { d.identityLimits(p, v, &t.Limits.PerIdentity) },
+				"team":         func(p string, v *yaml.Node) { d.teamLimits(p, v, &t.Limits.Team) },
+			}})
+		},
 	}})
 	return t, true
+}
+
+// limits decodes the top-level limits.
+func (d *decoder) limits(p string, n *yaml.Node, l *Limits) {
+	d.object(p, n, schema{fields: map[string]field{
+		"max_sessions":         func(p string, v *yaml.Node) { d.integer(p, v, &l.MaxSessions) },
+		"session_idle_timeout": func(p string, v *yaml.Node) { d.duration(p, v, &l.SessionIdleTimeout) },
+		"per_identity":         func(p string, v *yaml.Node) { d.identityLimits(p, v, &l.PerIdentity) },
+		"team":                 func(p string, v *yaml.Node) { d.teamLimits(p, v, &l.Team) },
+	}})
+}
+
+func (d *decoder) identityLimits(p string, n *yaml.Node, l *IdentityLimits) {
+	d.object(p, n, schema{fields: map[string]field{
+		"rate":             func(p string, v *yaml.Node) { l.Rate, _ = d.rate(p, d.str(p, v)) },
+		"burst":            func(p string, v *yaml.Node) { d.integer(p, v, &l.Burst) },
+		"concurrent_calls": func(p string, v *yaml.Node) { d.integer(p, v, &l.ConcurrentCalls) },
+		"sessions":         func(p string, v *yaml.Node) { d.integer(p, v, &l.Sessions) },
+		"streams":          func(p string, v *yaml.Node) { d.integer(p, v, &l.Streams) },
+	}})
+}
+
+func (d *decoder) teamLimits(p string, n *yaml.Node, l *TeamLimits) {
+	d.object(p, n, schema{fields: map[string]field{
+		"rate":  func(p string, v *yaml.Node) { l.Rate, _ = d.rate(p, d.str(p, v)) },
+		"burst": func(p string, v *yaml.Node) { d.integer(p, v, &l.Burst) },
+	}})
+}
+
+// rate reads a rate written at key path p; a problem is reported there.
+func (d *decoder) rate(p, s string) (Rate, bool) {
+	r, err := ParseRate(s)
+	if err != nil {
+		d.problems = append(d.problems, Problem{Path: p, Line: d.lineOf(p), Message: err.Error()})
+		return 0, false
+	}
+	return r, true
 }
 
 // join appends a map key to a key path: ".key" for keys made of

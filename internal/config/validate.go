@@ -153,6 +153,7 @@ func (c *Config) Validate() error {
 	validateGlobs(&ps, "policy.priority", c.Policy.Priority)
 
 	c.validateTeams(&ps)
+	c.Limits.validate(&ps)
 
 	switch c.Auth.Mode {
 	case AuthNone, AuthJWT:
@@ -229,6 +230,10 @@ func (c *Config) validateTeams(ps *problems) {
 		}
 		if t.MaxTokens < 0 {
 			ps.add(p+".max_tokens", "must be 0 (no limit) or more")
+		}
+		if t.Limits != nil {
+			t.Limits.PerIdentity.validate(p+".limits.per_identity", ps)
+			t.Limits.Team.validate(p+".limits.team", ps)
 		}
 	}
 }

@@ -325,6 +325,18 @@ func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, in *j
 			out.Set("requestState", nil)
 		}
 	}
+	if r.opts.Limits != nil && !in.HasRequestState {
+		// A retry continues a call already admitted.
+		tool := ""
+		if method == "tools/call" {
+			tool, _ = out.StringParam("name")
+		}
+		end, why := r.opts.Limits.call(c, u.Name, tool)
+		if end == nil {
+			return failedReply(method, subject, why)
+		}
+		defer end()
+	}
 	client, calls, release := u.Client, &u.calls, func() {}
 	var hc *hostConn
 	if u.pool != nil {

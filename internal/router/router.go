@@ -159,6 +159,10 @@ type Options struct {
 	// a list that changed, or a subscribed resource that was updated. It
 	// is called from the router's goroutines and must not block.
 	OnChange func(Change)
+	// Limits, if set, are the per-identity quotas and rate limits of
+	// calls (tool rates, calls in flight per upstream); nil limits
+	// nothing.
+	Limits *Limits
 	// Logger receives the router's logs; nil discards them.
 	Logger *slog.Logger
 }

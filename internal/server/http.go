@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,6 +39,12 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	who, ok := s.identity(w, r)
 	if !ok {
 		return
+	}
+	if s.opts.Admit != nil {
+		if limit, retry, ok := s.opts.Admit(who); !ok {
+			s.tooManyRequests(w, limit, retry)
+			return
+		}
 	}
 	if s.tel.Tracing() {
 		// The host's trace context from the HTTP headers; the router
@@ -108,6 +115,20 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	writeError(w, http.StatusBadRequest, msg.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
 		"Bad Request: missing %s header: send initialize first, or declare protocol version %s in params._meta[%q]",
 		headerSessionID, router.ModernVersion, metaProtocolVersion))
+}
+
+// tooManyRequests answers a POST over a rate limit (RFC 6585: 429, with
+// Retry-After in whole seconds, rounded up).
+func (s *Server) tooManyRequests(w http.ResponseWriter, limit string, retry time.Duration) {
+	s.reject(limit)
+	secs := max(1, int64((retry+time.Second-1)/time.Second))
+	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+	what := "this identity's"
+	if limit == telemetry.LimitTeamRate {
+		what = "its team's"
+	}
+	writeError(w, http.StatusTooManyRequests, nil, jsonrpc.NewError(jsonrpc.CodeInternalError,
+		"Too Many Requests: %s request rate limit is reached; retry in %ds", what, secs))
 }
 
 // initialize opens a legacy session (2025-11-25 basic/lifecycle).
@@ -313,6 +334,12 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	if ss == nil {
 		return
 	}
+	release, quota := s.takeStream(who)
+	if release == nil {
+		s.tooManyStreams(w, nil, quota)
+		return
+	}
+	defer release()
 	ss.mu.Lock()
 	busy := ss.streaming
 	ss.streaming = true

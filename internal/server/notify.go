@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 	"github.com/mcp-gateway/mcp-gateway/internal/router"
 	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
 )
@@ -202,6 +203,12 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request, caller *router.C
 		writeError(w, http.StatusBadRequest, msg.ID, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: %v", err))
 		return
 	}
+	release, quota := s.takeStream(policy.Identity{ID: caller.Principal, Team: caller.View})
+	if release == nil {
+		s.tooManyStreams(w, msg.ID, quota)
+		return
+	}
+	defer release()
 	s.mu.Lock()
 	s.nextListener++
 	l := f.listener(msg.ID, "listen-"+strconv.FormatUint(s.nextListener, 10))

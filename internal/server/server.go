@@ -19,6 +19,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -85,8 +86,11 @@ type Options struct {
 	MaxBodyBytes int64
 	// MaxSessions limits the number of live legacy sessions; 0 means
 	// config.DefaultMaxSessions (10000). When the limit is reached, idle
-	// sessions are expired first; an initialize that still finds no room
-	// gets 503.
+	// sessions are expired first; then the new session takes the room of
+	// the least recently used session without an open GET stream of the
+	// identity holding the most sessions (which may be the caller), so
+	// that one identity's flood displaces only its own sessions once it
+	// holds the most. An initialize that still finds no room gets 503.
 	MaxSessions int
 	// SessionIdleTimeout ends a legacy session that has had no request
 	// and no open GET stream for this long (many clients never send
@@ -106,6 +110,17 @@ type Options struct {
 	// its stream ends, its connection closes, and what the stream held
 	// is released.
 	WriteTimeout time.Duration
+	// Quotas returns an identity's own quotas: the legacy sessions it may
+	// hold (its next initialize ends its own least recently used session
+	// without an open GET stream) and the GET and subscriptions/listen
+	// streams it may hold open (more get 429); 0 means no quota of its
+	// own. nil means none.
+	Quotas func(who policy.Identity) (sessions, streams int)
+	// Admit takes one POST of an identity from its rate limits, or
+	// refuses it: limit is the telemetry.Limit* value of the limit hit
+	// and retry how long until the request would be admitted. A refused
+	// request gets 429 with Retry-After. nil admits everything.
+	Admit func(who policy.Identity) (limit string, retry time.Duration, ok bool)
 	// KeepAlive is the interval of SSE comment lines on idle GET
 	// streams; 0 means config.DefaultKeepAlive (25s).
 	KeepAlive time.Duration
@@ -135,6 +150,7 @@ type Server struct {
 	// tel is Options.Telemetry.
 	tel         *telemetry.Telemetry
 	listChanged metric.Int64Counter
+	rejected    metric.Int64Counter
 	gauges      metric.Registration
 
 	// identify is Options.Identify, replaced by SetIdentify on a reload.
@@ -148,6 +164,9 @@ type Server struct {
 	listeners      map[*listener]struct{}
 	listenersByKey map[string]*listener
 	nextListener   uint64
+	// streams counts the open GET and listen streams by identity
+	// (policy.Identity.ID), against Options.Quotas.
+	streams map[string]int
 	// closing is closed by Close, which ends every stream.
 	closing chan struct{}
 	closed  bool
@@ -156,7 +175,7 @@ type Server struct {
 // New returns a server that dispatches to d.
 func New(d Dispatcher, opts *Options) *Server {
 	s := &Server{d: d, log: telemetry.Discard(opts.Logger), sessions: map[string]*session{}, origins: map[string]bool{},
-		listeners: map[*listener]struct{}{}, listenersByKey: map[string]*listener{}, closing: make(chan struct{})}
+		listeners: map[*listener]struct{}{}, listenersByKey: map[string]*listener{}, streams: map[string]int{}, closing: make(chan struct{})}
 	s.opts = *opts
 	if opts.Identify != nil {
 		s.identify.Store(&opts.Identify)
@@ -507,7 +526,7 @@ func (s *Server) observe() {
 		s.log.Error("telemetry instruments", telemetry.KeyErr, err)
 		in, _ = telemetry.NewInstruments(telemetry.Disabled().Meter)
 	}
-	s.listChanged = in.ListChanged
+	s.listChanged, s.rejected = in.ListChanged, in.Rejections
 	if !s.tel.Metering() {
 		return
 	}
@@ -633,29 +652,137 @@ func (ss *session) touch(now time.Time) {
 
 func (s *Server) newSession(version string, who policy.Identity) (*session, error) {
 	now := time.Now()
+	quota := 0
+	if s.opts.Quotas != nil {
+		quota, _ = s.opts.Quotas(who)
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return nil, errShuttingDown
 	}
-	var expired []*session
-	if len(s.sessions) >= s.opts.MaxSessions {
-		expired = s.expireLocked(now)
+	var ended []*session
+	refused := false
+	if quota > 0 && s.heldLocked(who.ID) >= quota {
+		// At its own quota, an identity makes room from its own sessions.
+		if lru := s.lruLocked(who.ID); lru != nil {
+			ended = append(ended, lru)
+		} else {
+			refused = true
+		}
+	}
+	if !refused && len(s.sessions) >= s.opts.MaxSessions {
+		ended = append(ended, s.expireLocked(now)...)
+	}
+	if !refused && len(s.sessions) >= s.opts.MaxSessions {
+		if lru := s.lruLocked(s.heaviestLocked()); lru != nil {
+			ended = append(ended, lru)
+		}
 	}
 	var ss *session
-	if len(s.sessions) < s.opts.MaxSessions {
+	if !refused && len(s.sessions) < s.opts.MaxSessions {
 		ss = &session{id: newSessionID(), version: version, principal: who.ID, key: who.Key, view: who.Team,
 			done: make(chan struct{}), lastUsed: now, out: newOutbox()}
 		s.sessions[ss.id] = ss
 	}
 	s.mu.Unlock()
-	for _, e := range expired {
+	for _, e := range ended {
 		s.ended(e)
 	}
-	if ss == nil {
+	switch {
+	case refused:
+		s.reject(telemetry.LimitSessions)
+		return nil, fmt.Errorf("%w: this identity holds its %d sessions, each with an open GET stream", errTooManySessions, quota)
+	case ss == nil:
+		s.reject(telemetry.LimitSessions)
 		return nil, errTooManySessions
 	}
 	return ss, nil
+}
+
+// reject counts a refusal (or a session ended) for a limit.
+func (s *Server) reject(limit string) {
+	s.rejected.Add(context.Background(), 1, metric.WithAttributes(telemetry.AttrLimit.String(limit)))
+}
+
+// heldLocked counts the sessions of an identity. s.mu is held. (A scan:
+// it runs for an initialize only, and the table is bounded.)
+func (s *Server) heldLocked(principal string) int {
+	n := 0
+	for _, ss := range s.sessions {
+		if ss.principal == principal {
+			n++
+		}
+	}
+	return n
+}
+
+// heaviestLocked returns the identity holding the most sessions. s.mu is
+// held.
+func (s *Server) heaviestLocked() string {
+	held := map[string]int{}
+	heaviest, most := "", 0
+	for _, ss := range s.sessions {
+		held[ss.principal]++
+		if n := held[ss.principal]; n > most {
+			heaviest, most = ss.principal, n
+		}
+	}
+	return heaviest
+}
+
+// lruLocked removes from the table, and returns for the caller to end
+// once s.mu is released, the least recently used session of an identity
+// that has no open GET stream; nil when it has none. s.mu is held.
+func (s *Server) lruLocked(principal string) *session {
+	var lru *session
+	var at time.Time
+	for _, ss := range s.sessions {
+		if ss.principal != principal {
+			continue
+		}
+		ss.mu.Lock()
+		used, streaming := ss.lastUsed, ss.streaming
+		ss.mu.Unlock()
+		if !streaming && (lru == nil || used.Before(at)) {
+			lru, at = ss, used
+		}
+	}
+	if lru != nil {
+		delete(s.sessions, lru.id)
+		s.log.Info("session ended to make room", telemetry.KeySession, lru.id)
+		s.reject(telemetry.LimitSessions)
+	}
+	return lru
+}
+
+// takeStream counts a GET or listen stream of an identity against its
+// quota; it returns the function that gives the slot back, or the quota
+// when the identity has no slot left.
+func (s *Server) takeStream(who policy.Identity) (release func(), quota int) {
+	if s.opts.Quotas != nil {
+		_, quota = s.opts.Quotas(who)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if quota > 0 && s.streams[who.ID] >= quota {
+		return nil, quota
+	}
+	s.streams[who.ID]++
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.streams[who.ID]--; s.streams[who.ID] <= 0 {
+			delete(s.streams, who.ID)
+		}
+	}, quota
+}
+
+// tooManyStreams answers a stream over its identity's quota.
+func (s *Server) tooManyStreams(w http.ResponseWriter, id json.RawMessage, quota int) {
+	s.reject(telemetry.LimitStreams)
+	writeError(w, http.StatusTooManyRequests, id, jsonrpc.NewError(jsonrpc.CodeInternalError,
+		"Too Many Requests: this identity has its %d open streams (GET and subscriptions/listen); close one first", quota))
 }
 
 // expireLocked removes every idle session from the table and returns

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -16,14 +17,20 @@ func TestIdleSessionsExpire(t *testing.T) {
 			t.Fatal(err)
 		}
 		b, _ := s.newSession("2025-11-25", policy.Identity{})
-		if _, err := s.newSession("2025-11-25", policy.Identity{}); err != errTooManySessions {
-			t.Fatalf("third session with room for two: err = %v, want errTooManySessions", err)
+		// Both hold GET streams: no session can make room.
+		for _, ss := range []*session{a, b} {
+			ss.mu.Lock()
+			ss.streaming = true
+			ss.mu.Unlock()
+		}
+		if _, err := s.newSession("2025-11-25", policy.Identity{}); !errors.Is(err, errTooManySessions) {
+			t.Fatalf("third session with room for two, both streaming: err = %v, want errTooManySessions", err)
 		}
 
 		// b holds a GET stream; a is used at 50s, then both wait.
-		b.mu.Lock()
-		b.streaming = true
-		b.mu.Unlock()
+		a.mu.Lock()
+		a.streaming = false
+		a.mu.Unlock()
 		time.Sleep(50 * time.Second)
 		if s.session(a.id) == nil {
 			t.Fatal("a session used within the timeout expired")

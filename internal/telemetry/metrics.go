@@ -28,6 +28,19 @@ const (
 	AttrEra      = attribute.Key("mcp_gateway.era")
 	AttrState    = attribute.Key("mcp_gateway.state")
 	AttrView     = attribute.Key("mcp_gateway.view")
+	// AttrLimit is the limit a rejection hit, one of the Limit* values
+	// (never an identity, a key or a tool).
+	AttrLimit = attribute.Key("mcp_gateway.limit")
+)
+
+// Limits a request can be refused for, the values of AttrLimit.
+const (
+	LimitRate            = "rate"             // an identity's request rate
+	LimitTeamRate        = "team_rate"        // a team's request rate
+	LimitToolRate        = "tool_rate"        // a tool's rate for an identity
+	LimitConcurrentCalls = "concurrent_calls" // an identity's calls in flight on one upstream
+	LimitSessions        = "sessions"         // legacy sessions: the table or an identity's share
+	LimitStreams         = "streams"          // an identity's open GET and listen streams
 )
 
 // Outcomes of a request, the values of AttrOutcome.
@@ -62,6 +75,9 @@ type Instruments struct {
 	// ListChanged counts the list_changed notifications the gateway
 	// sent hosts, by method.
 	ListChanged metric.Int64Counter
+	// Rejections counts what a limit refused or ended, by AttrLimit:
+	// mcp_gateway.rejections.
+	Rejections metric.Int64Counter
 }
 
 // NewInstruments makes the instruments of m. A no-op meter makes no-op
@@ -89,6 +105,10 @@ func NewInstruments(m metric.Meter) (*Instruments, error) {
 	}
 	if in.ListChanged, err = m.Int64Counter("mcp_gateway.list_changed.sent",
 		metric.WithUnit("{notification}"), metric.WithDescription("list_changed notifications sent to hosts.")); err != nil {
+		return nil, err
+	}
+	if in.Rejections, err = m.Int64Counter("mcp_gateway.rejections",
+		metric.WithUnit("{request}"), metric.WithDescription("Requests a quota or rate limit refused, and sessions it ended, by limit.")); err != nil {
 		return nil, err
 	}
 	return &in, nil

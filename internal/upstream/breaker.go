@@ -15,11 +15,17 @@ import (
 // BreakerOptions configures a Supervised's circuit breaker. The breaker
 // counts transport failures only: errors in reaching the server or in
 // what it sent (a refused connection, an HTTP status that is no MCP
-// answer, a malformed answer) and ErrTimeout. A JSON-RPC error from the
-// server, a tool result with isError, a call whose caller's context
-// ended, a call refused for overload (ErrOverloaded), and the calls cut
-// short by a lost connection (ErrClosed, which restarts take care of) are
-// not failures; any answer from the server is a success.
+// answer, a malformed answer), and ErrTimeout of a call during which the
+// server sent nothing at all on the connection: no answer to any call, no
+// notification, no request. A timeout while the server answered others
+// (one caller's slow tool) or asked for input (a host that never
+// answers an elicitation) says the call was slow, not that the server
+// fails, and one caller must not take a server away from every other
+// one. A JSON-RPC error from the server, a tool result with isError, a
+// call whose caller's context ended, a call refused for overload
+// (ErrOverloaded), and the calls cut short by a lost connection
+// (ErrClosed, which restarts take care of) are not failures; any answer
+// from the server is a success.
 type BreakerOptions struct {
 	// Failures is how many transport failures in a row open the breaker;
 	// 0 means config.DefaultBreakerFailures (5), and a negative value

@@ -267,6 +267,7 @@ func (c *Client) cancelRemote(w wire, id int64) {
 // call, a notification of a subscription to its listener, another
 // notification to OnNotification, a request to OnRequest.
 func (c *Client) deliver(m *jsonrpc.Message) {
+	c.heard.Add(1)
 	switch {
 	case m.IsResponse():
 		id, ok := jsonrpc.Int64ID(m.ID)

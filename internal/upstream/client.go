@@ -446,9 +446,13 @@ type Client struct {
 	headers      http.Header     // Options.Headers, keys canonical (see addHeaders)
 
 	nextID atomic.Int64
-	life   context.Context // done once Close begins
-	stop   context.CancelFunc
-	wg     sync.WaitGroup // goroutines started through spawn
+	// heard counts the messages the server sent on this connection (any
+	// answer, notification or request): a call that times out while it
+	// moves was not failed by a silent server (see Supervised.sendOn).
+	heard atomic.Uint64
+	life  context.Context // done once Close begins
+	stop  context.CancelFunc
+	wg    sync.WaitGroup // goroutines started through spawn
 
 	// stateMu serialises state changes with their OnStateChange calls, so
 	// that the callback sees them in order.

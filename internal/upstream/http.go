@@ -330,9 +330,11 @@ func (w *httpWire) readStream(ctx context.Context, body io.Reader, m *outgoing) 
 		case m.handler == nil || msg.IsResponse():
 			w.c.deliver(msg)
 		case msg.IsNotification():
+			w.c.heard.Add(1)
 			w.c.progressed(msg)
 			w.c.notifyHandler(m.handler, msg)
 		default:
+			w.c.heard.Add(1)
 			w.c.serveRequest(ctx, msg, m.handler)
 		}
 		if answers(msg, m.id) {

@@ -627,8 +627,17 @@ func (s *Supervised) sendOn(ctx context.Context, c *Client, br breaker, req *jso
 		return nil, err
 	}
 	method := req.Method
+	heard := c.heard.Load()
 	resp, err := c.Send(ctx, req)
-	done(outcomeOf(ctx, err), err)
+	o := outcomeOf(ctx, err)
+	if o == failure && errors.Is(err, ErrTimeout) && c.heard.Load() != heard {
+		// The server sent something (an answer to another caller's call,
+		// a notification, a request for input) while this call waited:
+		// it is slow for this call, not failing for everyone, and one
+		// caller's slow calls must not take it away from all the others.
+		o = ignored
+	}
+	done(o, err)
 	if err == nil && resp.Error == nil && (method == "resources/subscribe" || method == "resources/unsubscribe") {
 		if uri, ok := req.StringParam("uri"); ok {
 			s.mu.Lock()

@@ -1,0 +1,140 @@
+package router
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/policy"
+)
+
+func keyCaller(principal string) *Caller {
+	return &Caller{ProtocolVersion: ModernVersion, Principal: principal}
+}
+
+// TestConcurrentCallsPerIdentity: an identity at its quota of calls in
+// flight on an upstream gets its next call refused at once, with an
+// isError result naming the limit; another identity's call runs.
+func TestConcurrentCallsPerIdentity(t *testing.T) {
+	up, arrived, release := blockingUpstream()
+	limits := NewLimits(LimitsOptions{Identity: map[string]IdentityQuotas{"": {ConcurrentCalls: 2}}})
+	r := startRouter(t, Options{Limits: limits}, map[string]*fakeUpstream{"up": up}, "up")
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer close(release)
+	for range 2 {
+		wg.Go(func() {
+			r.Dispatch(context.Background(), keyCaller("key:a"), request("tools/call", `{"name":"up__work"}`))
+		})
+		<-arrived
+	}
+	reply := r.Dispatch(context.Background(), keyCaller("key:a"), request("tools/call", `{"name":"up__work"}`))
+	if !reply.ToolError || !strings.Contains(string(reply.Result), "concurrent_calls") {
+		t.Fatalf("a third call: %s %v, want an isError result naming concurrent_calls", reply.Result, reply.Error)
+	}
+	wg.Go(func() {
+		if reply := r.Dispatch(context.Background(), keyCaller("key:b"), request("tools/call", `{"name":"up__work"}`)); reply.ToolError {
+			t.Errorf("another identity's call: %s", reply.Result)
+		}
+	})
+	<-arrived
+}
+
+// TestToolRatePerIdentity: a tool's rate limit gives an isError result
+// to the identity over it, not to another; the bucket refills with time.
+func TestToolRatePerIdentity(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		up := &fakeUpstream{lists: map[string][]string{"tools/list": tools("work", "free")}}
+		limits := NewLimits(LimitsOptions{Tools: map[string]map[string]Rate{"up": {"work": {Per: 1, Burst: 2}}}})
+		r := startRouter(t, Options{Limits: limits}, map[string]*fakeUpstream{"up": up}, "up")
+		call := func(who, tool string) *Reply {
+			return r.Dispatch(context.Background(), keyCaller(who), request("tools/call", `{"name":"up__`+tool+`"}`))
+		}
+		for i := range 2 {
+			if reply := call("key:a", "work"); reply.ToolError {
+				t.Fatalf("call %d within the burst: %s", i, reply.Result)
+			}
+		}
+		reply := call("key:a", "work")
+		if !reply.ToolError || !strings.Contains(string(reply.Result), "rate limit") {
+			t.Fatalf("a call over the rate: %s, want an isError result about the rate limit", reply.Result)
+		}
+		if reply := call("key:a", "free"); reply.ToolError {
+			t.Errorf("another tool: %s", reply.Result)
+		}
+		if reply := call("key:b", "work"); reply.ToolError {
+			t.Errorf("another identity: %s", reply.Result)
+		}
+		time.Sleep(time.Second)
+		if reply := call("key:a", "work"); reply.ToolError {
+			t.Errorf("after a second: %s", reply.Result)
+		}
+	})
+}
+
+// TestAdmit: an identity's and a team's token buckets, with the wait
+// until a token is free; one identity's refusals leave another's
+// requests alone; rejections are counted.
+func TestAdmit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var rejected []string
+		l := NewLimits(LimitsOptions{
+			Rejected: func(limit string) { rejected = append(rejected, limit) },
+			Identity: map[string]IdentityQuotas{"red": {Rate: Rate{Per: 2, Burst: 1}}},
+			Team:     map[string]Rate{"red": {Per: 10, Burst: 3}},
+		})
+		a, b, c := policy.Identity{ID: "key:a", Team: "red"}, policy.Identity{ID: "key:b", Team: "red"}, policy.Identity{ID: "key:c", Team: "red"}
+		if _, _, ok := l.Admit(a); !ok {
+			t.Fatal("first request refused")
+		}
+		limit, retry, ok := l.Admit(a)
+		if ok || limit != LimitRate || retry != 500*time.Millisecond {
+			t.Fatalf("second request at once: %q %v %v, want refused by rate for 500ms", limit, retry, ok)
+		}
+		if _, _, ok := l.Admit(b); !ok {
+			t.Fatal("another identity refused")
+		}
+		if _, _, ok := l.Admit(c); !ok {
+			t.Fatal("a third identity refused within the team's burst")
+		}
+		d := policy.Identity{ID: "key:d", Team: "red"}
+		if limit, _, ok := l.Admit(d); ok || limit != LimitTeamRate {
+			t.Fatalf("past the team's burst: %q %v, want team_rate", limit, ok)
+		}
+		// d's own token went back: once the team refills, d passes.
+		time.Sleep(100 * time.Millisecond)
+		if _, _, ok := l.Admit(d); !ok {
+			t.Fatal("after the team refilled")
+		}
+		time.Sleep(400 * time.Millisecond)
+		if _, _, ok := l.Admit(a); !ok {
+			t.Fatal("after 500ms")
+		}
+		if want := []string{LimitRate, LimitTeamRate}; !slices.Equal(rejected, want) {
+			t.Errorf("rejections counted %v, want %v", rejected, want)
+		}
+	})
+}
+
+// TestBucketsAreBounded: a flood of identities keeps at most MaxBuckets
+// buckets, dropping full ones (as good as new).
+func TestBucketsAreBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := NewLimits(LimitsOptions{MaxBuckets: 10, Identity: map[string]IdentityQuotas{"": {Rate: Rate{Per: 1, Burst: 1}}}})
+		for i := range 100 {
+			l.Admit(policy.Identity{ID: "key:" + strconv.Itoa(i)})
+			time.Sleep(time.Second) // each bucket is full again
+		}
+		l.mu.Lock()
+		n := len(l.buckets)
+		l.mu.Unlock()
+		if n > 10 {
+			t.Fatalf("%d buckets, want at most 10", n)
+		}
+	})
+}

@@ -1,0 +1,234 @@
+package server
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+	"github.com/mcp-gateway/mcp-gateway/internal/policy"
+	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
+)
+
+const (
+	floodKey = "flood-key-0123456789"
+	quietKey = "quiet-key-0123456789"
+)
+
+func limitKeys(t *testing.T) *policy.APIKeys {
+	t.Helper()
+	keys, err := policy.NewAPIKeys(map[string][]string{"red": {floodKey}, "blue": {quietKey}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
+func bearer(key string, more map[string]string) map[string]string {
+	h := map[string]string{"Authorization": "Bearer " + key}
+	for k, v := range more {
+		h[k] = v
+	}
+	return h
+}
+
+// TestSessionFloodLeavesOthersRoom: one identity opening sessions past
+// the table's size displaces only its own; another identity's initialize
+// succeeds and its session lives on.
+func TestSessionFloodLeavesOthersRoom(t *testing.T) {
+	ts, _, _ := newTestServerWith(t, &Options{Identify: limitKeys(t).Identify, MaxSessions: 4})
+	r := do(t, ts, "POST", bearer(quietKey, nil), initBody)
+	quiet := r.header.Get("Mcp-Session-Id")
+	if r.status != 200 || quiet == "" {
+		t.Fatalf("the quiet key's first initialize: %d %s", r.status, r.body)
+	}
+	var flood []string
+	for i := range 12 {
+		r := do(t, ts, "POST", bearer(floodKey, nil), initBody)
+		if r.status != 200 {
+			t.Fatalf("the flood's initialize %d: %d %s, want its own oldest session displaced", i, r.status, r.body)
+		}
+		flood = append(flood, r.header.Get("Mcp-Session-Id"))
+	}
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	if r := do(t, ts, "POST", bearer(quietKey, map[string]string{"Mcp-Session-Id": quiet}), list); r.status != 200 {
+		t.Errorf("the quiet key's session after the flood: %d %s", r.status, r.body)
+	}
+	if r := do(t, ts, "POST", bearer(quietKey, nil), initBody); r.status != 200 {
+		t.Errorf("the quiet key's initialize after the flood: %d %s", r.status, r.body)
+	}
+	// The flood's newest sessions live, its oldest were ended (404: the
+	// host initializes again).
+	if r := do(t, ts, "POST", bearer(floodKey, map[string]string{"Mcp-Session-Id": flood[len(flood)-1]}), list); r.status != 200 {
+		t.Errorf("the flood's newest session: %d %s", r.status, r.body)
+	}
+	wantError(t, do(t, ts, "POST", bearer(floodKey, map[string]string{"Mcp-Session-Id": flood[0]}), list), 404, jsonrpc.CodeInvalidRequest, "Session not found")
+}
+
+// TestSessionQuotaPerIdentity: an identity at its own quota has its least
+// recently used session ended by its next initialize; others are not
+// touched.
+func TestSessionQuotaPerIdentity(t *testing.T) {
+	ts, _, _ := newTestServerWith(t, &Options{Identify: limitKeys(t).Identify,
+		Quotas: func(policy.Identity) (int, int) { return 2, 0 }})
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	r := do(t, ts, "POST", bearer(quietKey, nil), initBody)
+	quiet := r.header.Get("Mcp-Session-Id")
+	var ids []string
+	for range 3 {
+		r := do(t, ts, "POST", bearer(floodKey, nil), initBody)
+		if r.status != 200 {
+			t.Fatalf("initialize: %d %s", r.status, r.body)
+		}
+		ids = append(ids, r.header.Get("Mcp-Session-Id"))
+	}
+	// ids[1] is used, so ids[0] is the least recently used.
+	wantError(t, do(t, ts, "POST", bearer(floodKey, map[string]string{"Mcp-Session-Id": ids[0]}), list), 404, jsonrpc.CodeInvalidRequest, "Session not found")
+	for _, id := range ids[1:] {
+		if r := do(t, ts, "POST", bearer(floodKey, map[string]string{"Mcp-Session-Id": id}), list); r.status != 200 {
+			t.Errorf("a session within the quota: %d %s", r.status, r.body)
+		}
+	}
+	if r := do(t, ts, "POST", bearer(quietKey, map[string]string{"Mcp-Session-Id": quiet}), list); r.status != 200 {
+		t.Errorf("another identity's session: %d %s", r.status, r.body)
+	}
+}
+
+// TestStreamQuotaPerIdentity: listen and GET streams over an identity's
+// quota get 429 naming the limit; another identity still opens its own;
+// a stream that ends gives its slot back.
+func TestStreamQuotaPerIdentity(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	tel, err := telemetry.New(context.Background(), telemetry.Options{MetricReader: reader})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tel.Shutdown(context.Background()) })
+	ts, _, _ := newTestServerWith(t, &Options{Identify: limitKeys(t).Identify, Telemetry: tel,
+		Quotas: func(policy.Identity) (int, int) { return 0, 2 }})
+	listenBody := `{"jsonrpc":"2.0","id":7,"method":"subscriptions/listen","params":{` + modernMeta + `,"notifications":{"toolsListChanged":true}}}`
+	listen := func(key string) *http.Request {
+		return post(t, ts, bearer(key, modernHeaders("subscriptions/listen", "")), listenBody)
+	}
+	first := openStream(t, listen(floodKey))
+	if ack := first.next(); ack.Method != "notifications/subscriptions/acknowledged" {
+		t.Fatalf("first listen: %s", ack.Method)
+	}
+	// The second stream is a session's GET stream.
+	r := do(t, ts, "POST", bearer(floodKey, nil), initBody)
+	sid := r.header.Get("Mcp-Session-Id")
+	get, err := http.NewRequest("GET", ts.URL+"/mcp", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range bearer(floodKey, map[string]string{"Accept": "text/event-stream", "Mcp-Session-Id": sid}) {
+		get.Header.Set(k, v)
+	}
+	getStream := openStream(t, get)
+	_ = getStream
+	// (Read with a status check first: a stream wrongly admitted must
+	// fail the test, not hang it.)
+	resp, err := ts.Client().Do(listen(floodKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusTooManyRequests {
+		resp.Body.Close()
+		t.Fatalf("a third stream: %d, want 429", resp.StatusCode)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "2 open streams") {
+		t.Errorf("a third stream: %s, want the limit named", body)
+	}
+	other := openStream(t, listen(quietKey))
+	if ack := other.next(); ack.Method != "notifications/subscriptions/acknowledged" {
+		t.Fatalf("another identity's listen: %s", ack.Method)
+	}
+	if got := rejections(t, reader, telemetry.LimitStreams); got != 1 {
+		t.Errorf("rejections{limit=streams} = %d, want 1", got)
+	}
+	// The first stream ends: its slot comes back.
+	first.resp.Body.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := post(t, ts, bearer(floodKey, modernHeaders("subscriptions/listen", "")), listenBody)
+		resp, err := ts.Client().Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode == 200 {
+			resp.Body.Close()
+			break
+		}
+		resp.Body.Close()
+		if time.Now().After(deadline) {
+			t.Fatalf("the slot of an ended stream did not come back: %d", resp.StatusCode)
+		}
+	}
+}
+
+// rejections returns the count of mcp_gateway.rejections{limit}.
+func rejections(t *testing.T, reader sdkmetric.Reader, limit string) int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != "mcp_gateway.rejections" {
+				continue
+			}
+			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+				if v, _ := dp.Attributes.Value(telemetry.AttrLimit); v == attribute.StringValue(limit) {
+					n += dp.Value
+				}
+			}
+		}
+	}
+	return n
+}
+
+// TestRateLimitedPOST: a POST that Admit refuses gets 429 with
+// Retry-After in whole seconds, counted by limit; another identity's
+// requests pass.
+func TestRateLimitedPOST(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	tel, err := telemetry.New(context.Background(), telemetry.Options{MetricReader: reader})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tel.Shutdown(context.Background()) })
+	keys := limitKeys(t)
+	flood, _ := keys.Identify(floodKey)
+	ts, d, _ := newTestServerWith(t, &Options{Identify: keys.Identify, Telemetry: tel,
+		Admit: func(who policy.Identity) (string, time.Duration, bool) {
+			if who.ID == flood.ID {
+				return telemetry.LimitRate, 1500 * time.Millisecond, false
+			}
+			return "", 0, true
+		}})
+	r := do(t, ts, "POST", bearer(floodKey, nil), initBody)
+	wantError(t, r, 429, jsonrpc.CodeInternalError, "rate limit")
+	if got := r.header.Get("Retry-After"); got != "2" {
+		t.Errorf("Retry-After = %q, want 2", got)
+	}
+	if len(d.callers) != 0 {
+		t.Error("the refused request reached the router")
+	}
+	if r := do(t, ts, "POST", bearer(quietKey, nil), initBody); r.status != 200 {
+		t.Errorf("another identity: %d %s", r.status, r.body)
+	}
+	if got := rejections(t, reader, telemetry.LimitRate); got != 1 {
+		t.Errorf("rejections{limit=rate} = %d, want 1", got)
+	}
+}
