@@ -325,8 +325,11 @@ func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, in *j
 			out.Set("requestState", nil)
 		}
 	}
-	if r.opts.Limits != nil && !in.HasRequestState {
-		// A retry continues a call already admitted.
+	if r.opts.Limits != nil {
+		// A retry with a modern upstream's wrapped state counts as a call
+		// too: such a state may be presented again until it expires, and
+		// must not be a way around the limits. (A parked call's retry
+		// resumed above: its state is good for one retry.)
 		tool := ""
 		if method == "tools/call" {
 			tool, _ = out.StringParam("name")

@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 )
 
@@ -135,6 +137,29 @@ func TestBucketsAreBounded(t *testing.T) {
 		l.mu.Unlock()
 		if n > 10 {
 			t.Fatalf("%d buckets, want at most 10", n)
+		}
+	})
+}
+
+// TestReplayedStateCountsAgainstTheRate: a modern upstream's wrapped
+// requestState may be presented again until it expires, so each retry
+// with it is a call for the tool's rate, not a way around it.
+func TestReplayedStateCountsAgainstTheRate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		up := &fakeUpstream{version: ModernVersion, lists: map[string][]string{"tools/list": tools("ask")}}
+		up.answer = func(string, json.RawMessage) (*jsonrpc.Message, error) {
+			return &jsonrpc.Message{Result: json.RawMessage(`{"resultType":"input_required","inputRequests":{"name":{"method":"elicitation/create","params":{"message":"?"}}},"requestState":"s"}`)}, nil
+		}
+		limits := NewLimits(LimitsOptions{Tools: map[string]map[string]Rate{"up": {"ask": {Per: 1, Burst: 2}}}})
+		r := startRouter(t, Options{Rules: twoKeysOneTeam, Limits: limits}, map[string]*fakeUpstream{"up": up}, "up")
+		alice := mrtrCaller("key:alice")
+		state, _ := inputRequired(t, r.Dispatch(context.Background(), alice, request("tools/call", `{"name":"up__ask",`+modernParams+`}`)))
+		if reply := r.Dispatch(context.Background(), alice, retryOf(state, `{"name":{"action":"accept","content":{}}}`)); reply.ToolError {
+			t.Fatalf("the first retry, within the burst: %s", reply.Result)
+		}
+		reply := r.Dispatch(context.Background(), alice, retryOf(state, `{"name":{"action":"accept","content":{}}}`))
+		if !reply.ToolError || !strings.Contains(string(reply.Result), "rate limit") {
+			t.Errorf("a replay past the rate: %v %s, want an isError result about the rate limit", reply.Error, reply.Result)
 		}
 	})
 }
