@@ -267,7 +267,9 @@ func (c *Client) cancelRemote(w wire, id int64) {
 // call, a notification of a subscription to its listener, another
 // notification to OnNotification, a request to OnRequest.
 func (c *Client) deliver(m *jsonrpc.Message) {
-	c.heard.Add(1)
+	if !m.IsResponse() {
+		c.heard.Add(1) // a response counts only if a call still waits for it
+	}
 	switch {
 	case m.IsResponse():
 		id, ok := jsonrpc.Int64ID(m.ID)
@@ -285,6 +287,9 @@ func (c *Client) deliver(m *jsonrpc.Message) {
 			c.log.Debug("upstream response to no pending request", "id", jsonrpc.IDString(m.ID))
 			return
 		}
+		// A late answer (above) says nothing of the server's health: it
+		// may come from a server that answers everyone past the timeout.
+		c.heard.Add(1)
 		ch <- callResult{msg: m}
 	case m.IsNotification():
 		c.progressed(m)

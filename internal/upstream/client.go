@@ -446,9 +446,10 @@ type Client struct {
 	headers      http.Header     // Options.Headers, keys canonical (see addHeaders)
 
 	nextID atomic.Int64
-	// heard counts the messages the server sent on this connection (any
-	// answer, notification or request): a call that times out while it
-	// moves was not failed by a silent server (see Supervised.sendOn).
+	// heard counts the messages the server sent on this connection (an
+	// answer to a call still waiting for it, a notification, a request;
+	// not a late answer): a call that times out while it moves was not
+	// failed by a silent server (see Supervised.sendOn).
 	heard atomic.Uint64
 	life  context.Context // done once Close begins
 	stop  context.CancelFunc
