@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -133,6 +135,15 @@ func (g *gateway) reload(path string, current *config.Config, log *slog.Logger) 
 		log.Warn("listen and endpoint changes take effect at the next start", "listen", current.Listen, "endpoint", current.Endpoint)
 		next.Listen, next.Endpoint = current.Listen, current.Endpoint
 	}
+	// The HTTP server's Origin and Host checks and the limits' buckets
+	// are made once, at start.
+	if !slices.Equal(next.AllowedOrigins, current.AllowedOrigins) || !slices.Equal(next.AllowedHosts, current.AllowedHosts) {
+		log.Warn("allowed_origins and allowed_hosts changes take effect at the next start")
+		next.AllowedOrigins, next.AllowedHosts = current.AllowedOrigins, current.AllowedHosts
+	}
+	if !reflect.DeepEqual(limitsOf(next), limitsOf(current)) {
+		log.Warn("limits changes (limits, teams[].limits, tools.rate) take effect at the next start")
+	}
 	// The telemetry providers, the logger and the audit log are built
 	// once, at start.
 	if next.Telemetry != current.Telemetry {
@@ -154,4 +165,17 @@ func (g *gateway) reload(path string, current *config.Config, log *slog.Logger) 
 		g.server.SetIdentify(keys.Identify, keys.Team)
 	}
 	return next
+}
+
+// limitsOf gathers what of a config the limits are made of, to tell a
+// reload that changes them.
+func limitsOf(c *config.Config) []any {
+	out := []any{c.Limits}
+	for _, t := range c.Teams {
+		out = append(out, t.Name, t.Limits)
+	}
+	for _, u := range c.Upstreams {
+		out = append(out, u.Name, u.Tools.Rates)
+	}
+	return out
 }

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -882,18 +883,20 @@ func BenchmarkTelemetryGateway(b *testing.B) {
 // providers and serving the same /metrics.
 func TestReloadKeepsTelemetry(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "gateway.json")
-	write := func(upstreams []string, tel map[string]any) {
+	write := func(upstreams []string, tel map[string]any, extra map[string]any) {
 		var ups []map[string]any
 		for _, name := range upstreams {
 			command, args, env := mcptest.StdioCommand("echo")
 			ups = append(ups, map[string]any{"name": name, "command": command, "args": args, "env": env})
 		}
-		raw, _ := json.Marshal(map[string]any{"upstreams": ups, "telemetry": tel})
+		file := map[string]any{"upstreams": ups, "telemetry": tel}
+		maps.Copy(file, extra)
+		raw, _ := json.Marshal(file)
 		if err := os.WriteFile(path, raw, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	write([]string{"alpha"}, map[string]any{"metrics": true})
+	write([]string{"alpha"}, map[string]any{"metrics": true}, nil)
 	var logs lockedBuffer
 	current, err := loadConfig(path, &logs)
 	if err != nil {
@@ -908,10 +911,19 @@ func TestReloadKeepsTelemetry(t *testing.T) {
 	url, g, _ := startGatewayWith(t, current, rec)
 	cs, changed := listChanges(t, url)
 
-	write([]string{"alpha", "beta"}, map[string]any{"metrics": false, "audit": map[string]any{"enabled": true}})
+	write([]string{"alpha", "beta"}, map[string]any{"metrics": false, "audit": map[string]any{"enabled": true}},
+		map[string]any{"allowed_hosts": []string{"gw.example.com"}, "limits": map[string]any{"max_sessions": 5}})
 	next := g.reload(path, current, log)
 	if next.Telemetry != current.Telemetry {
 		t.Errorf("telemetry after reload = %+v, want the running %+v", next.Telemetry, current.Telemetry)
+	}
+	if len(next.AllowedHosts) != 0 {
+		t.Errorf("allowed_hosts after reload = %v, want the running (none)", next.AllowedHosts)
+	}
+	for _, warning := range []string{"allowed_origins and allowed_hosts changes take effect at the next start", "limits changes (limits, teams[].limits, tools.rate) take effect at the next start"} {
+		if !strings.Contains(logs.String(), warning) {
+			t.Errorf("no warning %q:\n%s", warning, logs.String())
+		}
 	}
 	if len(next.Upstreams) != 2 {
 		t.Errorf("reload applied %d upstreams, want 2", len(next.Upstreams))
