@@ -3,6 +3,7 @@ package upstream
 import (
 	"errors"
 	"io"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -51,6 +52,11 @@ func TestLineReader(t *testing.T) {
 		{"lone cr is data on stdio", "a\rb\n", false, []string{"a\rb"}},
 		{"sse line ends", "a\r\nb\rc\nd\r\re", true, []string{"a", "b", "c", "d", "", "e"}},
 		{"long lines", long + "\n" + long + "\nend\n", false, []string{long, long, "end"}},
+		// The first buffer of a line reader is a chunk: these lines' CR
+		// ends it, and their LF starts the next one.
+		{"crlf across buffers", long[:chunkSize-1] + "\r\nend\n", false, []string{long[:chunkSize-1], "end"}},
+		{"cr cr lf across buffers", long[:chunkSize-2] + "\r\r\nend\n", false, []string{long[:chunkSize-2] + "\r", "end"}},
+		{"cr, then cr lf", long[:chunkSize-1] + "\r\r\nend\n", false, []string{long[:chunkSize-1] + "\r", "end"}},
 	}
 	for _, tt := range tests {
 		for _, oneByte := range []bool{false, true} {
@@ -294,6 +300,49 @@ func TestLineReaderTooLongEarly(t *testing.T) {
 	}
 	if g.n < 8*max {
 		t.Errorf("%d bytes read past the limit before the error", 10*max-g.n)
+	}
+}
+
+// shortReader returns at most n bytes a read, as a socket does.
+type shortReader struct {
+	r io.Reader
+	n int
+}
+
+func (s shortReader) Read(p []byte) (int, error) { return s.r.Read(p[:min(len(p), s.n)]) }
+
+// A line that outgrows its buffer, with no earlier large line to size a
+// buffer from, is read into pieces that are joined once at its end:
+// reading it allocates about twice its size (the pieces and the line),
+// not the three times of a buffer that doubles and is copied as it
+// grows, whose garbage raised the peak RSS of four such answers at once.
+// An SSE event's data is the line's, not a copy.
+func TestLineReaderLargeLineAllocations(t *testing.T) {
+	const size = 16 << 20
+	for _, sse := range []bool{false, true} {
+		var (
+			before, after runtime.MemStats
+			n             int
+			err           error
+		)
+		runtime.ReadMemStats(&before)
+		if sse {
+			r := io.MultiReader(strings.NewReader("event: message\ndata: "), &genReader{n: size, rest: "\n\n"})
+			var ev sseEvent
+			ev, err = newResponseSSEReader(shortReader{r, 32 << 10}, size, 0).next()
+			n = len(ev.data)
+		} else {
+			var line []byte
+			line, err = newLineReader(shortReader{&genReader{n: size, rest: "\n"}, 32 << 10}, size, false).next()
+			n = len(line)
+		}
+		runtime.ReadMemStats(&after)
+		if err != nil || n != size {
+			t.Fatalf("sse %v: %d bytes, %v", sse, n, err)
+		}
+		if got := after.TotalAlloc - before.TotalAlloc; got > 2*size+2*pieceMax {
+			t.Errorf("sse %v: reading a line of %d MiB allocated %.1f MiB, want at most 2 x its size and two pieces", sse, size>>20, float64(got)/(1<<20))
+		}
 	}
 }
 
