@@ -23,15 +23,12 @@ const (
 // callers may keep it (and jsonrpc.Decode may alias it). Lines are read
 // into the free end of the current buffer. A line that outgrows it moves,
 // alone, into one buffer sized for the last large line of the stream when
-// that is larger; otherwise its part so far is kept as a piece, it goes on
-// in a new buffer as large as its pieces (at most pieceMax, never past
-// max), and its pieces are joined once at its end. Reading a large line
-// thus allocates its size once when the hint is right, and twice when it
-// is not (a buffer that doubled and was copied as it grew allocated three
-// times its size, whose garbage raised the peak RSS of concurrent large
-// answers). Once a large line has been returned, the next read goes into
-// a fresh small buffer: a stream that carried one large message does not
-// pin its buffer for as long as the stream lives.
+// that is larger; otherwise its part so far is kept as a piece and it
+// goes on in a new buffer, until it reaches half of max and moves into
+// one buffer of max; pieces left at its end are joined once (see fill).
+// Once a large line has been returned, the next read goes into a fresh
+// small buffer: a stream that carried one large message does not pin its
+// buffer for as long as the stream lives.
 //
 // The price is that a small line kept for long pins the chunk it was read
 // into: copy small values that are kept.
@@ -225,35 +222,49 @@ func (l *lineReader) next() ([]byte, error) {
 
 // fill reads more. Returned lines alias buf[:start], so room is never made
 // by moving data within buf. When the partial line does not leave minRead
-// bytes free: a small one moves to a fresh chunk; a large one (at least
-// half its buffer) moves to a buffer that will hold a line of the size of
-// the last large line, if that is larger, or else stays where it is as a
-// piece of the line, which goes on in a new buffer; a line longer than
-// max is dropped before its buffers pass max. A large buffer from which
-// a line was returned is left for a fresh chunk even when it has room, so
-// that a read that waits (for the next message, maybe for long) does not
-// pin it.
+// bytes free, a small one moves to a fresh chunk. A large one (at least
+// half its buffer) that is shorter than the last large line, or that has
+// reached half of max, moves with its pieces to one buffer that holds a
+// line of that size, or of max; otherwise it stays where it is as a piece
+// of the line, which goes on in a new buffer. A line longer than max is
+// dropped before its buffers pass max. A large buffer from which a line
+// was returned is left for a fresh chunk even when it has room, so that a
+// read that waits (for the next message, maybe for long) does not pin it.
+//
+// A line of L bytes thus allocates L when the hint holds it; otherwise
+// about 2 x L while L is under max/2 (its pieces, and their join), and
+// 1.5 x max beyond (pieces of max/2, then a buffer of max, at most half of
+// which is left unused). A buffer doubled and copied as the line grew
+// allocated 3 x L, and the garbage of a few such lines at once raised the
+// peak RSS well above the messages' size (issue 12).
 func (l *lineReader) fill() {
 	n := l.end - l.start
 	full := len(l.buf)-l.end < minRead
 	switch {
 	case full && (l.pieces != nil || n > 0 && n >= min(chunkSize, len(l.buf))/2):
-		if l.pieces == nil && l.hint > n {
-			l.move(min(l.hint, l.max) + 2*minRead)
+		total, target := l.piecesLen+n, 0
+		switch {
+		case l.hint > total:
+			target = min(l.hint, l.max)
+		case total >= l.max/2:
+			target = l.max
+		}
+		if target > 0 {
+			l.gather(target + 2*minRead)
 			break
 		}
 		// The pieces grow with the line, so that their number stays
 		// small; pieceMax bounds what the last one may leave unused.
 		l.pieces = append(l.pieces, l.buf[l.start:l.end:l.end])
-		l.piecesLen += n
-		size := min(max(l.piecesLen, chunkSize), pieceMax, l.max-l.piecesLen+2*minRead)
+		l.piecesLen = total
+		size := min(max(total, chunkSize), pieceMax, l.max-total+2*minRead)
 		l.buf, l.start, l.end, l.scanned = make([]byte, max(size, 2*minRead)), 0, 0, 0
 	case full || (len(l.buf) > chunkSize && l.start > 0 && n <= chunkSize-minRead):
 		size := chunkSize
 		if l.buf == nil && l.first > 0 {
 			size = l.first
 		}
-		l.move(max(size, n+minRead))
+		l.gather(max(size, n+minRead))
 	}
 	n, err := l.r.Read(l.buf[l.end:])
 	l.end += n
@@ -262,12 +273,18 @@ func (l *lineReader) fill() {
 	}
 }
 
-// move moves the partial line to a new buffer of size bytes.
-func (l *lineReader) move(size int) {
-	n := l.end - l.start
+// gather moves the partial line, with its pieces, to a new buffer of size
+// bytes.
+func (l *lineReader) gather(size int) {
 	nb := make([]byte, size)
-	copy(nb, l.buf[l.start:l.end])
-	l.buf, l.start, l.end = nb, 0, n
+	k := 0
+	for _, p := range l.pieces {
+		k += copy(nb[k:], p)
+	}
+	k += copy(nb[k:], l.buf[l.start:l.end])
+	l.buf, l.start, l.end = nb, 0, k
+	l.scanned += l.piecesLen // the pieces hold no line end
+	l.pieces, l.piecesLen = nil, 0
 }
 
 // headOf returns a copy of the first n bytes of the line made of parts.

@@ -312,36 +312,82 @@ type shortReader struct {
 func (s shortReader) Read(p []byte) (int, error) { return s.r.Read(p[:min(len(p), s.n)]) }
 
 // A line that outgrows its buffer, with no earlier large line to size a
-// buffer from, is read into pieces that are joined once at its end:
-// reading it allocates about twice its size (the pieces and the line),
-// not the three times of a buffer that doubles and is copied as it
-// grows, whose garbage raised the peak RSS of four such answers at once.
-// An SSE event's data is the line's, not a copy.
+// buffer from, is read into pieces that are joined once at its end, and
+// from half the limit on into one buffer of the limit: a line allocates
+// about twice its size below half the limit, and 1.5 x the limit above
+// it, not the three times of a buffer that doubles and is copied as it
+// grows, whose garbage raised the peak RSS of four answers at the limit
+// at once. An SSE event's data is the line's, not a copy.
 func TestLineReaderLargeLineAllocations(t *testing.T) {
-	const size = 16 << 20
-	for _, sse := range []bool{false, true} {
-		var (
-			before, after runtime.MemStats
-			n             int
-			err           error
-		)
-		runtime.ReadMemStats(&before)
-		if sse {
-			r := io.MultiReader(strings.NewReader("event: message\ndata: "), &genReader{n: size, rest: "\n\n"})
-			var ev sseEvent
-			ev, err = newResponseSSEReader(shortReader{r, 32 << 10}, size, 0).next()
-			n = len(ev.data)
-		} else {
-			var line []byte
-			line, err = newLineReader(shortReader{&genReader{n: size, rest: "\n"}, 32 << 10}, size, false).next()
-			n = len(line)
+	const limit = 16 << 20
+	for _, tt := range []struct {
+		name string
+		size int
+		want int // the most it may allocate
+	}{
+		{"half the limit", limit/2 - 1<<20, 2*(limit/2-1<<20) + 2*pieceMax},
+		{"the limit", limit, limit + limit/2 + 2*pieceMax},
+	} {
+		for _, sse := range []bool{false, true} {
+			var (
+				before, after runtime.MemStats
+				n             int
+				err           error
+			)
+			runtime.ReadMemStats(&before)
+			if sse {
+				r := io.MultiReader(strings.NewReader("event: message\ndata: "), &genReader{n: tt.size, rest: "\n\n"})
+				var ev sseEvent
+				ev, err = newResponseSSEReader(shortReader{r, 32 << 10}, limit, 0).next()
+				n = len(ev.data)
+			} else {
+				var line []byte
+				line, err = newLineReader(shortReader{&genReader{n: tt.size, rest: "\n"}, 32 << 10}, limit, false).next()
+				n = len(line)
+			}
+			runtime.ReadMemStats(&after)
+			if err != nil || n != tt.size {
+				t.Fatalf("%s, sse %v: %d bytes, %v", tt.name, sse, n, err)
+			}
+			if got := after.TotalAlloc - before.TotalAlloc; got > uint64(tt.want) {
+				t.Errorf("%s, sse %v: reading a line of %.1f MiB allocated %.1f MiB, want at most %.1f MiB", tt.name, sse, float64(tt.size)/(1<<20), float64(got)/(1<<20), float64(tt.want)/(1<<20))
+			}
 		}
-		runtime.ReadMemStats(&after)
-		if err != nil || n != size {
-			t.Fatalf("sse %v: %d bytes, %v", sse, n, err)
-		}
-		if got := after.TotalAlloc - before.TotalAlloc; got > 2*size+2*pieceMax {
-			t.Errorf("sse %v: reading a line of %d MiB allocated %.1f MiB, want at most 2 x its size and two pieces", sse, size>>20, float64(got)/(1<<20))
+	}
+}
+
+// A line that passes the limit while it is read in pieces (a small limit,
+// a first buffer of a response stream) is reported with its first and
+// last bytes, which span the pieces, whether its end is found in the read
+// that passes the limit or after it.
+func TestLineReaderTooLongAcrossPieces(t *testing.T) {
+	const max = 20 << 10
+	x := strings.Repeat("x", 25<<10)
+	for name, line := range map[string]string{
+		"id first": `{"jsonrpc":"2.0","id":42,"result":"` + x + `"}`,
+		"id last":  `{"jsonrpc":"2.0","result":"` + x + `","id":42}`,
+	} {
+		for _, oneByte := range []bool{false, true} {
+			var r io.Reader = strings.NewReader(line + "\nnext\n")
+			if oneByte {
+				r = iotest.OneByteReader(r)
+			}
+			lr := newLineReader(r, max, false)
+			lr.first = responseFirstBuffer
+			_, err := lr.next()
+			var tl *tooLongError
+			if !errors.As(err, &tl) {
+				t.Fatalf("%s, oneByte %v: err = %v, want a tooLongError", name, oneByte, err)
+			}
+			if !strings.HasPrefix(line, string(tl.head)) || !strings.HasSuffix(line, string(tl.tail)) {
+				t.Errorf("%s, oneByte %v: head %q..., tail ...%q are not the line's", name, oneByte, tl.head[:min(40, len(tl.head))], tl.tail)
+			}
+			if id, ok := tl.id(); !ok || id != 42 {
+				t.Errorf("%s, oneByte %v: id = %d, %v; want 42", name, oneByte, id, ok)
+			}
+			if got, err := lr.next(); err != nil || string(got) != "next" {
+				t.Errorf("%s, oneByte %v: after it: %q, %v", name, oneByte, got, err)
+			}
 		}
 	}
 }
