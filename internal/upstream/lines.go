@@ -454,10 +454,13 @@ func (s *sseReader) next() (sseEvent, error) {
 }
 
 // readBody reads a whole body of at most max bytes. With a known length it
-// reads into one buffer of exactly that size; otherwise into pieces, which
-// are joined at the end, so that no growing buffer leaves garbage of
-// several times the body's size. A body over max is a *TooLargeError, and
-// is not read further.
+// reads into one buffer of exactly that size; otherwise into pieces, so
+// that no growing buffer leaves garbage of several times the body's size:
+// a body that ends before half of max is joined from its pieces at its
+// end, and one that reaches it moves into one buffer of max bytes (and
+// one, to see a body over max), where it is read to its end. A body thus
+// allocates at most about twice its size, or 1.5 x max (as lineReader.fill
+// does). A body over max is a *TooLargeError, and is not read further.
 func readBody(r io.Reader, length int64, max int) ([]byte, error) {
 	if length > int64(max) {
 		return nil, &TooLargeError{Limit: max}
@@ -473,11 +476,18 @@ func readBody(r io.Reader, length int64, max int) ([]byte, error) {
 		pieces [][]byte
 		total  int
 	)
-	piece := make([]byte, 0, 512)
+	piece := make([]byte, 0, min(512, max+1))
 	for {
 		if len(piece) == cap(piece) {
 			pieces = append(pieces, piece)
-			piece = make([]byte, 0, min(2*cap(piece), 4<<20))
+			if total >= max/2 {
+				b := make([]byte, 0, max+1)
+				for _, p := range pieces {
+					b = append(b, p...)
+				}
+				return readRest(r, b, max)
+			}
+			piece = make([]byte, 0, min(2*cap(piece), pieceMax, max+1-total))
 		}
 		n, err := r.Read(piece[len(piece):cap(piece)])
 		piece = piece[:len(piece)+n]
@@ -488,16 +498,31 @@ func readBody(r io.Reader, length int64, max int) ([]byte, error) {
 			if len(pieces) == 0 {
 				return piece, nil
 			}
-			b := make([]byte, 0, total)
-			for _, p := range pieces {
-				b = append(b, p...)
-			}
-			return append(b, piece...), nil
+			return bytes.Join(append(pieces, piece), nil), nil
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
+}
+
+// readRest reads the rest of a body into the free capacity of b, which is
+// max+1 bytes: a body that fills it is over max.
+func readRest(r io.Reader, b []byte, max int) ([]byte, error) {
+	for len(b) < cap(b) {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(b) > max {
+		return nil, &TooLargeError{Limit: max}
+	}
+	return b[:len(b):len(b)], nil
 }
 
 // idFromTail finds the numeric "id" member that ends a message: the last

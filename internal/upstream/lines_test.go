@@ -206,6 +206,36 @@ func TestReadBody(t *testing.T) {
 	}
 }
 
+// A body of unknown length is read in pieces, and from half the limit on
+// into one buffer of the limit: a body at the limit allocates 1.5 x the
+// limit, not twice (its pieces and their join); one byte more is refused.
+func TestReadBodyAllocations(t *testing.T) {
+	const limit = 16 << 20
+	for _, size := range []int{limit/2 - 1<<20, limit, limit + 1} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		b, err := readBody(shortReader{&genReader{n: size}, 32 << 10}, -1, limit)
+		runtime.ReadMemStats(&after)
+		if size > limit {
+			var tl *TooLargeError
+			if !errors.As(err, &tl) {
+				t.Errorf("%d bytes: %v, want a TooLargeError", size, err)
+			}
+			continue
+		}
+		if err != nil || len(b) != size || cap(b) != size {
+			t.Fatalf("%d bytes: %d (cap %d), %v", size, len(b), cap(b), err)
+		}
+		want := uint64(2*size + 2*pieceMax)
+		if size > limit/2 {
+			want = limit + limit/2 + 2*pieceMax
+		}
+		if got := after.TotalAlloc - before.TotalAlloc; got > want {
+			t.Errorf("reading a body of %.1f MiB allocated %.1f MiB, want at most %.1f MiB", float64(size)/(1<<20), float64(got)/(1<<20), float64(want)/(1<<20))
+		}
+	}
+}
+
 // genReader yields n bytes of 'x', then rest, without holding n bytes.
 type genReader struct {
 	n    int
