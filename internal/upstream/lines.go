@@ -14,17 +14,21 @@ const (
 	chunkSize = 64 << 10
 	// minRead is the least room a read is given.
 	minRead = 4 << 10
+	// pieceMax is the largest piece a long line is read into.
+	pieceMax = 1 << 20
 )
 
 // lineReader splits a stream into lines without copying them: each line
 // returned is a sub-slice of a read buffer that is never written again, so
 // callers may keep it (and jsonrpc.Decode may alias it). Lines are read
-// into the free end of the current buffer; a line that outgrows it moves,
-// alone, into a buffer twice its size (never much more than max), so a
-// large message is held in one buffer of about its size with no copy
-// after it is read. Once a large line has been returned, the next read
-// goes into a fresh small buffer: a stream that carried one large message
-// does not pin its buffer for as long as the stream lives.
+// into the free end of the current buffer. A line that outgrows it moves,
+// alone, into one buffer sized for the last large line of the stream when
+// that is larger; otherwise its part so far is kept as a piece and it
+// goes on in a new buffer, until it reaches half of max and moves into
+// one buffer of max; pieces left at its end are joined once (see fill).
+// Once a large line has been returned, the next read goes into a fresh
+// small buffer: a stream that carried one large message does not pin its
+// buffer for as long as the stream lives.
 //
 // The price is that a small line kept for long pins the chunk it was read
 // into: copy small values that are kept.
@@ -34,7 +38,12 @@ type lineReader struct {
 	// buf[start:end] is read but not yet returned; the first scanned bytes
 	// of it hold no line end.
 	start, end, scanned int
-	max                 int
+	// pieces are the first parts of the line being read, read into
+	// earlier buffers (buf[start:end] is its last part so far); piecesLen
+	// is their length. pieces is nil when the line started in buf.
+	pieces    [][]byte
+	piecesLen int
+	max       int
 	// cr makes a lone '\r' a line end too (SSE); otherwise lines end at
 	// '\n' and one '\r' before it is dropped (stdio).
 	cr bool
@@ -137,8 +146,18 @@ func (l *lineReader) next() ([]byte, error) {
 					} else {
 						l.skipLF = true
 					}
-				} else if !l.cr && len(line) > 0 && line[len(line)-1] == '\r' {
-					line = line[:len(line)-1]
+				} else if !l.cr {
+					if len(line) > 0 {
+						if line[len(line)-1] == '\r' {
+							line = line[:len(line)-1]
+						}
+					} else if k := len(l.pieces); k > 0 {
+						// The '\r' ended the last piece.
+						if p := l.pieces[k-1]; p[len(p)-1] == '\r' {
+							l.pieces[k-1] = p[:len(p)-1]
+							l.piecesLen--
+						}
+					}
 				}
 				if l.discarding {
 					l.discarding = false
@@ -150,9 +169,18 @@ func (l *lineReader) next() ([]byte, error) {
 					l.head, l.tail = nil, nil
 					return nil, err
 				}
-				if len(line) > l.max {
+				parts := [][]byte{line}
+				if l.pieces != nil {
+					parts = append(l.pieces, line)
+				}
+				n := l.piecesLen + len(line)
+				l.pieces, l.piecesLen = nil, 0
+				if n > l.max {
 					// Read whole before its end was looked for.
-					return nil, &tooLongError{max: l.max, head: append([]byte(nil), line[:min(len(line), headSize)]...), tail: append([]byte(nil), line[max(0, len(line)-tailSize):]...)}
+					return nil, &tooLongError{max: l.max, head: headOf(parts, headSize), tail: tailOf(parts, tailSize)}
+				}
+				if len(parts) > 1 {
+					line = bytes.Join(parts, nil) // of exactly n bytes
 				}
 				if len(line) > chunkSize {
 					l.hint = len(line)
@@ -164,10 +192,12 @@ func (l *lineReader) next() ([]byte, error) {
 		if l.discarding {
 			l.keepTail(l.buf[l.start:l.end])
 			l.start, l.scanned = l.end, 0
-		} else if l.scanned > l.max {
-			l.head = append([]byte(nil), l.buf[l.start:l.start+min(l.scanned, headSize)]...)
+		} else if l.piecesLen+l.scanned > l.max {
+			parts := append(l.pieces, l.buf[l.start:l.end])
+			l.head = headOf(parts, headSize)
 			l.tail = make([]byte, 0, 2*tailSize)
-			l.keepTail(l.buf[l.start:l.end])
+			l.keepTail(tailOf(parts, tailSize))
+			l.pieces, l.piecesLen = nil, 0
 			l.discarding = true
 			l.start, l.scanned = l.end, 0
 			if l.early {
@@ -175,9 +205,13 @@ func (l *lineReader) next() ([]byte, error) {
 			}
 		}
 		if l.err != nil {
-			if l.start < l.end && !l.discarding {
+			if (l.start < l.end || l.pieces != nil) && !l.discarding {
 				line := l.buf[l.start:l.end:l.end]
 				l.start, l.scanned = l.end, 0
+				if l.pieces != nil {
+					line = bytes.Join(append(l.pieces, line), nil)
+					l.pieces, l.piecesLen = nil, 0
+				}
 				return line, nil
 			}
 			return nil, l.err
@@ -187,33 +221,99 @@ func (l *lineReader) next() ([]byte, error) {
 }
 
 // fill reads more. Returned lines alias buf[:start], so room is never made
-// by moving data within buf: a partial line that does not leave minRead
-// bytes free moves to a new buffer. A small partial line moves to a fresh
-// chunk; a large one to a buffer that will hold a line of the size of the
-// last large line, or else twice its present size, but never much more
-// than max: a line longer than max is dropped. A large buffer from which a
-// line was returned is left for a fresh chunk even when it has room, so
-// that a read that waits (for the next message, maybe for long) does not
-// pin it.
+// by moving data within buf. When the partial line does not leave minRead
+// bytes free, a small one moves to a fresh chunk. A large one (at least
+// half its buffer) that is shorter than the last large line, or that has
+// reached half of max, moves with its pieces to one buffer that holds a
+// line of that size, or of max; otherwise it stays where it is as a piece
+// of the line, which goes on in a new buffer. A line longer than max is
+// dropped before its buffers pass max. A large buffer from which a line
+// was returned is left for a fresh chunk even when it has room, so that a
+// read that waits (for the next message, maybe for long) does not pin it.
+//
+// A line of L bytes thus allocates L when the hint holds it; otherwise
+// about 2 x L while L is under max/2 (its pieces, and their join), and
+// 1.5 x max beyond (pieces of max/2, then a buffer of max, at most half of
+// which is left unused). A buffer doubled and copied as the line grew
+// allocated 3 x L, and the garbage of a few such lines at once raised the
+// peak RSS well above the messages' size (issue 12).
 func (l *lineReader) fill() {
 	n := l.end - l.start
-	if len(l.buf)-l.end < minRead || (len(l.buf) > chunkSize && l.start > 0 && n <= chunkSize-minRead) {
+	full := len(l.buf)-l.end < minRead
+	switch {
+	case full && (l.pieces != nil || n > 0 && n >= min(chunkSize, len(l.buf))/2):
+		total, target := l.piecesLen+n, 0
+		switch {
+		case l.hint > total:
+			target = min(l.hint, l.max)
+		case total >= l.max/2:
+			target = l.max
+		}
+		if target > 0 {
+			l.gather(target + 2*minRead)
+			break
+		}
+		// The pieces grow with the line, so that their number stays
+		// small; pieceMax bounds what the last one may leave unused.
+		l.pieces = append(l.pieces, l.buf[l.start:l.end:l.end])
+		l.piecesLen = total
+		size := min(max(total, chunkSize), pieceMax, l.max-total+2*minRead)
+		l.buf, l.start, l.end, l.scanned = make([]byte, max(size, 2*minRead)), 0, 0, 0
+	case full || (len(l.buf) > chunkSize && l.start > 0 && n <= chunkSize-minRead):
 		size := chunkSize
 		if l.buf == nil && l.first > 0 {
 			size = l.first
 		}
-		if n >= min(chunkSize, len(l.buf))/2 && n > 0 && len(l.buf)-l.end < minRead {
-			size = max(min(max(2*n, l.hint+2*minRead), l.max+2*minRead), n+minRead)
-		}
-		nb := make([]byte, size)
-		copy(nb, l.buf[l.start:l.end])
-		l.buf, l.start, l.end = nb, 0, n
+		l.gather(max(size, n+minRead))
 	}
 	n, err := l.r.Read(l.buf[l.end:])
 	l.end += n
 	if err != nil {
 		l.err = err
 	}
+}
+
+// gather moves the partial line, with its pieces, to a new buffer of size
+// bytes.
+func (l *lineReader) gather(size int) {
+	nb := make([]byte, size)
+	k := 0
+	for _, p := range l.pieces {
+		k += copy(nb[k:], p)
+	}
+	k += copy(nb[k:], l.buf[l.start:l.end])
+	l.buf, l.start, l.end = nb, 0, k
+	l.scanned += l.piecesLen // the pieces hold no line end
+	l.pieces, l.piecesLen = nil, 0
+}
+
+// headOf returns a copy of the first n bytes of the line made of parts.
+func headOf(parts [][]byte, n int) []byte {
+	var b []byte
+	for _, p := range parts {
+		if len(b) == n {
+			break
+		}
+		b = append(b, p[:min(len(p), n-len(b))]...)
+	}
+	return b
+}
+
+// tailOf returns a copy of the last n bytes of the line made of parts.
+func tailOf(parts [][]byte, n int) []byte {
+	i, k := len(parts), 0 // parts[i:] hold the last k bytes, k < n+len(parts[i])
+	for i > 0 && k < n {
+		i--
+		k += len(parts[i])
+	}
+	var b []byte
+	for j, p := range parts[i:] {
+		if j == 0 && k > n {
+			p = p[k-n:]
+		}
+		b = append(b, p...)
+	}
+	return b
 }
 
 // sseEvent is one Server-Sent Event.
@@ -354,10 +454,13 @@ func (s *sseReader) next() (sseEvent, error) {
 }
 
 // readBody reads a whole body of at most max bytes. With a known length it
-// reads into one buffer of exactly that size; otherwise into pieces, which
-// are joined at the end, so that no growing buffer leaves garbage of
-// several times the body's size. A body over max is a *TooLargeError, and
-// is not read further.
+// reads into one buffer of exactly that size; otherwise into pieces, so
+// that no growing buffer leaves garbage of several times the body's size:
+// a body that ends before half of max is joined from its pieces at its
+// end, and one that reaches it moves into one buffer of max bytes (and
+// one, to see a body over max), where it is read to its end. A body thus
+// allocates at most about twice its size, or 1.5 x max (as lineReader.fill
+// does). A body over max is a *TooLargeError, and is not read further.
 func readBody(r io.Reader, length int64, max int) ([]byte, error) {
 	if length > int64(max) {
 		return nil, &TooLargeError{Limit: max}
@@ -373,11 +476,18 @@ func readBody(r io.Reader, length int64, max int) ([]byte, error) {
 		pieces [][]byte
 		total  int
 	)
-	piece := make([]byte, 0, 512)
+	piece := make([]byte, 0, min(512, max+1))
 	for {
 		if len(piece) == cap(piece) {
 			pieces = append(pieces, piece)
-			piece = make([]byte, 0, min(2*cap(piece), 4<<20))
+			if total >= max/2 {
+				b := make([]byte, 0, max+1)
+				for _, p := range pieces {
+					b = append(b, p...)
+				}
+				return readRest(r, b, max)
+			}
+			piece = make([]byte, 0, min(2*cap(piece), pieceMax, max+1-total))
 		}
 		n, err := r.Read(piece[len(piece):cap(piece)])
 		piece = piece[:len(piece)+n]
@@ -388,16 +498,31 @@ func readBody(r io.Reader, length int64, max int) ([]byte, error) {
 			if len(pieces) == 0 {
 				return piece, nil
 			}
-			b := make([]byte, 0, total)
-			for _, p := range pieces {
-				b = append(b, p...)
-			}
-			return append(b, piece...), nil
+			return bytes.Join(append(pieces, piece), nil), nil
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
+}
+
+// readRest reads the rest of a body into the free capacity of b, which is
+// max+1 bytes: a body that fills it is over max.
+func readRest(r io.Reader, b []byte, max int) ([]byte, error) {
+	for len(b) < cap(b) {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(b) > max {
+		return nil, &TooLargeError{Limit: max}
+	}
+	return b[:len(b):len(b)], nil
 }
 
 // idFromTail finds the numeric "id" member that ends a message: the last

@@ -3,6 +3,7 @@ package upstream
 import (
 	"errors"
 	"io"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -51,6 +52,11 @@ func TestLineReader(t *testing.T) {
 		{"lone cr is data on stdio", "a\rb\n", false, []string{"a\rb"}},
 		{"sse line ends", "a\r\nb\rc\nd\r\re", true, []string{"a", "b", "c", "d", "", "e"}},
 		{"long lines", long + "\n" + long + "\nend\n", false, []string{long, long, "end"}},
+		// The first buffer of a line reader is a chunk: these lines' CR
+		// ends it, and their LF starts the next one.
+		{"crlf across buffers", long[:chunkSize-1] + "\r\nend\n", false, []string{long[:chunkSize-1], "end"}},
+		{"cr cr lf across buffers", long[:chunkSize-2] + "\r\r\nend\n", false, []string{long[:chunkSize-2] + "\r", "end"}},
+		{"cr, then cr lf", long[:chunkSize-1] + "\r\r\nend\n", false, []string{long[:chunkSize-1] + "\r", "end"}},
 	}
 	for _, tt := range tests {
 		for _, oneByte := range []bool{false, true} {
@@ -200,6 +206,36 @@ func TestReadBody(t *testing.T) {
 	}
 }
 
+// A body of unknown length is read in pieces, and from half the limit on
+// into one buffer of the limit: a body at the limit allocates 1.5 x the
+// limit, not twice (its pieces and their join); one byte more is refused.
+func TestReadBodyAllocations(t *testing.T) {
+	const limit = 16 << 20
+	for _, size := range []int{limit/2 - 1<<20, limit, limit + 1} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		b, err := readBody(shortReader{&genReader{n: size}, 32 << 10}, -1, limit)
+		runtime.ReadMemStats(&after)
+		if size > limit {
+			var tl *TooLargeError
+			if !errors.As(err, &tl) {
+				t.Errorf("%d bytes: %v, want a TooLargeError", size, err)
+			}
+			continue
+		}
+		if err != nil || len(b) != size || cap(b) != size {
+			t.Fatalf("%d bytes: %d (cap %d), %v", size, len(b), cap(b), err)
+		}
+		want := uint64(2*size + 2*pieceMax)
+		if size > limit/2 {
+			want = limit + limit/2 + 2*pieceMax
+		}
+		if got := after.TotalAlloc - before.TotalAlloc; got > want {
+			t.Errorf("reading a body of %.1f MiB allocated %.1f MiB, want at most %.1f MiB", float64(size)/(1<<20), float64(got)/(1<<20), float64(want)/(1<<20))
+		}
+	}
+}
+
 // genReader yields n bytes of 'x', then rest, without holding n bytes.
 type genReader struct {
 	n    int
@@ -294,6 +330,95 @@ func TestLineReaderTooLongEarly(t *testing.T) {
 	}
 	if g.n < 8*max {
 		t.Errorf("%d bytes read past the limit before the error", 10*max-g.n)
+	}
+}
+
+// shortReader returns at most n bytes a read, as a socket does.
+type shortReader struct {
+	r io.Reader
+	n int
+}
+
+func (s shortReader) Read(p []byte) (int, error) { return s.r.Read(p[:min(len(p), s.n)]) }
+
+// A line that outgrows its buffer, with no earlier large line to size a
+// buffer from, is read into pieces that are joined once at its end, and
+// from half the limit on into one buffer of the limit: a line allocates
+// about twice its size below half the limit, and 1.5 x the limit above
+// it, not the three times of a buffer that doubles and is copied as it
+// grows, whose garbage raised the peak RSS of four answers at the limit
+// at once. An SSE event's data is the line's, not a copy.
+func TestLineReaderLargeLineAllocations(t *testing.T) {
+	const limit = 16 << 20
+	for _, tt := range []struct {
+		name string
+		size int
+		want int // the most it may allocate
+	}{
+		{"half the limit", limit/2 - 1<<20, 2*(limit/2-1<<20) + 2*pieceMax},
+		{"the limit", limit, limit + limit/2 + 2*pieceMax},
+	} {
+		for _, sse := range []bool{false, true} {
+			var (
+				before, after runtime.MemStats
+				n             int
+				err           error
+			)
+			runtime.ReadMemStats(&before)
+			if sse {
+				r := io.MultiReader(strings.NewReader("event: message\ndata: "), &genReader{n: tt.size, rest: "\n\n"})
+				var ev sseEvent
+				ev, err = newResponseSSEReader(shortReader{r, 32 << 10}, limit, 0).next()
+				n = len(ev.data)
+			} else {
+				var line []byte
+				line, err = newLineReader(shortReader{&genReader{n: tt.size, rest: "\n"}, 32 << 10}, limit, false).next()
+				n = len(line)
+			}
+			runtime.ReadMemStats(&after)
+			if err != nil || n != tt.size {
+				t.Fatalf("%s, sse %v: %d bytes, %v", tt.name, sse, n, err)
+			}
+			if got := after.TotalAlloc - before.TotalAlloc; got > uint64(tt.want) {
+				t.Errorf("%s, sse %v: reading a line of %.1f MiB allocated %.1f MiB, want at most %.1f MiB", tt.name, sse, float64(tt.size)/(1<<20), float64(got)/(1<<20), float64(tt.want)/(1<<20))
+			}
+		}
+	}
+}
+
+// A line that passes the limit while it is read in pieces (a small limit,
+// a first buffer of a response stream) is reported with its first and
+// last bytes, which span the pieces, whether its end is found in the read
+// that passes the limit or after it.
+func TestLineReaderTooLongAcrossPieces(t *testing.T) {
+	const max = 20 << 10
+	x := strings.Repeat("x", 25<<10)
+	for name, line := range map[string]string{
+		"id first": `{"jsonrpc":"2.0","id":42,"result":"` + x + `"}`,
+		"id last":  `{"jsonrpc":"2.0","result":"` + x + `","id":42}`,
+	} {
+		for _, oneByte := range []bool{false, true} {
+			var r io.Reader = strings.NewReader(line + "\nnext\n")
+			if oneByte {
+				r = iotest.OneByteReader(r)
+			}
+			lr := newLineReader(r, max, false)
+			lr.first = responseFirstBuffer
+			_, err := lr.next()
+			var tl *tooLongError
+			if !errors.As(err, &tl) {
+				t.Fatalf("%s, oneByte %v: err = %v, want a tooLongError", name, oneByte, err)
+			}
+			if !strings.HasPrefix(line, string(tl.head)) || !strings.HasSuffix(line, string(tl.tail)) {
+				t.Errorf("%s, oneByte %v: head %q..., tail ...%q are not the line's", name, oneByte, tl.head[:min(40, len(tl.head))], tl.tail)
+			}
+			if id, ok := tl.id(); !ok || id != 42 {
+				t.Errorf("%s, oneByte %v: id = %d, %v; want 42", name, oneByte, id, ok)
+			}
+			if got, err := lr.next(); err != nil || string(got) != "next" {
+				t.Errorf("%s, oneByte %v: after it: %q, %v", name, oneByte, got, err)
+			}
+		}
 	}
 }
 
