@@ -130,9 +130,11 @@ func benchOwnParallel(b *testing.B, opts *upstream.Options, size int) {
 	})
 }
 
-// blobHandler answers like the "blob" fake over Streamable HTTP, with
-// application/json bodies.
-func blobHandler() http.Handler {
+// blobAnswers answers like the "blob" fake over Streamable HTTP: with a
+// JSON body of known length ("json"), a chunked JSON body ("chunked"), or
+// an SSE stream of one event ("sse"). It writes the result without
+// copying it, so that a benchmark counts the client's allocations only.
+func blobAnswers(mode string) http.Handler {
 	var mu sync.Mutex
 	cache := map[int]json.RawMessage{}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -145,19 +147,31 @@ func blobHandler() http.Handler {
 		mu.Lock()
 		res := mcptest.BlobResult(m.Method, m.Params, cache)
 		mu.Unlock()
-		// Write the result without copying it, so that the benchmark
-		// counts the client's allocations only.
 		prefix := `{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":`
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Content-Length", strconv.Itoa(len(prefix)+len(res)+1))
+		switch mode {
+		case "json":
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Length", strconv.Itoa(len(prefix)+len(res)+1))
+		case "chunked":
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, prefix[:1])
+			w.(http.Flusher).Flush()
+			prefix = prefix[1:]
+		case "sse":
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "event: message\ndata: ")
+		}
 		io.WriteString(w, prefix)
 		w.Write(res)
 		io.WriteString(w, "}")
+		if mode == "sse" {
+			io.WriteString(w, "\n\n")
+		}
 	})
 }
 
 func BenchmarkStreamableHTTP(b *testing.B) {
-	srv := httptest.NewServer(blobHandler())
+	srv := httptest.NewServer(blobAnswers("json"))
 	defer srv.Close()
 	for _, size := range benchSizes {
 		b.Run("sdk/"+sizeName(size), func(b *testing.B) { benchSDKHTTP(b, srv.URL, size) })

@@ -1,15 +1,10 @@
 package upstream_test
 
 import (
-	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 
-	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
-	"github.com/mcp-gateway/mcp-gateway/internal/mcptest"
 	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 )
 
@@ -21,33 +16,11 @@ import (
 //
 //	go test -run '^$' -bench 'StreamableHTTP|Pipelined' -benchmem ./internal/upstream
 
-// blobSSEResponses answers like blobHandler, with a text/event-stream of
-// one event and no Content-Length.
-func blobSSEResponses() http.Handler {
-	var mu sync.Mutex
-	cache := map[int]json.RawMessage{}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		m, err := jsonrpc.Decode(body)
-		if err != nil || !m.IsRequest() {
-			w.WriteHeader(http.StatusAccepted)
-			return
-		}
-		mu.Lock()
-		res := mcptest.BlobResult(m.Method, m.Params, cache)
-		mu.Unlock()
-		w.Header().Set("Content-Type", "text/event-stream")
-		io.WriteString(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":"+string(m.ID)+",\"result\":")
-		w.Write(res)
-		io.WriteString(w, "}\n\n")
-	})
-}
-
 func BenchmarkStreamableHTTPResponses(b *testing.B) {
 	for _, h := range []struct {
 		name    string
 		handler http.Handler
-	}{{"json", blobHandler()}, {"sse", blobSSEResponses()}} {
+	}{{"json", blobAnswers("json")}, {"sse", blobAnswers("sse")}} {
 		srv := httptest.NewServer(h.handler)
 		for _, size := range []int{1 << 10, 1 << 20} {
 			b.Run(h.name+"/"+sizeName(size), func(b *testing.B) {
@@ -64,7 +37,7 @@ func BenchmarkStreamableHTTPResponses(b *testing.B) {
 // (pipelined); over HTTP each is its own POST.
 func BenchmarkPipelined(b *testing.B) {
 	b.Run("stdio", func(b *testing.B) { benchOwnParallel(b, stdioOptions("blob"), 1<<10) })
-	srv := httptest.NewServer(blobHandler())
+	srv := httptest.NewServer(blobAnswers("json"))
 	defer srv.Close()
 	b.Run("http", func(b *testing.B) {
 		benchOwnParallel(b, &upstream.Options{Name: "blob", URL: srv.URL, ClientInfo: gateway}, 1<<10)

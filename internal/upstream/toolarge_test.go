@@ -3,52 +3,13 @@ package upstream_test
 import (
 	"encoding/json"
 	"errors"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
-	"github.com/mcp-gateway/mcp-gateway/internal/mcptest"
 	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 )
-
-// blobAnswers answers like the "blob" fake over Streamable HTTP: with a
-// JSON body of known length ("json"), a chunked JSON body ("chunked"), or
-// an SSE stream ("sse").
-func blobAnswers(mode string) http.Handler {
-	var mu sync.Mutex
-	cache := map[int]json.RawMessage{}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		m, err := jsonrpc.Decode(body)
-		if err != nil || !m.IsRequest() {
-			w.WriteHeader(http.StatusAccepted)
-			return
-		}
-		mu.Lock()
-		res := mcptest.BlobResult(m.Method, m.Params, cache)
-		mu.Unlock()
-		msg := `{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":` + string(res) + `}`
-		switch mode {
-		case "json":
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("Content-Length", strconv.Itoa(len(msg)))
-			io.WriteString(w, msg)
-		case "chunked":
-			w.Header().Set("Content-Type", "application/json")
-			io.WriteString(w, msg[:1])
-			w.(http.Flusher).Flush()
-			io.WriteString(w, msg[1:])
-		case "sse":
-			w.Header().Set("Content-Type", "text/event-stream")
-			io.WriteString(w, "event: message\ndata: "+msg+"\n\n")
-		}
-	})
-}
 
 // An answer larger than MaxMessageBytes fails its call with a
 // TooLargeError that names the limit, on every transport, and the next
