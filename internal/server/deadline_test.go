@@ -215,51 +215,44 @@ func TestHostThatStopsReadingIsCutOff(t *testing.T) {
 		stillWorks(t)
 	})
 
-	t.Run("POST SSE answer", func(t *testing.T) {
-		big := json.RawMessage(`{"progressToken":1,"message":"` + strings.Repeat("m", 64<<10) + `"}`)
+	// unreadPOST sends a tools/call whose answer the host never reads:
+	// the gateway must give up on that host alone.
+	unreadPOST := func(t *testing.T, accept string, answer func(context.Context, *router.Caller, *jsonrpc.Request) *router.Reply) {
+		t.Helper()
 		d.mu.Lock()
-		d.interactive = func(_ context.Context, c *router.Caller, _ *jsonrpc.Request) *router.Reply {
-			for range 400 { // 25 MiB, more than the sockets hold
-				c.Host.Notify("notifications/progress", big)
-			}
-			return &router.Reply{Result: json.RawMessage(`{"content":[]}`)}
-		}
-		d.mu.Unlock()
-		t.Cleanup(func() { d.mu.Lock(); d.interactive = nil; d.mu.Unlock() })
-		sid := initSession(t, ts, `{}`)
-		drainClosed()
-		body := `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"flood"}}`
-		c := mcptest.NoRead(t, addr, fmt.Sprintf("POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"+
-			"Mcp-Session-Id: %s\r\nContent-Length: %d\r\n\r\n%s", addr, sid, len(body), body))
-		cutOff(t)
-		c.Close()
-		d.mu.Lock()
-		d.interactive = nil
-		d.mu.Unlock()
-		stillWorks(t)
-	})
-
-	t.Run("JSON answer", func(t *testing.T) {
-		big := `{"content":[{"type":"text","text":"` + strings.Repeat("b", 32<<20) + `"}]}`
-		d.mu.Lock()
-		d.interactive = func(context.Context, *router.Caller, *jsonrpc.Request) *router.Reply {
-			return &router.Reply{Result: json.RawMessage(big)}
-		}
+		d.interactive = answer
 		d.mu.Unlock()
 		t.Cleanup(func() { d.mu.Lock(); d.interactive = nil; d.mu.Unlock() })
 		sid := initSession(t, ts, `{}`)
 		drainClosed()
 		body := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"big"}}`
-		c := mcptest.NoRead(t, addr, fmt.Sprintf("POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json\r\n"+
-			"Mcp-Session-Id: %s\r\nContent-Length: %d\r\n\r\n%s", addr, sid, len(body), body))
+		c := mcptest.NoRead(t, addr, fmt.Sprintf("POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: %s\r\n"+
+			"Mcp-Session-Id: %s\r\nContent-Length: %d\r\n\r\n%s", addr, accept, sid, len(body), body))
 		// The host reads nothing until the gateway gave up: then the
-		// connection ends before the 32 MiB answer did.
+		// connection ends before the answer did.
 		cutOff(t)
 		c.Close()
 		d.mu.Lock()
 		d.interactive = nil
 		d.mu.Unlock()
 		stillWorks(t)
+	}
+
+	t.Run("POST SSE answer", func(t *testing.T) {
+		big := json.RawMessage(`{"progressToken":1,"message":"` + strings.Repeat("m", 64<<10) + `"}`)
+		unreadPOST(t, "application/json, text/event-stream", func(_ context.Context, c *router.Caller, _ *jsonrpc.Request) *router.Reply {
+			for range 400 { // 25 MiB, more than the sockets hold
+				c.Host.Notify("notifications/progress", big)
+			}
+			return &router.Reply{Result: json.RawMessage(`{"content":[]}`)}
+		})
+	})
+
+	t.Run("JSON answer", func(t *testing.T) {
+		big := `{"content":[{"type":"text","text":"` + strings.Repeat("b", 32<<20) + `"}]}`
+		unreadPOST(t, "application/json", func(context.Context, *router.Caller, *jsonrpc.Request) *router.Reply {
+			return &router.Reply{Result: json.RawMessage(big)}
+		})
 	})
 }
 
