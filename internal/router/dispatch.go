@@ -1,6 +1,7 @@
 package router
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -407,17 +408,20 @@ func replyOf(resp *jsonrpc.Message) *Reply {
 
 // unrelayedInput is the error for a modern upstream's input_required
 // result that asks for input the upstream's relay key does not let
-// through to hosts; nil when it asks for none.
+// through to hosts, or whose inputRequests cannot be read for certain;
+// nil when it asks for nothing withheld. Every member that a parser
+// could take for an ask's "method" (a repeated one, one in another case)
+// is checked, so that what the host reads was checked here.
 func (u *upstreamState) unrelayedInput(resp *jsonrpc.Message) *jsonrpc.Error {
-	requests, _ := jsonrpc.Field(resp.Result, "inputRequests")
-	var asks map[string]struct {
-		Method string `json:"method"`
+	requests, ok := jsonrpc.Field(resp.Result, "inputRequests")
+	if !ok || len(requests) == 0 {
+		return nil
 	}
-	if len(requests) == 0 || json.Unmarshal(requests, &asks) != nil {
-		return nil // the host reads what is there, as from the server
+	methods, err := askedMethods(requests)
+	if err != nil {
+		return jsonrpc.NewError(jsonrpc.CodeInternalError, "The server %q sent inputRequests the gateway cannot read: %v", u.Name, err)
 	}
-	for _, key := range slices.Sorted(mapKeys(asks)) {
-		method := asks[key].Method
+	for _, method := range methods {
 		if capability := requiredCapability(method); capability != "" {
 			if e := u.notRelayed(method, capability); e != nil {
 				return e
@@ -425,6 +429,46 @@ func (u *upstreamState) unrelayedInput(resp *jsonrpc.Message) *jsonrpc.Error {
 		}
 	}
 	return nil
+}
+
+// askedMethods returns the value of every member of each input request
+// whose name matches "method" in any case, escapes undone: inputRequests
+// is an object of objects, and each such member is a string.
+func askedMethods(requests json.RawMessage) ([]string, error) {
+	dec := json.NewDecoder(bytes.NewReader(requests))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, errors.New("inputRequests is not an object")
+	}
+	var methods []string
+	for dec.More() {
+		if _, err := dec.Token(); err != nil { // the ask's key
+			return nil, err
+		}
+		if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+			return nil, errors.New("an input request is not an object")
+		}
+		for dec.More() {
+			k, err := dec.Token()
+			if err != nil {
+				return nil, err
+			}
+			var v json.RawMessage
+			if err := dec.Decode(&v); err != nil {
+				return nil, err
+			}
+			if name, _ := k.(string); strings.EqualFold(name, "method") {
+				var m string
+				if err := json.Unmarshal(v, &m); err != nil {
+					return nil, errors.New("an input request's method is not a string")
+				}
+				methods = append(methods, m)
+			}
+		}
+		if _, err := dec.Token(); err != nil { // the ask's end
+			return nil, err
+		}
+	}
+	return methods, nil
 }
 
 // sealInputRequired returns an upstream's input_required answer with its

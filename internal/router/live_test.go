@@ -268,8 +268,22 @@ func TestRelayKeyEnforced(t *testing.T) {
 	if got := string(u.relayedCapabilities(json.RawMessage(`{"sampling":{"context":{}},"elicitation":{},"roots":{"listChanged":true},"experimental":{"x":{}}}`))); got != `{"experimental":{"x":{}},"sampling":{"context":{}}}` {
 		t.Errorf("capabilities declared for a per-client session: %s", got)
 	}
-	ask := decoded(&jsonrpc.Message{Result: json.RawMessage(`{"resultType":"input_required","inputRequests":{"a":{"method":"sampling/createMessage","params":{}},"b":{"method":"elicitation/create","params":{}}}}`)})
-	if e := u.unrelayedInput(ask); e == nil || !strings.Contains(e.Message, "elicitation/create") {
-		t.Errorf("an input_required asking for an elicitation: %v, want an error naming it", e)
+	for _, tt := range []struct{ name, requests, want string }{
+		{"an elicitation", `{"a":{"method":"sampling/createMessage","params":{}},"b":{"method":"elicitation/create","params":{}}}`, "elicitation/create"},
+		{"an ask the map decode would fail on", `{"a":{"method":"elicitation/create","params":{}},"b":5}`, "cannot read"},
+		{"a method in another case after a harmless one", `{"a":{"method":"sampling/createMessage","METHOD":"elicitation/create"}}`, "elicitation/create"},
+		{"a harmless method after the withheld one", `{"a":{"method":"elicitation/create","Method":"sampling/createMessage"}}`, "elicitation/create"},
+		{"an escaped name", `{"a":{"\u006dethod":"roots/list"}}`, "roots/list"},
+		{"a repeated ask", `{"a":{"method":"sampling/createMessage"},"a":{"method":"roots/list"}}`, "roots/list"},
+		{"a method that is not a string", `{"a":{"method":7}}`, "cannot read"},
+	} {
+		ask := decoded(&jsonrpc.Message{Result: json.RawMessage(`{"resultType":"input_required","inputRequests":` + tt.requests + `}`)})
+		if e := u.unrelayedInput(ask); e == nil || !strings.Contains(e.Message, tt.want) {
+			t.Errorf("an input_required with %s: %v, want an error saying %q", tt.name, e, tt.want)
+		}
+	}
+	ok := decoded(&jsonrpc.Message{Result: json.RawMessage(`{"resultType":"input_required","inputRequests":{"a":{"method":"sampling/createMessage","params":{}}}}`)})
+	if e := u.unrelayedInput(ok); e != nil {
+		t.Errorf("an input_required asking only for sampling, relayed: %v", e)
 	}
 }
