@@ -259,9 +259,9 @@ func routerOptions(cfg *config.Config, rec recorders, onChange func(router.Chang
 			Required:   u.Required,
 			Timeout:    u.Timeout,
 			Relay:      u.Relayed(),
-			// A stdio server's requests come on its one stream, not on
-			// the stream of the call that caused them.
-			SharedStream: u.Transport == config.TransportStdio,
+			// A stdio or HTTP+SSE server's requests come on its one
+			// stream, not on the stream of the call that caused them.
+			SharedStream: u.SharedStream(),
 		})
 	}
 	return &router.Options{

@@ -342,8 +342,8 @@ type Upstream struct {
 	// Relay lists the server-to-client requests the gateway relays from
 	// this upstream to hosts: "sampling", "elicitation", "roots". Key:
 	// relay; nil when the key is absent, and then Relayed gives the
-	// default: all three for an HTTP upstream or a per-client session,
-	// none for a shared stdio upstream. `relay: []` relays none. With
+	// default: all three for a Streamable HTTP upstream or a per-client
+	// session, none for a shared stdio or HTTP+SSE upstream. `relay: []` relays none. With
 	// session: shared the gateway declares exactly these client
 	// capabilities to the upstream, so a server that would otherwise ask
 	// for, say, roots does not; with per-client each host's own
@@ -402,19 +402,27 @@ var RelayCapabilities = []string{"sampling", "elicitation", "roots"}
 // relays from u: Relay when the key is set, else the default. A host
 // asks its user before it samples or shows an elicitation (the spec's
 // human-in-the-loop guidance), so relaying is on by default where it
-// costs nothing: on HTTP upstreams, whose requests travel on the
-// stream of the call that caused them, and on per-client sessions. On a
-// shared stdio upstream it is off by default, since there the calls of
-// hosts that declared a relayed capability must take turns (nothing in
-// a request on the one stdout says which call it belongs to).
+// costs nothing: on Streamable HTTP upstreams, whose requests travel on
+// the stream of the call that caused them, and on per-client sessions.
+// On a shared stdio or HTTP+SSE upstream it is off by default, since
+// there the server's requests arrive on its one stream, where nothing
+// says which call they belong to, and the calls of hosts that declared a
+// relayed capability must take turns (SharedStream).
 func (u *Upstream) Relayed() []string {
 	switch {
 	case u.Relay != nil:
 		return u.Relay
-	case u.Transport == TransportStdio && u.Session != SessionPerClient:
+	case u.SharedStream() && u.Session != SessionPerClient:
 		return []string{}
 	}
 	return slices.Clone(RelayCapabilities)
+}
+
+// SharedStream reports whether the server's requests arrive on one
+// stream for all calls (stdio, HTTP+SSE) rather than on each call's own
+// response stream (Streamable HTTP).
+func (u *Upstream) SharedStream() bool {
+	return u.Transport == TransportStdio || u.Transport == TransportSSE
 }
 
 // ToolFilter selects and renames an upstream's tools by their original names

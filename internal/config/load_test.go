@@ -891,7 +891,8 @@ func TestRelayDefault(t *testing.T) {
 		want       []string
 	}{
 		{"http", "url: http://127.0.0.1:1/mcp", all},
-		{"sse", "url: http://127.0.0.1:1/sse\n    transport: sse", all},
+		{"shared sse", "url: http://127.0.0.1:1/sse\n    transport: sse", []string{}},
+		{"per-client sse", "url: http://127.0.0.1:1/sse\n    transport: sse\n    session: per-client", all},
 		{"shared stdio", "command: x", []string{}},
 		{"per-client stdio", "command: x\n    session: per-client", all},
 		{"http, relay: []", "url: http://127.0.0.1:1/mcp\n    relay: []", []string{}},
