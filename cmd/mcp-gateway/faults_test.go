@@ -221,6 +221,24 @@ func TestFaultBreaker(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
+	// The server stops answering anything, probes included: the process
+	// is stopped (SIGSTOP) until SIGCONT, as a wedged server would be. A
+	// server that still answered a ping would be slow for these calls,
+	// not failing (see TestOneIdentityCannotStarveAnother).
+	out, err := callText(ctx, cs, "hang__pid", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(out)
+	if err != nil {
+		t.Fatalf("pid %q: %v", out, err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resume := sync.OnceFunc(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+	t.Cleanup(resume)
+
 	var wg sync.WaitGroup
 	for range 2 {
 		wg.Go(func() {
@@ -250,6 +268,7 @@ func TestFaultBreaker(t *testing.T) {
 		t.Errorf("status with the breaker open: %+v", s)
 	}
 
+	resume()
 	awaitTools(ctx, t, cs, changed, "the tools coming back when the breaker closes", func(names []string) bool {
 		return slices.Contains(names, "hang__echo")
 	})
@@ -257,7 +276,7 @@ func TestFaultBreaker(t *testing.T) {
 		t.Errorf("after the breaker closed: %q, %v", got, err)
 	}
 	// The upstream saw both timed-out calls cancelled.
-	out, err := callText(ctx, cs, "hang__cancellations", map[string]any{"key": "never"})
+	out, err = callText(ctx, cs, "hang__cancellations", map[string]any{"key": "never"})
 	if err != nil {
 		t.Fatal(err)
 	}

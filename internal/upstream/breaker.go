@@ -16,8 +16,9 @@ import (
 // counts transport failures only: errors in reaching the server or in
 // what it sent (a refused connection, an HTTP status that is no MCP
 // answer, a malformed answer), and ErrTimeout of a call during which the
-// server sent nothing at all on the connection: no answer to any call, no
-// notification, no request. A timeout while the server answered others
+// server sent nothing at all on the connection (no answer to any call, no
+// notification, no request) and after which it does not answer a probe
+// (ping, or server/discover) either. A timeout while the server answered others
 // (one caller's slow tool) or asked for input (a host that never
 // answers an elicitation) says the call was slow, not that the server
 // fails, and one caller must not take a server away from every other

@@ -31,10 +31,15 @@ func TestBreakerTimeoutNeedsSilence(t *testing.T) {
 		slow func(http.ResponseWriter, *http.Request, *jsonrpc.Message)
 		// host: the slow calls have a CallHandler, a host that never
 		// answers what the server asks.
-		host     bool
+		host bool
+		// silent: the server answers no probe after its handshake.
+		silent   bool
 		wantOpen bool
 	}{
-		{name: "silent server", wantOpen: true},
+		{name: "silent server", silent: true, wantOpen: true},
+		// Nobody else calls, but the server answers the probe sent when
+		// each call timed out: one caller alone cannot open it either.
+		{name: "one caller, probes answered"},
 		{name: "another call answered", meanwhile: func(s *upstream.Supervised) error {
 			_, err := s.Call(context.Background(), "tools/call", json.RawMessage(`{"name":"fast"}`))
 			return err
@@ -64,6 +69,9 @@ func TestBreakerTimeoutNeedsSilence(t *testing.T) {
 						writeResult(w, m.ID, `{"content":[]}`)
 					}
 				}}
+				if tt.silent {
+					f.discover = discoverOnce()
+				}
 				o := &upstream.SupervisedOptions{Options: memOptions(f), Breaker: upstream.BreakerOptions{Failures: 3, Cooldown: time.Minute}}
 				o.Timeout = 10 * time.Second
 				s, _ := startSupervised(t, o)

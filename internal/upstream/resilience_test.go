@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -111,6 +112,20 @@ func answerRPCError(w http.ResponseWriter, _ *http.Request, m *jsonrpc.Message) 
 // answerNever waits until the caller goes away.
 func answerNever(_ http.ResponseWriter, r *http.Request, _ *jsonrpc.Message) { <-r.Context().Done() }
 
+// discoverOnce answers the first server/discover (the handshake) as a
+// modern server, and never one after it: with answerNever, a server
+// that went silent for everyone, probes included.
+func discoverOnce() func(http.ResponseWriter, *http.Request, *jsonrpc.Message) {
+	var once atomic.Bool
+	return func(w http.ResponseWriter, r *http.Request, m *jsonrpc.Message) {
+		if once.CompareAndSwap(false, true) {
+			writeResult(w, m.ID, string(mcptest.BlobResult(m.Method, nil, nil)))
+			return
+		}
+		<-r.Context().Done()
+	}
+}
+
 // answerProgress answers on an SSE stream: n notifications/progress for
 // token, every apart, then the result (n < 0: progress forever).
 func answerProgress(token string, every time.Duration, n int) func(http.ResponseWriter, *http.Request, *jsonrpc.Message) {
@@ -194,7 +209,9 @@ func TestBreakerOpensOnTransportFailures(t *testing.T) {
 		answer func(http.ResponseWriter, *http.Request, *jsonrpc.Message)
 		// cancel: the caller gives up after a second (before the 10s
 		// timeout).
-		cancel   bool
+		cancel bool
+		// silent: the server answers no probe after its handshake.
+		silent   bool
 		wantOpen bool
 	}{
 		{name: "HTTP 503", answer: answerStatus(http.StatusServiceUnavailable), wantOpen: true},
@@ -203,7 +220,10 @@ func TestBreakerOpensOnTransportFailures(t *testing.T) {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, "{not json")
 		}, wantOpen: true},
-		{name: "timeout", answer: answerNever, wantOpen: true},
+		{name: "timeout, probes unanswered", answer: answerNever, silent: true, wantOpen: true},
+		// One caller's calls time out, but the server answers the probe
+		// sent then: slow for that caller, not failing.
+		{name: "timeout, probes answered", answer: answerNever},
 		{name: "JSON-RPC error", answer: answerRPCError},
 		{name: "tool error", answer: answerResult(`{"content":[{"type":"text","text":"no"}],"isError":true}`)},
 		{name: "caller cancels", answer: answerNever, cancel: true},
@@ -212,6 +232,9 @@ func TestBreakerOpensOnTransportFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				f := &rawServer{answer: tt.answer}
+				if tt.silent {
+					f.discover = discoverOnce()
+				}
 				o := &upstream.SupervisedOptions{Options: memOptions(f), Breaker: upstream.BreakerOptions{Failures: 3, Cooldown: time.Minute}}
 				o.Timeout = 10 * time.Second
 				s, st := startSupervised(t, o)

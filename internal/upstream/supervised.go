@@ -484,6 +484,22 @@ func (s *Supervised) probe(c *Client, br breaker) bool {
 	return true
 }
 
+// answersProbe asks the server of a call that timed out in silence
+// whether it is still there: ping, or server/discover to a modern server,
+// under the probe timeout (at most the call timeout, and 10s). Whether
+// it answers decides if the timeout counts against the breaker; the
+// probe itself does not pass through the breaker.
+func (s *Supervised) answersProbe(c *Client) bool {
+	method := "ping"
+	if c.Era() == EraModern {
+		method = "server/discover"
+	}
+	ctx, cancel := context.WithTimeout(s.life, c.probeTimeout)
+	defer cancel()
+	_, err := c.Call(ctx, method, nil)
+	return err == nil
+}
+
 // outcomeOf says what a call's error, err, tells of the server's health;
 // ctx is the call's.
 func outcomeOf(ctx context.Context, err error) outcome {
@@ -630,11 +646,12 @@ func (s *Supervised) sendOn(ctx context.Context, c *Client, br breaker, req *jso
 	heard := c.heard.Load()
 	resp, err := c.Send(ctx, req)
 	o := outcomeOf(ctx, err)
-	if o == failure && errors.Is(err, ErrTimeout) && c.heard.Load() != heard {
+	if o == failure && errors.Is(err, ErrTimeout) && (c.heard.Load() != heard || s.answersProbe(c)) {
 		// The server sent something (an answer to another caller's call,
-		// a notification, a request for input) while this call waited:
-		// it is slow for this call, not failing for everyone, and one
-		// caller's slow calls must not take it away from all the others.
+		// a notification, a request for input) while this call waited, or
+		// answers a probe now: it is slow for this call, not failing for
+		// everyone, and one caller's slow calls must not take it away from
+		// all the others.
 		o = ignored
 	}
 	done(o, err)
