@@ -131,6 +131,9 @@ const (
 	// DefaultStdioQueue the messages waiting for it to read them.
 	DefaultMaxStdioMessage = 64 << 20
 	DefaultStdioQueue      = 1024
+	// DefaultMaxListenURIs bounds the resource URIs one modern
+	// subscriptions/listen may subscribe to.
+	DefaultMaxListenURIs = 256
 	// DefaultListWait bounds how long a call of a name no upstream offers
 	// yet waits for the upstreams still in their first start that could
 	// offer it. Lists never wait.

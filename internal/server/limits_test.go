@@ -2,8 +2,10 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/mcp-gateway/mcp-gateway/internal/config"
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
@@ -230,5 +233,41 @@ func TestRateLimitedPOST(t *testing.T) {
 	}
 	if got := rejections(t, reader, telemetry.LimitRate); got != 1 {
 		t.Errorf("rejections{limit=rate} = %d, want 1", got)
+	}
+}
+
+// TestListenURIsBounded: a subscriptions/listen may not ask for more than
+// DefaultMaxListenURIs resources (each may be an upstream subscription),
+// and a URI listed twice is subscribed once.
+func TestListenURIsBounded(t *testing.T) {
+	ts, d := newTestServer(t, nil)
+	uris := func(n int, prefix string) string {
+		list := make([]string, n)
+		for i := range list {
+			list[i] = fmt.Sprintf("%q", prefix+strconv.Itoa(i%max(1, n/2)))
+		}
+		return strings.Join(list, ",")
+	}
+	body := func(list string) string {
+		return `{"jsonrpc":"2.0","id":7,"method":"subscriptions/listen","params":{` + modernMeta + `,"notifications":{"resourceSubscriptions":[` + list + `]}}}`
+	}
+	r := do(t, ts, "POST", modernHeaders("subscriptions/listen", ""), body(uris(config.DefaultMaxListenURIs+1, "test://many/")))
+	if r.status != http.StatusBadRequest || !strings.Contains(r.body, "at most 256 resourceSubscriptions") {
+		t.Errorf("a listen with too many URIs: %d %s, want 400 naming the bound", r.status, r.body)
+	}
+	d.mu.Lock()
+	n := len(d.subscribed)
+	d.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d subscriptions made for a refused listen", n)
+	}
+	s := openStream(t, post(t, ts, modernHeaders("subscriptions/listen", ""), body(`"test://a","test://b","test://a"`)))
+	if ack := s.next(); ack.Method != "notifications/subscriptions/acknowledged" || strings.Count(string(ack.Params), "test://a") != 1 {
+		t.Errorf("ack %s %s, want test://a once", ack.Method, ack.Params)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.subscribed) != 2 {
+		t.Errorf("subscribed %v, want test://a and test://b once each", d.subscribed)
 	}
 }

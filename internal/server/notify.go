@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/mcp-gateway/mcp-gateway/internal/config"
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 	"github.com/mcp-gateway/mcp-gateway/internal/router"
@@ -199,10 +201,15 @@ func (s *Server) Deliver(c router.Change) {
 // the host closes the stream or the gateway shuts down.
 func (s *Server) listen(w http.ResponseWriter, r *http.Request, caller *router.Caller, msg *jsonrpc.Message) {
 	f, err := parseListenFilter(msg.Params)
+	if err == nil && len(f.ResourceSubscriptions) > config.DefaultMaxListenURIs {
+		// Each URI may be an upstream subscription of its own.
+		err = fmt.Errorf("at most %d resourceSubscriptions in one subscriptions/listen, not %d", config.DefaultMaxListenURIs, len(f.ResourceSubscriptions))
+	}
 	if err != nil {
 		writeError(w, http.StatusBadRequest, msg.ID, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: %v", err))
 		return
 	}
+	f.ResourceSubscriptions = distinct(f.ResourceSubscriptions)
 	release, quota := s.takeStream(policy.Identity{ID: caller.Principal, Team: caller.View})
 	if release == nil {
 		s.tooManyStreams(w, msg.ID, quota)
@@ -250,6 +257,19 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request, caller *router.C
 		writeEvent(out, jsonrpc.AppendResult(nil, l.id, json.RawMessage(result)))
 		_ = out.Flush()
 	}
+}
+
+// distinct returns uris without repeats, in their first order.
+func distinct(uris []string) []string {
+	seen := make(map[string]bool, len(uris))
+	out := uris[:0]
+	for _, u := range uris {
+		if !seen[u] {
+			seen[u] = true
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // listenFilter is the notifications filter of subscriptions/listen.
