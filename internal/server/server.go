@@ -79,7 +79,8 @@ type Options struct {
 	// only), compared without regard to case. nil means the loopback
 	// names only (config.DefaultAllowedHosts); ListenerHosts gives the
 	// gateway's default for a listen address. Another Host gets 403.
-	// /healthz, /readyz and /metrics answer any Host (probes by pod IP).
+	// /readyz and /metrics also answer a Host that is an IP literal
+	// (probes by pod IP), and /healthz any Host.
 	AllowedHosts []string
 	// MaxBodyBytes limits a request body; 0 means
 	// config.DefaultMaxBodyBytes (4 MiB). A larger body gets 413.
@@ -220,9 +221,9 @@ func New(d Dispatcher, opts *Options) *Server {
 func (s *Server) Handler() http.Handler {
 	m := mux.NewRouter()
 	m.HandleFunc("/healthz", s.healthz).Methods(http.MethodGet, http.MethodHead)
-	m.HandleFunc("/readyz", s.readyz).Methods(http.MethodGet, http.MethodHead)
+	m.Handle("/readyz", s.checkProbeHost(http.HandlerFunc(s.readyz))).Methods(http.MethodGet, http.MethodHead)
 	if s.opts.Metrics != nil {
-		m.Handle("/metrics", s.opts.Metrics).Methods(http.MethodGet)
+		m.Handle("/metrics", s.checkProbeHost(s.opts.Metrics)).Methods(http.MethodGet)
 	}
 	m.Handle(s.opts.Endpoint, s.checkHost(s.post)).Methods(http.MethodPost)
 	m.Handle(s.opts.Endpoint, s.checkHost(s.get)).Methods(http.MethodGet)
@@ -324,18 +325,38 @@ func (s *Server) guard(next http.Handler) http.Handler {
 
 // checkHost refuses a request to the MCP endpoint whose Host is not an
 // allowed one: a rebinding page reaches the gateway under the attacker's
-// name, which the Host header carries. The health and metrics endpoints
-// are not checked, so that probes by pod IP keep working.
+// name, which the Host header carries.
 func (s *Server) checkHost(next http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.hostAllowed(r.Host) {
-			s.log.Warn("request with a foreign Host rejected", "host", r.Host)
-			writeError(w, http.StatusForbidden, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
-				"Forbidden: Host %q is not allowed (list it in allowed_hosts)", r.Host))
+			s.foreignHost(w, r)
 			return
 		}
 		next(w, r)
 	})
+}
+
+// checkProbeHost guards /readyz and /metrics: they accept any IP literal
+// as Host, so that probes by pod IP keep working, and otherwise only an
+// allowed host. A rebinding page can only send a DNS name (its own),
+// which would otherwise read upstream errors (internal URLs) and metrics,
+// even on a loopback listener: a same-origin GET carries no Origin.
+// /healthz tells nothing and is not checked.
+func (s *Server) checkProbeHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if net.ParseIP(hostOnly(r.Host)) == nil && !s.hostAllowed(r.Host) {
+			s.foreignHost(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// foreignHost answers a request whose Host is not allowed.
+func (s *Server) foreignHost(w http.ResponseWriter, r *http.Request) {
+	s.log.Warn("request with a foreign Host rejected", "host", r.Host)
+	writeError(w, http.StatusForbidden, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
+		"Forbidden: Host %q is not allowed (list it in allowed_hosts)", r.Host))
 }
 
 // hostAllowed reports whether a Host header names an allowed host, with
