@@ -117,10 +117,11 @@ type Options struct {
 	// streams it may hold open (more get 429); 0 means no quota of its
 	// own. nil means none.
 	Quotas func(who policy.Identity) (sessions, streams int)
-	// Admit takes one POST of an identity from its rate limits, or
-	// refuses it: limit is the telemetry.Limit* value of the limit hit
-	// and retry how long until the request would be admitted. A refused
-	// request gets 429 with Retry-After. nil admits everything.
+	// Admit takes one POSTed JSON-RPC request of an identity from its
+	// rate limits, or refuses it: limit is the telemetry.Limit* value of
+	// the limit hit and retry how long until the request would be
+	// admitted. A refused request gets 429 with Retry-After. Responses
+	// and notifications are not charged. nil admits everything.
 	Admit func(who policy.Identity) (limit string, retry time.Duration, ok bool)
 	// KeepAlive is the interval of SSE comment lines on idle GET
 	// streams; 0 means config.DefaultKeepAlive (25s).
