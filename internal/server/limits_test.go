@@ -312,3 +312,57 @@ func TestRateLimitChargesOnlyRequests(t *testing.T) {
 		t.Errorf("Admit charged %d times, want %d (the requests only)", charged, budget+1)
 	}
 }
+
+// TestFullTableEvictsFromTheHeaviestIdentityThatCan: when every session
+// of the identity holding the most has an open GET stream, a new
+// initialize takes the room of the least recently used session without
+// a stream of the next identity by sessions held, not 503.
+func TestFullTableEvictsFromTheHeaviestIdentityThatCan(t *testing.T) {
+	const streamer, idler, newcomer = "streamer-key-0123456789", "idler-key-0123456789", "newcomer-key-0123456789"
+	keys, err := policy.NewAPIKeys(map[string][]string{"red": {streamer}, "blue": {idler}, "green": {newcomer}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, _, _ := newTestServerWith(t, &Options{Identify: keys.Identify, MaxSessions: 5})
+	initialize := func(key string) string {
+		t.Helper()
+		r := do(t, ts, "POST", bearer(key, nil), initBody)
+		sid := r.header.Get("Mcp-Session-Id")
+		if r.status != 200 || sid == "" {
+			t.Fatalf("initialize: %d %s", r.status, r.body)
+		}
+		return sid
+	}
+	var streaming []string
+	for range 3 {
+		sid := initialize(streamer)
+		get, err := http.NewRequest("GET", ts.URL+"/mcp", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range bearer(streamer, map[string]string{"Accept": "text/event-stream", "Mcp-Session-Id": sid}) {
+			get.Header.Set(k, v)
+		}
+		openStream(t, get)
+		streaming = append(streaming, sid)
+	}
+	idle := []string{initialize(idler), initialize(idler)}
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	// idle[1] is used, so idle[0] is the idler's least recently used.
+	if r := do(t, ts, "POST", bearer(idler, map[string]string{"Mcp-Session-Id": idle[1]}), list); r.status != 200 {
+		t.Fatalf("the idler's session: %d %s", r.status, r.body)
+	}
+	r := do(t, ts, "POST", bearer(newcomer, nil), initBody)
+	if r.status != 200 {
+		t.Fatalf("initialize with the table full, the heaviest identity all streaming: %d %s, want a session of the next identity ended", r.status, r.body)
+	}
+	wantError(t, do(t, ts, "POST", bearer(idler, map[string]string{"Mcp-Session-Id": idle[0]}), list), 404, jsonrpc.CodeInvalidRequest, "Session not found")
+	if r := do(t, ts, "POST", bearer(idler, map[string]string{"Mcp-Session-Id": idle[1]}), list); r.status != 200 {
+		t.Errorf("the idler's most recently used session: %d %s", r.status, r.body)
+	}
+	for _, sid := range streaming {
+		if r := do(t, ts, "POST", bearer(streamer, map[string]string{"Mcp-Session-Id": sid}), list); r.status != 200 {
+			t.Errorf("a streaming session: %d %s", r.status, r.body)
+		}
+	}
+}

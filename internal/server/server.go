@@ -89,9 +89,11 @@ type Options struct {
 	// config.DefaultMaxSessions (10000). When the limit is reached, idle
 	// sessions are expired first; then the new session takes the room of
 	// the least recently used session without an open GET stream of the
-	// identity holding the most sessions (which may be the caller), so
-	// that one identity's flood displaces only its own sessions once it
-	// holds the most. An initialize that still finds no room gets 503.
+	// identity holding the most sessions (which may be the caller) among
+	// those that have such a session, so that one identity's flood
+	// displaces only its own sessions once it holds the most. An
+	// initialize that still finds no room (every session streams) gets
+	// 503.
 	MaxSessions int
 	// SessionIdleTimeout ends a legacy session that has had no request
 	// and no open GET stream for this long (many clients never send
@@ -697,7 +699,7 @@ func (s *Server) newSession(version string, who policy.Identity) (*session, erro
 		ended = append(ended, s.expireLocked(now)...)
 	}
 	if !refused && len(s.sessions) >= s.opts.MaxSessions {
-		if lru := s.lruLocked(s.heaviestLocked()); lru != nil {
+		if lru := s.roomLocked(); lru != nil {
 			ended = append(ended, lru)
 		}
 	}
@@ -739,18 +741,46 @@ func (s *Server) heldLocked(principal string) int {
 	return n
 }
 
-// heaviestLocked returns the identity holding the most sessions. s.mu is
+// roomLocked removes from the table, and returns for the caller to end
+// once s.mu is released, the least recently used session without an open
+// GET stream of the identity holding the most sessions among those that
+// have such a session: identities are taken by descending count until
+// one can give room, so that an identity whose sessions all stream does
+// not make the table refuse everyone. nil when every session streams.
+// One pass over the table (it runs only when the table is full). s.mu is
 // held.
-func (s *Server) heaviestLocked() string {
-	held := map[string]int{}
-	heaviest, most := "", 0
+func (s *Server) roomLocked() *session {
+	type holder struct {
+		held int
+		lru  *session // without a GET stream
+		at   time.Time
+	}
+	holders := map[string]*holder{}
 	for _, ss := range s.sessions {
-		held[ss.principal]++
-		if n := held[ss.principal]; n > most {
-			heaviest, most = ss.principal, n
+		h := holders[ss.principal]
+		if h == nil {
+			h = &holder{}
+			holders[ss.principal] = h
+		}
+		h.held++
+		ss.mu.Lock()
+		used, streaming := ss.lastUsed, ss.streaming
+		ss.mu.Unlock()
+		if !streaming && (h.lru == nil || used.Before(h.at)) {
+			h.lru, h.at = ss, used
 		}
 	}
-	return heaviest
+	var best *holder
+	for _, h := range holders {
+		if h.lru != nil && (best == nil || h.held > best.held) {
+			best = h
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	s.evictLocked(best.lru)
+	return best.lru
 }
 
 // lruLocked removes from the table, and returns for the caller to end
@@ -771,11 +801,17 @@ func (s *Server) lruLocked(principal string) *session {
 		}
 	}
 	if lru != nil {
-		delete(s.sessions, lru.id)
-		s.log.Info("session ended to make room", telemetry.KeySession, lru.id)
-		s.reject(telemetry.LimitSessions)
+		s.evictLocked(lru)
 	}
 	return lru
+}
+
+// evictLocked removes a session from the table to make room, and counts
+// it. s.mu is held.
+func (s *Server) evictLocked(ss *session) {
+	delete(s.sessions, ss.id)
+	s.log.Info("session ended to make room", telemetry.KeySession, ss.id)
+	s.reject(telemetry.LimitSessions)
 }
 
 // takeStream counts a GET or listen stream of an identity against its
