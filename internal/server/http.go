@@ -40,12 +40,6 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if s.opts.Admit != nil {
-		if limit, retry, ok := s.opts.Admit(who); !ok {
-			s.tooManyRequests(w, limit, retry)
-			return
-		}
-	}
 	if s.tel.Tracing() {
 		// The host's trace context from the HTTP headers; the router
 		// prefers that of the request's _meta.
@@ -92,6 +86,16 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, nil, &jsonrpc.Error{Code: code, Message: err.Error()})
 		return
 	}
+	// Only requests are charged: a host's answer to the gateway's own
+	// request (elicitation, sampling) and its notifications (cancelled)
+	// are bounded by the body size and the session's state, and refusing
+	// them would leave the calls they serve hanging to their timeout.
+	if s.opts.Admit != nil && msg.IsRequest() {
+		if limit, retry, ok := s.opts.Admit(who); !ok {
+			s.tooManyRequests(w, msg.ID, limit, retry)
+			return
+		}
+	}
 
 	if id := r.Header.Get(headerSessionID); id != "" {
 		s.postLegacy(w, r, id, who, msg)
@@ -119,7 +123,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request) {
 
 // tooManyRequests answers a POST over a rate limit (RFC 6585: 429, with
 // Retry-After in whole seconds, rounded up).
-func (s *Server) tooManyRequests(w http.ResponseWriter, limit string, retry time.Duration) {
+func (s *Server) tooManyRequests(w http.ResponseWriter, id json.RawMessage, limit string, retry time.Duration) {
 	s.reject(limit)
 	secs := max(1, int64((retry+time.Second-1)/time.Second))
 	w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
@@ -127,7 +131,7 @@ func (s *Server) tooManyRequests(w http.ResponseWriter, limit string, retry time
 	if limit == telemetry.LimitTeamRate {
 		what = "its team's"
 	}
-	writeError(w, http.StatusTooManyRequests, nil, jsonrpc.NewError(jsonrpc.CodeInternalError,
+	writeError(w, http.StatusTooManyRequests, id, jsonrpc.NewError(jsonrpc.CodeInternalError,
 		"Too Many Requests: %s request rate limit is reached; retry in %ds", what, secs))
 }
 

@@ -2,11 +2,13 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/config"
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
+	"github.com/mcp-gateway/mcp-gateway/internal/router"
 	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
 )
 
@@ -269,5 +272,134 @@ func TestListenURIsBounded(t *testing.T) {
 	defer d.mu.Unlock()
 	if len(d.subscribed) != 2 {
 		t.Errorf("subscribed %v, want test://a and test://b once each", d.subscribed)
+
+// TestRateLimitChargesOnlyRequests: an identity whose rate limit is
+// spent still gets its answers to the gateway's requests (sampling) and
+// its notifications (notifications/cancelled) through, 202, uncharged:
+// refusing them would leave its calls hanging to their timeout. Its next
+// request gets 429.
+func TestRateLimitChargesOnlyRequests(t *testing.T) {
+	keys := limitKeys(t)
+	var mu sync.Mutex
+	charged := 0
+	const budget = 3 // initialize and two calls
+	ts, d, _ := newTestServerWith(t, &Options{Identify: keys.Identify,
+		Admit: func(policy.Identity) (string, time.Duration, bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			charged++
+			if charged > budget {
+				return telemetry.LimitRate, time.Second, false
+			}
+			return "", 0, true
+		}})
+	waiting := make(chan struct{})
+	cancelled := make(chan struct{})
+	d.interactive = func(ctx context.Context, c *router.Caller, req *jsonrpc.Request) *router.Reply {
+		if req.Name == "wait" {
+			close(waiting)
+			<-ctx.Done()
+			close(cancelled)
+			return &router.Reply{Error: jsonrpc.NewError(-1, "cancelled")}
+		}
+		resp, err := c.Host.Request(ctx, "sampling/createMessage", json.RawMessage(`{"messages":[]}`))
+		if err != nil {
+			return &router.Reply{Error: jsonrpc.NewError(-1, "%v", err)}
+		}
+		text, _ := jsonrpc.StringField(resp.Result, "text")
+		return &router.Reply{Result: json.RawMessage(`{"content":[{"type":"text","text":"` + text + `"}]}`)}
+	}
+	r := do(t, ts, "POST", bearer(floodKey, nil), `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"t","version":"1"}}}`)
+	sid := r.header.Get("Mcp-Session-Id")
+	if r.status != 200 || sid == "" {
+		t.Fatalf("initialize: %d %s", r.status, r.body)
+	}
+	h := bearer(floodKey, map[string]string{"Mcp-Session-Id": sid})
+	waited := make(chan response, 1)
+	go func() {
+		waited <- do(t, ts, "POST", h, `{"jsonrpc":"2.0","id":"w","method":"tools/call","params":{"name":"wait"}}`)
+	}()
+	<-waiting
+	stream := openStream(t, post(t, ts, h, `{"jsonrpc":"2.0","id":"call-1","method":"tools/call","params":{"name":"ask"}}`))
+	ask := stream.next()
+	if ask.Method != "sampling/createMessage" || !ask.IsRequest() {
+		t.Fatalf("event %+v, want the sampling request", ask)
+	}
+	// The budget is spent: the answer and the notification must pass.
+	answer := `{"jsonrpc":"2.0","id":` + string(ask.ID) + `,"result":{"text":"from the host"}}`
+	if r := do(t, ts, "POST", h, answer); r.status != 202 {
+		t.Fatalf("the host's answer with the rate limit spent: %d %s, want 202", r.status, r.body)
+	}
+	if final := stream.next(); string(final.ID) != `"call-1"` || !strings.Contains(string(final.Result), "from the host") {
+		t.Errorf("final message %+v, want the call answered from the host's answer", final)
+	}
+	if r := do(t, ts, "POST", h, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"w"}}`); r.status != 202 {
+		t.Fatalf("notifications/cancelled with the rate limit spent: %d %s, want 202", r.status, r.body)
+	}
+	<-cancelled
+	<-waited
+	modern := `{"jsonrpc":"2.0","method":"notifications/roots/list_changed","params":{` + modernMeta + `}}`
+	if r := do(t, ts, "POST", bearer(floodKey, modernHeaders("notifications/roots/list_changed", "")), modern); r.status != 202 {
+		t.Errorf("a modern notification with the rate limit spent: %d %s, want 202", r.status, r.body)
+	}
+	wantError(t, do(t, ts, "POST", h, `{"jsonrpc":"2.0","id":5,"method":"tools/list"}`), 429, jsonrpc.CodeInternalError, "rate limit")
+	mu.Lock()
+	defer mu.Unlock()
+	if charged != budget+1 {
+		t.Errorf("Admit charged %d times, want %d (the requests only)", charged, budget+1)
+	}
+}
+
+// TestFullTableEvictsFromTheHeaviestIdentityThatCan: when every session
+// of the identity holding the most has an open GET stream, a new
+// initialize takes the room of the least recently used session without
+// a stream of the next identity by sessions held, not 503.
+func TestFullTableEvictsFromTheHeaviestIdentityThatCan(t *testing.T) {
+	const streamer, idler, newcomer = "streamer-key-0123456789", "idler-key-0123456789", "newcomer-key-0123456789"
+	keys, err := policy.NewAPIKeys(map[string][]string{"red": {streamer}, "blue": {idler}, "green": {newcomer}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, _, _ := newTestServerWith(t, &Options{Identify: keys.Identify, MaxSessions: 5})
+	initialize := func(key string) string {
+		t.Helper()
+		r := do(t, ts, "POST", bearer(key, nil), initBody)
+		sid := r.header.Get("Mcp-Session-Id")
+		if r.status != 200 || sid == "" {
+			t.Fatalf("initialize: %d %s", r.status, r.body)
+		}
+		return sid
+	}
+	var streaming []string
+	for range 3 {
+		sid := initialize(streamer)
+		get, err := http.NewRequest("GET", ts.URL+"/mcp", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range bearer(streamer, map[string]string{"Accept": "text/event-stream", "Mcp-Session-Id": sid}) {
+			get.Header.Set(k, v)
+		}
+		openStream(t, get)
+		streaming = append(streaming, sid)
+	}
+	idle := []string{initialize(idler), initialize(idler)}
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	// idle[1] is used, so idle[0] is the idler's least recently used.
+	if r := do(t, ts, "POST", bearer(idler, map[string]string{"Mcp-Session-Id": idle[1]}), list); r.status != 200 {
+		t.Fatalf("the idler's session: %d %s", r.status, r.body)
+	}
+	r := do(t, ts, "POST", bearer(newcomer, nil), initBody)
+	if r.status != 200 {
+		t.Fatalf("initialize with the table full, the heaviest identity all streaming: %d %s, want a session of the next identity ended", r.status, r.body)
+	}
+	wantError(t, do(t, ts, "POST", bearer(idler, map[string]string{"Mcp-Session-Id": idle[0]}), list), 404, jsonrpc.CodeInvalidRequest, "Session not found")
+	if r := do(t, ts, "POST", bearer(idler, map[string]string{"Mcp-Session-Id": idle[1]}), list); r.status != 200 {
+		t.Errorf("the idler's most recently used session: %d %s", r.status, r.body)
+	}
+	for _, sid := range streaming {
+		if r := do(t, ts, "POST", bearer(streamer, map[string]string{"Mcp-Session-Id": sid}), list); r.status != 200 {
+			t.Errorf("a streaming session: %d %s", r.status, r.body)
+		}
 	}
 }

@@ -14,8 +14,10 @@ import (
 // loopback address accepts only the allowed Host values on its MCP
 // endpoint and only allowed_origins as Origin: a loopback origin is no
 // proof there, and neither is an Origin equal to the Host, which is
-// exactly what a rebinding page sends. The health and metrics endpoints
-// answer whatever the Host, so that probes by pod IP keep working.
+// exactly what a rebinding page sends. /healthz answers whatever the
+// Host; /readyz and /metrics answer an IP literal (probes by pod IP) or an
+// allowed host, and refuse a DNS name that is not allowed: a rebinding
+// page would read upstream errors and metrics there.
 func TestOriginAndHostOnAnyListener(t *testing.T) {
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "# metrics\n") })
 	ts, _ := newTestServer(t, &Options{
@@ -61,8 +63,15 @@ func TestOriginAndHostOnAnyListener(t *testing.T) {
 		{"loopback origin on a non-loopback listener", "/mcp", "gw.example.com", "http://localhost:3000", 403, `Origin "http://localhost:3000"`},
 		{"allowed origin", "/mcp", "gw.example.com", "https://app.example.com", 200, ""},
 		{"healthz with a foreign Host", "/healthz", "10.9.9.9:8080", "", 200, ""},
-		{"readyz with a foreign Host", "/readyz", "10.9.9.9:8080", "", 200, ""},
-		{"metrics with a foreign Host", "/metrics", "10.9.9.9:8080", "", 200, ""},
+		{"healthz with a foreign name", "/healthz", "attacker.example", "", 200, ""},
+		{"readyz by a pod IP", "/readyz", "10.9.9.9:8080", "", 200, ""},
+		{"readyz by a bare IP", "/readyz", "10.9.9.9", "", 200, ""},
+		{"readyz by an IPv6 literal", "/readyz", "[fd00::9]:8080", "", 200, ""},
+		{"readyz by an allowed name", "/readyz", "GW.example.com:9443", "", 200, ""},
+		{"readyz with a foreign name", "/readyz", "attacker.example:8080", "", 403, `Host "attacker.example:8080"`},
+		{"metrics by a pod IP", "/metrics", "10.9.9.9:8080", "", 200, ""},
+		{"metrics by an allowed name", "/metrics", "gw.example.com", "", 200, ""},
+		{"metrics with a foreign name", "/metrics", "attacker.example", "", 403, `Host "attacker.example"`},
 		{"healthz with a foreign Origin", "/healthz", "10.9.9.9:8080", "https://evil.example", 403, `Origin "https://evil.example"`},
 	}
 	for _, tt := range tests {
@@ -122,6 +131,45 @@ func TestOriginAndHostOnLoopback(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != tt.status {
 			t.Errorf("Host %q Origin %q: status %d, want %d", tt.host, tt.origin, resp.StatusCode, tt.status)
+		}
+	}
+}
+
+// TestRebindingOnLoopbackReadsNoProbes: on a loopback listener a page
+// under a DNS name that resolves to 127.0.0.1 sends a same-origin GET
+// without Origin; /readyz (upstream errors with internal URLs) and
+// /metrics refuse its Host, /healthz (which tells nothing) answers it,
+// and loopback names and IPs still reach all three.
+func TestRebindingOnLoopbackReadsNoProbes(t *testing.T) {
+	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "# metrics\n") })
+	ts, _ := newTestServer(t, &Options{Loopback: true, Metrics: metrics})
+	for _, tt := range []struct {
+		path, host string
+		status     int
+	}{
+		{"/readyz", "rebind.attacker.example:8080", 403},
+		{"/metrics", "rebind.attacker.example:8080", 403},
+		{"/healthz", "rebind.attacker.example:8080", 200},
+		{"/readyz", "localhost:8080", 200},
+		{"/metrics", "127.0.0.1:8080", 200},
+		{"/readyz", "[::1]:8080", 200},
+	} {
+		req, err := http.NewRequest("GET", ts.URL+tt.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = tt.host
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.status {
+			t.Errorf("GET %s with Host %q: status %d (%s), want %d", tt.path, tt.host, resp.StatusCode, b, tt.status)
+		}
+		if tt.status == 403 && !strings.Contains(string(b), "allowed_hosts") {
+			t.Errorf("GET %s with Host %q: 403 body %q does not say what to list", tt.path, tt.host, b)
 		}
 	}
 }

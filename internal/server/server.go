@@ -79,7 +79,8 @@ type Options struct {
 	// only), compared without regard to case. nil means the loopback
 	// names only (config.DefaultAllowedHosts); ListenerHosts gives the
 	// gateway's default for a listen address. Another Host gets 403.
-	// /healthz, /readyz and /metrics answer any Host (probes by pod IP).
+	// /readyz and /metrics also answer a Host that is an IP literal
+	// (probes by pod IP), and /healthz any Host.
 	AllowedHosts []string
 	// MaxBodyBytes limits a request body; 0 means
 	// config.DefaultMaxBodyBytes (4 MiB). A larger body gets 413.
@@ -88,9 +89,11 @@ type Options struct {
 	// config.DefaultMaxSessions (10000). When the limit is reached, idle
 	// sessions are expired first; then the new session takes the room of
 	// the least recently used session without an open GET stream of the
-	// identity holding the most sessions (which may be the caller), so
-	// that one identity's flood displaces only its own sessions once it
-	// holds the most. An initialize that still finds no room gets 503.
+	// identity holding the most sessions (which may be the caller) among
+	// those that have such a session, so that one identity's flood
+	// displaces only its own sessions once it holds the most. An
+	// initialize that still finds no room (every session streams) gets
+	// 503.
 	MaxSessions int
 	// SessionIdleTimeout ends a legacy session that has had no request
 	// and no open GET stream for this long (many clients never send
@@ -116,10 +119,11 @@ type Options struct {
 	// streams it may hold open (more get 429); 0 means no quota of its
 	// own. nil means none.
 	Quotas func(who policy.Identity) (sessions, streams int)
-	// Admit takes one POST of an identity from its rate limits, or
-	// refuses it: limit is the telemetry.Limit* value of the limit hit
-	// and retry how long until the request would be admitted. A refused
-	// request gets 429 with Retry-After. nil admits everything.
+	// Admit takes one POSTed JSON-RPC request of an identity from its
+	// rate limits, or refuses it: limit is the telemetry.Limit* value of
+	// the limit hit and retry how long until the request would be
+	// admitted. A refused request gets 429 with Retry-After. Responses
+	// and notifications are not charged. nil admits everything.
 	Admit func(who policy.Identity) (limit string, retry time.Duration, ok bool)
 	// KeepAlive is the interval of SSE comment lines on idle GET
 	// streams; 0 means config.DefaultKeepAlive (25s).
@@ -220,9 +224,9 @@ func New(d Dispatcher, opts *Options) *Server {
 func (s *Server) Handler() http.Handler {
 	m := mux.NewRouter()
 	m.HandleFunc("/healthz", s.healthz).Methods(http.MethodGet, http.MethodHead)
-	m.HandleFunc("/readyz", s.readyz).Methods(http.MethodGet, http.MethodHead)
+	m.Handle("/readyz", s.checkProbeHost(http.HandlerFunc(s.readyz))).Methods(http.MethodGet, http.MethodHead)
 	if s.opts.Metrics != nil {
-		m.Handle("/metrics", s.opts.Metrics).Methods(http.MethodGet)
+		m.Handle("/metrics", s.checkProbeHost(s.opts.Metrics)).Methods(http.MethodGet)
 	}
 	m.Handle(s.opts.Endpoint, s.checkHost(s.post)).Methods(http.MethodPost)
 	m.Handle(s.opts.Endpoint, s.checkHost(s.get)).Methods(http.MethodGet)
@@ -324,18 +328,38 @@ func (s *Server) guard(next http.Handler) http.Handler {
 
 // checkHost refuses a request to the MCP endpoint whose Host is not an
 // allowed one: a rebinding page reaches the gateway under the attacker's
-// name, which the Host header carries. The health and metrics endpoints
-// are not checked, so that probes by pod IP keep working.
+// name, which the Host header carries.
 func (s *Server) checkHost(next http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.hostAllowed(r.Host) {
-			s.log.Warn("request with a foreign Host rejected", "host", r.Host)
-			writeError(w, http.StatusForbidden, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
-				"Forbidden: Host %q is not allowed (list it in allowed_hosts)", r.Host))
+			s.foreignHost(w, r)
 			return
 		}
 		next(w, r)
 	})
+}
+
+// checkProbeHost guards /readyz and /metrics: they accept any IP literal
+// as Host, so that probes by pod IP keep working, and otherwise only an
+// allowed host. A rebinding page can only send a DNS name (its own),
+// which would otherwise read upstream errors (internal URLs) and metrics,
+// even on a loopback listener: a same-origin GET carries no Origin.
+// /healthz tells nothing and is not checked.
+func (s *Server) checkProbeHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if net.ParseIP(hostOnly(r.Host)) == nil && !s.hostAllowed(r.Host) {
+			s.foreignHost(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// foreignHost answers a request whose Host is not allowed.
+func (s *Server) foreignHost(w http.ResponseWriter, r *http.Request) {
+	s.log.Warn("request with a foreign Host rejected", "host", r.Host)
+	writeError(w, http.StatusForbidden, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
+		"Forbidden: Host %q is not allowed (list it in allowed_hosts)", r.Host))
 }
 
 // hostAllowed reports whether a Host header names an allowed host, with
@@ -675,7 +699,7 @@ func (s *Server) newSession(version string, who policy.Identity) (*session, erro
 		ended = append(ended, s.expireLocked(now)...)
 	}
 	if !refused && len(s.sessions) >= s.opts.MaxSessions {
-		if lru := s.lruLocked(s.heaviestLocked()); lru != nil {
+		if lru := s.roomLocked(); lru != nil {
 			ended = append(ended, lru)
 		}
 	}
@@ -717,18 +741,46 @@ func (s *Server) heldLocked(principal string) int {
 	return n
 }
 
-// heaviestLocked returns the identity holding the most sessions. s.mu is
+// roomLocked removes from the table, and returns for the caller to end
+// once s.mu is released, the least recently used session without an open
+// GET stream of the identity holding the most sessions among those that
+// have such a session: identities are taken by descending count until
+// one can give room, so that an identity whose sessions all stream does
+// not make the table refuse everyone. nil when every session streams.
+// One pass over the table (it runs only when the table is full). s.mu is
 // held.
-func (s *Server) heaviestLocked() string {
-	held := map[string]int{}
-	heaviest, most := "", 0
+func (s *Server) roomLocked() *session {
+	type holder struct {
+		held int
+		lru  *session // without a GET stream
+		at   time.Time
+	}
+	holders := map[string]*holder{}
 	for _, ss := range s.sessions {
-		held[ss.principal]++
-		if n := held[ss.principal]; n > most {
-			heaviest, most = ss.principal, n
+		h := holders[ss.principal]
+		if h == nil {
+			h = &holder{}
+			holders[ss.principal] = h
+		}
+		h.held++
+		ss.mu.Lock()
+		used, streaming := ss.lastUsed, ss.streaming
+		ss.mu.Unlock()
+		if !streaming && (h.lru == nil || used.Before(h.at)) {
+			h.lru, h.at = ss, used
 		}
 	}
-	return heaviest
+	var best *holder
+	for _, h := range holders {
+		if h.lru != nil && (best == nil || h.held > best.held) {
+			best = h
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	s.evictLocked(best.lru)
+	return best.lru
 }
 
 // lruLocked removes from the table, and returns for the caller to end
@@ -749,11 +801,17 @@ func (s *Server) lruLocked(principal string) *session {
 		}
 	}
 	if lru != nil {
-		delete(s.sessions, lru.id)
-		s.log.Info("session ended to make room", telemetry.KeySession, lru.id)
-		s.reject(telemetry.LimitSessions)
+		s.evictLocked(lru)
 	}
 	return lru
+}
+
+// evictLocked removes a session from the table to make room, and counts
+// it. s.mu is held.
+func (s *Server) evictLocked(ss *session) {
+	delete(s.sessions, ss.id)
+	s.log.Info("session ended to make room", telemetry.KeySession, ss.id)
+	s.reject(telemetry.LimitSessions)
 }
 
 // takeStream counts a GET or listen stream of an identity against its

@@ -35,6 +35,12 @@ type StdioOptions struct {
 	// notifications are dropped (and logged); answers and the gateway's
 	// requests wait for room, each in its own goroutine.
 	QueueLimit int
+	// WriteTimeout bounds the end of Serve once stdin has ended: the
+	// requests still running get this long to finish (then they are
+	// cancelled), and the host as long again to read what is left; 0
+	// means config.DefaultWriteTimeout (30s). A host that closed stdin
+	// and reads no more cannot keep the gateway from exiting.
+	WriteTimeout time.Duration
 	// Logger receives the front's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -46,10 +52,11 @@ type StdioOptions struct {
 // NewStdio, pass its Deliver to the router as the change callback, then
 // call Serve once.
 type Stdio struct {
-	d          Dispatcher
-	log        *slog.Logger
-	view       string
-	maxMessage int
+	d            Dispatcher
+	log          *slog.Logger
+	view         string
+	maxMessage   int
+	writeTimeout time.Duration
 
 	// queue holds the messages for the host, which one writer goroutine
 	// (writeLoop) writes to out: whoever sends one, often the goroutine
@@ -86,9 +93,12 @@ func NewStdio(d Dispatcher, out io.Writer, opts *StdioOptions) *Stdio {
 		opts = &StdioOptions{}
 	}
 	st := &Stdio{d: d, out: bufio.NewWriter(out), view: opts.View, log: telemetry.Discard(opts.Logger), listeners: map[string]*listener{},
-		maxMessage: opts.MaxMessageBytes}
+		maxMessage: opts.MaxMessageBytes, writeTimeout: opts.WriteTimeout}
 	if st.maxMessage <= 0 {
 		st.maxMessage = config.DefaultMaxStdioMessage
+	}
+	if st.writeTimeout <= 0 {
+		st.writeTimeout = config.DefaultWriteTimeout
 	}
 	limit := opts.QueueLimit
 	if limit <= 0 {
@@ -100,8 +110,10 @@ func NewStdio(d Dispatcher, out io.Writer, opts *StdioOptions) *Stdio {
 
 // Serve reads the host's messages from in until it ends (the host closed
 // stdin) or ctx is done, and returns after every request it started has
-// finished. Requests run concurrently; a notifications/cancelled cancels
-// the request it names.
+// finished: those still running WriteTimeout after stdin ended are
+// cancelled (a host that closed stdin may read stdout no more, and an
+// answer waiting for room in the queue would wait forever). Requests run
+// concurrently; a notifications/cancelled cancels the request it names.
 func (st *Stdio) Serve(ctx context.Context, in io.Reader) error {
 	defer st.d.HostGone(stdioSession)
 	stopWriter, written := make(chan struct{}), make(chan struct{})
@@ -110,16 +122,18 @@ func (st *Stdio) Serve(ctx context.Context, in io.Reader) error {
 		// Every answer is queued (the requests have finished): the
 		// writer writes what is left, unless the host reads nothing.
 		close(stopWriter)
+		t := time.NewTimer(st.writeTimeout)
+		defer t.Stop()
 		select {
 		case <-written:
-		case <-time.After(config.DefaultWriteTimeout):
+		case <-t.C:
 			st.log.Warn("the stdio host did not read the last messages", "queued", len(st.queue))
 		}
 	}()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	defer st.finish(&wg, cancel)
 
 	// The reader goroutine ends when in does; a Read in progress cannot
 	// be interrupted, so after a cancelled ctx it lingers until then.
@@ -152,6 +166,27 @@ func (st *Stdio) Serve(ctx context.Context, in io.Reader) error {
 			}
 		}
 	}
+}
+
+// finish waits for the requests in flight, at most the write timeout,
+// then cancels those left and waits for them to end (each wait of theirs
+// selects on their context).
+func (st *Stdio) finish(wg *sync.WaitGroup, cancel context.CancelFunc) {
+	finished := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(finished)
+	}()
+	t := time.NewTimer(st.writeTimeout)
+	defer t.Stop()
+	select {
+	case <-finished:
+		return
+	case <-t.C:
+	}
+	st.log.Warn("stdin ended: requests cancelled that had not finished within the write timeout", "timeout", st.writeTimeout)
+	cancel()
+	<-finished
 }
 
 // stdioLine is one line from the host: a message, or the news that a

@@ -198,3 +198,37 @@ func TestStdioSlowHostDoesNotBlockRelays(t *testing.T) {
 	}
 	h.close()
 }
+
+// TestStdioExitsWhenTheHostStopsReading: a host that closes stdin but
+// no longer reads stdout, with the queue full and answers waiting for
+// room, does not keep the front alive: after stdin ends the requests get
+// the write timeout to finish, are then cancelled, and Serve returns
+// after its bounded wait for the writer.
+func TestStdioExitsWhenTheHostStopsReading(t *testing.T) {
+	var logs syncBuffer
+	d := &fakeDispatcher{replies: map[string]*router.Reply{"tools/list": {Result: json.RawMessage(`{"tools":[]}`)}}}
+	h := newStdioHost(t, d, &StdioOptions{QueueLimit: 1, WriteTimeout: 10 * time.Millisecond,
+		Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	// Nobody reads stdout: the writer blocks on its first flush, the
+	// queue holds one answer, and the other requests wait to send theirs.
+	lines := []string{initBody}
+	for i := range 16 {
+		lines = append(lines, `{"jsonrpc":"2.0","id":`+strconv.Itoa(i+2)+`,"method":"tools/list"}`)
+	}
+	if err := <-h.send(lines...); err != nil {
+		t.Fatal(err)
+	}
+	h.inW.Close()
+	select {
+	case err := <-h.done:
+		if err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	case <-time.After(eventWait):
+		t.Fatal("Serve did not return after stdin ended, with the host not reading stdout")
+	}
+	h.outR.Close() // ends the writer's blocked write
+	if !strings.Contains(logs.String(), "requests cancelled") {
+		t.Errorf("no log of the cancelled requests; logs:\n%s", logs.String())
+	}
+}
