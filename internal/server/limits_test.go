@@ -272,6 +272,8 @@ func TestListenURIsBounded(t *testing.T) {
 	defer d.mu.Unlock()
 	if len(d.subscribed) != 2 {
 		t.Errorf("subscribed %v, want test://a and test://b once each", d.subscribed)
+	}
+}
 
 // TestRateLimitChargesOnlyRequests: an identity whose rate limit is
 // spent still gets its answers to the gateway's requests (sampling) and
