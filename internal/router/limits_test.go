@@ -163,3 +163,117 @@ func TestReplayedStateCountsAgainstTheRate(t *testing.T) {
 		}
 	})
 }
+
+// TestViewMissingFromLimitsGetsTheDefaults: a key of a team added by a
+// reload has a view the limits (read at start) do not know; it gets the
+// top-level quotas and no team rate, never no limits at all.
+func TestViewMissingFromLimitsGetsTheDefaults(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := NewLimits(LimitsOptions{
+			Identity: map[string]IdentityQuotas{
+				"":    {Rate: Rate{Per: 1, Burst: 1}, ConcurrentCalls: 1, Sessions: 2, Streams: 3},
+				"red": {Rate: Rate{Per: 100, Burst: 100}, ConcurrentCalls: 10, Sessions: 20, Streams: 30},
+			},
+			Team: map[string]Rate{"": {Per: 1, Burst: 1}},
+		})
+		a, b := policy.Identity{ID: "key:a", Team: "new"}, policy.Identity{ID: "key:b", Team: "new"}
+		if sessions, streams := l.Quotas(a); sessions != 2 || streams != 3 {
+			t.Errorf("quotas of a new team's key: %d sessions, %d streams; want the defaults 2, 3", sessions, streams)
+		}
+		if _, _, ok := l.Admit(a); !ok {
+			t.Fatal("a new team's key: first request refused")
+		}
+		if limit, _, ok := l.Admit(a); ok || limit != LimitRate {
+			t.Errorf("a new team's key past the default rate: %q %v, want refused by rate", limit, ok)
+		}
+		// The default view's team bucket is not the new team's.
+		if limit, _, ok := l.Admit(b); !ok {
+			t.Errorf("another key of the new team: refused by %q, want no team rate", limit)
+		}
+		c := &Caller{Principal: "key:a", View: "new"}
+		end, why := l.call(c, "up", "")
+		if end == nil {
+			t.Fatalf("a first call: %s", why)
+		}
+		defer end()
+		if end2, why := l.call(c, "up", ""); end2 != nil || !strings.Contains(why, "concurrent_calls") {
+			if end2 != nil {
+				end2()
+			}
+			t.Errorf("a second call in flight: %q, want the default concurrent_calls (1) to refuse it", why)
+		}
+	})
+}
+
+// TestMovedKeyGetsItsNewTeamsRate: a key moved to another team by a
+// reload is limited by its new team's rate, not by a bucket made with
+// its old one.
+func TestMovedKeyGetsItsNewTeamsRate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := NewLimits(LimitsOptions{Identity: map[string]IdentityQuotas{
+			"red":  {Rate: Rate{Per: 1, Burst: 1}},
+			"blue": {Rate: Rate{Per: 100, Burst: 5}},
+		}})
+		if _, _, ok := l.Admit(policy.Identity{ID: "key:a", Team: "red"}); !ok {
+			t.Fatal("first request in red refused")
+		}
+		for i := range 5 {
+			if limit, _, ok := l.Admit(policy.Identity{ID: "key:a", Team: "blue"}); !ok {
+				t.Fatalf("request %d after the move to blue (burst 5): refused by %q", i, limit)
+			}
+		}
+		if _, _, ok := l.Admit(policy.Identity{ID: "key:a", Team: "blue"}); ok {
+			t.Error("past blue's burst: admitted")
+		}
+	})
+}
+
+// TestConcurrencyRefusalSpendsNoToolToken: a call refused for
+// concurrent_calls leaves the tool's rate untouched, so that the next
+// call, once a slot is free, is admitted.
+func TestConcurrencyRefusalSpendsNoToolToken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var rejected []string
+		l := NewLimits(LimitsOptions{
+			Identity: map[string]IdentityQuotas{"": {ConcurrentCalls: 1}},
+			Tools:    map[string]map[string]Rate{"up": {"work": {Per: 1, Burst: 2}}},
+			Rejected: func(limit string) { rejected = append(rejected, limit) },
+		})
+		c := &Caller{Principal: "key:a"}
+		end, why := l.call(c, "up", "work")
+		if end == nil {
+			t.Fatalf("first call: %s", why)
+		}
+		if end2, why := l.call(c, "up", "work"); end2 != nil || !strings.Contains(why, "concurrent_calls") {
+			t.Fatalf("second call in flight: %q, want refused by concurrent_calls", why)
+		}
+		end()
+		// No time has passed: only the token the refused call did not
+		// spend is left.
+		end, why = l.call(c, "up", "work")
+		if end == nil {
+			t.Fatalf("a call once the slot is free: %s, want admitted", why)
+		}
+		end()
+		if want := []string{LimitConcurrentCalls}; !slices.Equal(rejected, want) {
+			t.Errorf("rejections counted %v, want %v", rejected, want)
+		}
+	})
+}
+
+// BenchmarkLimitsCall is the limits' part of each call: a slot and a
+// tool's token.
+func BenchmarkLimitsCall(b *testing.B) {
+	l := NewLimits(LimitsOptions{
+		Identity: map[string]IdentityQuotas{"": {ConcurrentCalls: 64}},
+		Tools:    map[string]map[string]Rate{"up": {"work": {Per: 1e9, Burst: 1 << 30}}},
+	})
+	c := &Caller{Principal: "key:a", View: "t"}
+	for b.Loop() {
+		end, why := l.call(c, "up", "work")
+		if end == nil {
+			b.Fatal(why)
+		}
+		end()
+	}
+}
