@@ -325,20 +325,27 @@ func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, in *j
 			out.Set("requestState", nil)
 		}
 	}
+	// end frees the call's slot: when forward returns, unless the call
+	// is parked (forwardParked takes end, set to nil here).
+	var end func()
 	if r.opts.Limits != nil {
 		// A retry with a modern upstream's wrapped state counts as a call
 		// too: such a state may be presented again until it expires, and
 		// must not be a way around the limits. (A parked call's retry
-		// resumed above: its state is good for one retry.)
+		// resumed above: it holds the slot its first round took.)
 		tool := ""
 		if method == "tools/call" {
 			tool, _ = out.StringParam("name")
 		}
-		end, why := r.opts.Limits.call(c, u.Name, tool)
-		if end == nil {
+		var why string
+		if end, why = r.opts.Limits.call(c, u.Name, tool); end == nil {
 			return failedReply(method, subject, why)
 		}
-		defer end()
+		defer func() {
+			if end != nil {
+				end()
+			}
+		}()
 	}
 	client, calls, release := u.Client, &u.calls, func() {}
 	var hc *hostConn
@@ -362,9 +369,11 @@ func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, in *j
 		release = func() { leave(); prev() }
 	}
 	if interactive && c.Modern() && !modernUp {
-		// The call may outlive this request: the session is released
-		// when the upstream call ends.
-		return r.forwardParked(ctx, c, u, client, calls, release, in, out, subject)
+		// The call may outlive this request: the session and the slot
+		// are released when the upstream call ends.
+		parkedEnd := end
+		end = nil
+		return r.forwardParked(ctx, c, u, client, calls, release, parkedEnd, in, out, subject)
 	}
 	defer release()
 	cl := r.startCall(c, u, calls, in, out)

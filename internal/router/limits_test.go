@@ -277,3 +277,83 @@ func BenchmarkLimitsCall(b *testing.B) {
 		end()
 	}
 }
+
+// ctxFake is a fakeUpstream whose calls see their context, so that the
+// requests it sends during a call end when the call is cancelled.
+type ctxFake struct {
+	*fakeUpstream
+	send func(ctx context.Context, params json.RawMessage) *jsonrpc.Message
+}
+
+func (f ctxFake) Send(ctx context.Context, req *jsonrpc.Outgoing) (*jsonrpc.Message, error) {
+	return decoded(f.send(ctx, req.Params())), nil
+}
+
+// TestParkedCallHoldsItsSlot: a modern host's call to a legacy upstream
+// that asks for input stays open upstream while the host gathers the
+// input, so it keeps its concurrent_calls slot across rounds (the retry
+// takes none) until the upstream call ends, by its answer or cancelled.
+func TestParkedCallHoldsItsSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		up := &fakeUpstream{lists: map[string][]string{"tools/list": tools("ask", "sample", "plain")}}
+		send := func(ctx context.Context, params json.RawMessage) *jsonrpc.Message {
+			method := "elicitation/create"
+			switch name, _ := jsonrpc.StringField(params, "name"); name {
+			case "plain":
+				return &jsonrpc.Message{ID: json.RawMessage("1"), Result: json.RawMessage(`{"content":[]}`)}
+			case "sample":
+				method = "sampling/createMessage" // the host did not declare sampling
+			}
+			answer := up.handlers.Request(ctx, &jsonrpc.Message{ID: json.RawMessage("7"), Method: method,
+				Params: json.RawMessage(`{"message":"your name?","requestedSchema":{"type":"object"},"messages":[]}`)})
+			if answer.Error != nil {
+				return &jsonrpc.Message{ID: json.RawMessage("1"), Error: answer.Error}
+			}
+			return &jsonrpc.Message{ID: json.RawMessage("1"), Result: json.RawMessage(`{"content":[]}`)}
+		}
+		opts := Options{Rules: twoKeysOneTeam, ListWait: -1,
+			Limits: NewLimits(LimitsOptions{Identity: map[string]IdentityQuotas{"t": {ConcurrentCalls: 1}}})}
+		opts.Upstreams = []UpstreamConfig{{Name: "up", Timeout: 5 * time.Second, Relay: relayAll, Connect: func(o ConnectOptions) (Upstream, error) {
+			_, err := up.connect(o)
+			return ctxFake{up, send}, err
+		}}}
+		r, err := New(&opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		r.Start(context.Background())
+		synctest.Wait()
+		alice, bob := mrtrCaller("key:alice"), mrtrCaller("key:bob")
+		ctx := context.Background()
+		call := func(c *Caller, tool string) *Reply {
+			return r.Dispatch(ctx, c, request("tools/call", `{"name":"up__`+tool+`",`+modernParams+`}`))
+		}
+		retry := func(c *Caller, state string, keys []string) *Reply {
+			return r.Dispatch(ctx, c, retryOf(state, `{"`+keys[0]+`":{"action":"accept","content":{"name":"x"}}}`))
+		}
+
+		state, keys := inputRequired(t, call(alice, "ask"))
+		if reply := call(alice, "plain"); !reply.ToolError || !strings.Contains(string(reply.Result), "concurrent_calls") {
+			t.Fatalf("a second call while the first is parked: %v %s, want an isError result naming concurrent_calls", reply.Error, reply.Result)
+		}
+		if reply := call(bob, "plain"); reply.Error != nil || reply.ToolError {
+			t.Fatalf("another identity's call: %v %s", reply.Error, reply.Result)
+		}
+		if reply := retry(alice, state, keys); reply.Error != nil || reply.ToolError {
+			t.Fatalf("alice's retry, resuming her parked call: %v %s", reply.Error, reply.Result)
+		}
+		// The parked call answered: its slot is free, at once.
+		if reply := call(alice, "plain"); reply.Error != nil || reply.ToolError {
+			t.Fatalf("a call after the parked one answered: %v %s", reply.Error, reply.Result)
+		}
+		// A call the gateway cancels (the host lacks sampling) frees it too.
+		if reply := call(alice, "sample"); reply.Error == nil && !reply.ToolError {
+			t.Fatalf("a call asking for sampling: %s, want an error", reply.Result)
+		}
+		synctest.Wait() // the cancelled upstream call ends
+		if reply := call(alice, "plain"); reply.Error != nil || reply.ToolError {
+			t.Fatalf("a call after a cancelled one: %v %s", reply.Error, reply.Result)
+		}
+	})
+}
