@@ -90,6 +90,8 @@ type Reply struct {
 	// unknown is the name or URI of a call that found no upstream: one
 	// still in its first start may yet offer it.
 	unknown string
+	// unknownURI says that unknown is a URI, not a name.
+	unknownURI bool
 }
 
 func errorReply(code int64, format string, args ...any) *Reply {
@@ -124,7 +126,7 @@ var removedInModern = map[string]bool{
 // still in their first start that could offer it, then looks again.
 func (r *Router) Dispatch(ctx context.Context, c *Caller, req *jsonrpc.Request) *Reply {
 	reply := r.dispatch(ctx, c, req)
-	if reply.unknown != "" && r.awaitFirstStarts(ctx, reply.unknown) {
+	if reply.unknown != "" && r.awaitFirstStarts(ctx, c, reply.unknown, reply.unknownURI) {
 		reply = r.dispatch(ctx, c, req)
 	}
 	return reply
@@ -184,15 +186,23 @@ func (r *Router) dispatch(ctx context.Context, c *Caller, req *jsonrpc.Request) 
 
 // awaitFirstStarts waits, for at most ListWait, for the upstreams still
 // in their first start that could offer name (a tool or prompt name, or
-// a URI): with every name prefixed, only the upstream of the name's
-// prefix; otherwise every one still starting. It reports whether it
-// waited for any, so that the caller looks again. A host that calls a
-// tool it remembers just after the gateway starts is then answered by
-// that tool's server, and a call of a name nobody offers waits only while
-// some upstream is starting.
-func (r *Router) awaitFirstStarts(ctx context.Context, name string) bool {
+// a URI if uri) to caller c: with every name prefixed, only the upstream
+// of the name's prefix; otherwise every one still starting; and only
+// where c's view allows the name (a tool's or prompt's exposed name, or
+// the resource key <upstream><separator><URI>), so that an upstream the
+// view hides answers at once, like one that does not exist, and does not
+// reveal that it is starting. It reports whether it waited for any, so
+// that the caller looks again. A host that calls a tool it remembers
+// just after the gateway starts is then answered by that tool's server,
+// and a call of a name nobody offers waits only while some upstream is
+// starting.
+func (r *Router) awaitFirstStarts(ctx context.Context, c *Caller, name string, uri bool) bool {
 	if r.opts.ListWait <= 0 {
 		return false
+	}
+	v := r.catalog().view(c.View)
+	if v == nil || !uri && !v.rules.Allows(name) {
+		return false // the view will not show it, whoever offers it
 	}
 	_, names := r.settings()
 	sep := names.Separator
@@ -209,6 +219,9 @@ func (r *Router) awaitFirstStarts(ctx context.Context, name string) bool {
 		}
 		if prefixed && strings.Contains(name, sep) && !strings.HasPrefix(name, u.Name+sep) {
 			continue // another upstream's name (a URI has no prefix)
+		}
+		if uri && !v.rules.Allows(resourceKey(v.names, u, name)) {
+			continue // the view hides this upstream's resource
 		}
 		waits = append(waits, u.firstDone)
 	}
@@ -578,7 +591,7 @@ func resourceNotFound(c *Caller, uri string) *Reply {
 	}
 	reply := errorReply(code, "Resource not found: %s", uri)
 	reply.Error.Data, _ = json.Marshal(map[string]string{"uri": uri})
-	reply.unknown = uri
+	reply.unknown, reply.unknownURI = uri, true
 	return reply
 }
 
