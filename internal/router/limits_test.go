@@ -268,7 +268,7 @@ func BenchmarkLimitsCall(b *testing.B) {
 		Identity: map[string]IdentityQuotas{"": {ConcurrentCalls: 64}},
 		Tools:    map[string]map[string]Rate{"up": {"work": {Per: 1e9, Burst: 1 << 30}}},
 	})
-	c := &Caller{Principal: "key:a", View: "t"}
+	c := &Caller{Principal: "key:a"}
 	for b.Loop() {
 		end, why := l.call(c, "up", "work")
 		if end == nil {
