@@ -15,7 +15,8 @@ import (
 // view. With auth mode none every caller is one identity, so the
 // per-identity defaults (config.DefaultConcurrentCalls, DefaultStreams)
 // apply only when callers authenticate: the single user keeps what it
-// had. Limits are read at start; a reload keeps them.
+// had. Limits are read at start; a reload keeps them, and a team it adds
+// gets the top-level ones (the "" entries; the router falls back to them).
 func routerLimits(cfg *config.Config, rec recorders) *router.Limits {
 	authenticated := cfg.Auth.Mode != config.AuthNone
 	quotas := func(id config.IdentityLimits) router.IdentityQuotas {

@@ -91,6 +91,8 @@ type Reply struct {
 	// unknown is the name or URI of a call that found no upstream: one
 	// still in its first start may yet offer it.
 	unknown string
+	// unknownURI says that unknown is a URI, not a name.
+	unknownURI bool
 }
 
 func errorReply(code int64, format string, args ...any) *Reply {
@@ -125,7 +127,7 @@ var removedInModern = map[string]bool{
 // still in their first start that could offer it, then looks again.
 func (r *Router) Dispatch(ctx context.Context, c *Caller, req *jsonrpc.Request) *Reply {
 	reply := r.dispatch(ctx, c, req)
-	if reply.unknown != "" && r.awaitFirstStarts(ctx, reply.unknown) {
+	if reply.unknown != "" && r.awaitFirstStarts(ctx, c, reply.unknown, reply.unknownURI) {
 		reply = r.dispatch(ctx, c, req)
 	}
 	return reply
@@ -185,15 +187,23 @@ func (r *Router) dispatch(ctx context.Context, c *Caller, req *jsonrpc.Request) 
 
 // awaitFirstStarts waits, for at most ListWait, for the upstreams still
 // in their first start that could offer name (a tool or prompt name, or
-// a URI): with every name prefixed, only the upstream of the name's
-// prefix; otherwise every one still starting. It reports whether it
-// waited for any, so that the caller looks again. A host that calls a
-// tool it remembers just after the gateway starts is then answered by
-// that tool's server, and a call of a name nobody offers waits only while
-// some upstream is starting.
-func (r *Router) awaitFirstStarts(ctx context.Context, name string) bool {
+// a URI if uri) to caller c: with every name prefixed, only the upstream
+// of the name's prefix; otherwise every one still starting; and only
+// where c's view allows the name (a tool's or prompt's exposed name, or
+// the resource key <upstream><separator><URI>), so that an upstream the
+// view hides answers at once, like one that does not exist, and does not
+// reveal that it is starting. It reports whether it waited for any, so
+// that the caller looks again. A host that calls a tool it remembers
+// just after the gateway starts is then answered by that tool's server,
+// and a call of a name nobody offers waits only while some upstream is
+// starting.
+func (r *Router) awaitFirstStarts(ctx context.Context, c *Caller, name string, uri bool) bool {
 	if r.opts.ListWait <= 0 {
 		return false
+	}
+	v := r.catalog().view(c.View)
+	if v == nil || !uri && !v.rules.Allows(name) {
+		return false // the view will not show it, whoever offers it
 	}
 	_, names := r.settings()
 	sep := names.Separator
@@ -210,6 +220,9 @@ func (r *Router) awaitFirstStarts(ctx context.Context, name string) bool {
 		}
 		if prefixed && strings.Contains(name, sep) && !strings.HasPrefix(name, u.Name+sep) {
 			continue // another upstream's name (a URI has no prefix)
+		}
+		if uri && !v.rules.Allows(resourceKey(v.names, u, name)) {
+			continue // the view hides this upstream's resource
 		}
 		waits = append(waits, u.firstDone)
 	}
@@ -326,20 +339,27 @@ func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, in *j
 			out.Set("requestState", nil)
 		}
 	}
+	// end frees the call's slot: when forward returns, unless the call
+	// is parked (forwardParked takes end, set to nil here).
+	var end func()
 	if r.opts.Limits != nil {
 		// A retry with a modern upstream's wrapped state counts as a call
 		// too: such a state may be presented again until it expires, and
 		// must not be a way around the limits. (A parked call's retry
-		// resumed above: its state is good for one retry.)
+		// resumed above: it holds the slot its first round took.)
 		tool := ""
 		if method == "tools/call" {
 			tool, _ = out.StringParam("name")
 		}
-		end, why := r.opts.Limits.call(c, u.Name, tool)
-		if end == nil {
+		var why string
+		if end, why = r.opts.Limits.call(c, u.Name, tool); end == nil {
 			return failedReply(method, subject, why)
 		}
-		defer end()
+		defer func() {
+			if end != nil {
+				end()
+			}
+		}()
 	}
 	client, calls, release := u.Client, &u.calls, func() {}
 	var hc *hostConn
@@ -363,9 +383,11 @@ func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, in *j
 		release = func() { leave(); prev() }
 	}
 	if interactive && c.Modern() && !modernUp {
-		// The call may outlive this request: the session is released
-		// when the upstream call ends.
-		return r.forwardParked(ctx, c, u, client, calls, release, in, out, subject)
+		// The call may outlive this request: the session and the slot
+		// are released when the upstream call ends.
+		parkedEnd := end
+		end = nil
+		return r.forwardParked(ctx, c, u, client, calls, release, parkedEnd, in, out, subject)
 	}
 	defer release()
 	cl := r.startCall(c, u, calls, in, out)
@@ -613,7 +635,7 @@ func resourceNotFound(c *Caller, uri string) *Reply {
 	}
 	reply := errorReply(code, "Resource not found: %s", uri)
 	reply.Error.Data, _ = json.Marshal(map[string]string{"uri": uri})
-	reply.unknown = uri
+	reply.unknown, reply.unknownURI = uri, true
 	return reply
 }
 

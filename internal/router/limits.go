@@ -42,9 +42,12 @@ type IdentityQuotas struct {
 // LimitsOptions configure Limits.
 type LimitsOptions struct {
 	// Identity gives the quotas of each identity of a view ("" is the
-	// default view); a view that is missing has none.
+	// default view). A view that is missing (a team added by a reload,
+	// while limits are read at start) gets the default view's, so that
+	// no caller is ever without limits.
 	Identity map[string]IdentityQuotas
-	// Team gives the rate of all identities of a view together.
+	// Team gives the rate of all identities of a view together; a view
+	// that is missing has none (it does not share the default view's).
 	Team map[string]Rate
 	// Tools gives, by upstream name and then by the tool's original
 	// name, the rate of calls of that tool for each identity.
@@ -71,8 +74,11 @@ type Limits struct {
 }
 
 type bucketKey struct {
-	kind     byte // 'i' identity, 't' team, 'c' tool
-	who      string
+	kind byte // 'i' identity, 't' team, 'c' tool
+	who  string
+	// view is an identity bucket's view: a key moved to another team
+	// gets a bucket of its new team's rate.
+	view     string
 	upstream string
 	tool     string
 }
@@ -91,6 +97,15 @@ func NewLimits(o LimitsOptions) *Limits {
 		l.opts.MaxBuckets = 100000
 	}
 	return l
+}
+
+// quotas returns the quotas of the identities of a view: the default
+// view's for a view the limits do not know.
+func (l *Limits) quotas(view string) IdentityQuotas {
+	if q, ok := l.opts.Identity[view]; ok {
+		return q
+	}
+	return l.opts.Identity[""]
 }
 
 func (l *Limits) reject(limit string) {
@@ -135,7 +150,7 @@ func (l *Limits) sweepLocked(now time.Time) {
 // Admit takes one request of an identity from its own rate and its
 // team's, or says which refused it and how long until it would pass.
 func (l *Limits) Admit(who policy.Identity) (limit string, retry time.Duration, ok bool) {
-	own, team := l.opts.Identity[who.Team].Rate, l.opts.Team[who.Team]
+	own, team := l.quotas(who.Team).Rate, l.opts.Team[who.Team]
 	if own.Per == 0 && team.Per == 0 {
 		return "", 0, true
 	}
@@ -145,7 +160,7 @@ func (l *Limits) Admit(who policy.Identity) (limit string, retry time.Duration, 
 	var mine *rate.Reservation
 	if own.Per > 0 {
 		var d time.Duration
-		if mine, d = l.takeLocked(bucketKey{kind: 'i', who: who.ID}, own, now); mine == nil {
+		if mine, d = l.takeLocked(bucketKey{kind: 'i', who: who.ID, view: who.Team}, own, now); mine == nil {
 			l.reject(LimitRate)
 			return LimitRate, d, false
 		}
@@ -164,38 +179,43 @@ func (l *Limits) Admit(who policy.Identity) (limit string, retry time.Duration, 
 
 // Quotas returns an identity's session and stream quotas.
 func (l *Limits) Quotas(who policy.Identity) (sessions, streams int) {
-	q := l.opts.Identity[who.Team]
+	q := l.quotas(who.Team)
 	return q.Sessions, q.Streams
 }
 
 // call admits one call of caller c to a tool of an upstream (tool is the
-// original name; "" for a call that names no tool): the tool's rate for
-// the identity, then its calls in flight on the upstream. It returns the
-// function that ends the call, or why it was refused.
+// original name; "" for a call that names no tool): its calls in flight
+// on the upstream, then the tool's rate for the identity. The tool's
+// token is taken only once the call has a slot, so that a call refused
+// for concurrency spends none. It returns the function that ends the
+// call, or why it was refused.
 func (l *Limits) call(c *Caller, upstream, tool string) (func(), string) {
 	if l == nil {
 		return func() {}, ""
 	}
-	if r, ok := l.opts.Tools[upstream][tool]; ok && tool != "" && r.Per > 0 {
-		now := time.Now()
-		l.mu.Lock()
-		res, d := l.takeLocked(bucketKey{kind: 'c', who: c.Principal, upstream: upstream, tool: tool}, r, now)
-		l.mu.Unlock()
-		if res == nil {
-			l.reject(LimitToolRate)
-			return nil, fmt.Sprintf("this tool's rate limit for this caller is reached; try again in %s", d.Round(time.Millisecond))
-		}
-	}
-	n := l.opts.Identity[c.View].ConcurrentCalls
-	if n <= 0 {
+	r, rated := l.opts.Tools[upstream][tool]
+	rated = rated && tool != "" && r.Per > 0
+	n := l.quotas(c.View).ConcurrentCalls
+	if !rated && n <= 0 {
 		return func() {}, ""
 	}
 	k := flightKey{c.Principal, upstream}
 	l.mu.Lock()
-	if l.flight[k] >= n {
+	if n > 0 && l.flight[k] >= n {
 		l.mu.Unlock()
 		l.reject(LimitConcurrentCalls)
 		return nil, fmt.Sprintf("this caller already has %d calls in flight on the server %q, its limit (concurrent_calls); wait for one to finish", n, upstream)
+	}
+	if rated {
+		if res, d := l.takeLocked(bucketKey{kind: 'c', who: c.Principal, upstream: upstream, tool: tool}, r, time.Now()); res == nil {
+			l.mu.Unlock()
+			l.reject(LimitToolRate)
+			return nil, fmt.Sprintf("this tool's rate limit for this caller is reached; try again in %s", d.Round(time.Millisecond))
+		}
+	}
+	if n <= 0 {
+		l.mu.Unlock()
+		return func() {}, ""
 	}
 	l.flight[k]++
 	l.mu.Unlock()

@@ -202,8 +202,15 @@ func (p *parking) take(st *sealedState) *parkedCall {
 	return pc
 }
 
-// forwardParked runs a call of a modern host to a legacy upstream.
-func (r *Router) forwardParked(ctx context.Context, c *Caller, u *upstreamState, client Upstream, calls *callSet, release func(), in *jsonrpc.Request, out *jsonrpc.Outgoing, subject string) *Reply {
+// forwardParked runs a call of a modern host to a legacy upstream. end
+// (nil without limits) frees the call's concurrent_calls slot: the
+// upstream call holds it across rounds, for up to parkTTL, and frees it
+// as it ends, before its answer goes out, so that the host's next call
+// finds the slot free.
+func (r *Router) forwardParked(ctx context.Context, c *Caller, u *upstreamState, client Upstream, calls *callSet, release, end func(), in *jsonrpc.Request, out *jsonrpc.Outgoing, subject string) *Reply {
+	if end == nil {
+		end = func() {}
+	}
 	method := out.Method
 	cl := r.startCall(c, u, calls, in, out)
 	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), parkTTL)
@@ -222,11 +229,13 @@ func (r *Router) forwardParked(ctx context.Context, c *Caller, u *upstreamState,
 		defer cl.end()
 		defer cancel()
 		resp, err := client.Send(upstream.WithCallHandler(callCtx, cl), out)
+		end()
 		pc.outcome <- callOutcome{resp, err}
 	}) {
 		cl.end()
 		cancel()
 		release()
+		end()
 		return errorReply(jsonrpc.CodeInternalError, "The gateway is shutting down")
 	}
 	return r.awaitParked(ctx, c, u, pc)

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 )
 
 // TestRequestsWaitOnlyForTheirUpstream: with one upstream hanging in its
@@ -98,6 +100,59 @@ func TestRequestsWaitOnlyForTheirUpstream(t *testing.T) {
 		synctest.Wait()
 		if !r.Ready() {
 			t.Error("not ready after every first start ended")
+		}
+	})
+}
+
+// TestStartWaitOnlyForVisibleUpstreams: a call waits for an upstream in
+// its first start only when the caller's view could show it: for a team
+// that hides the upstream, its names and URIs are unknown at once, as if
+// it did not exist, while a team that may see it waits for it.
+func TestStartWaitOnlyForVisibleUpstreams(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		secret := &fakeUpstream{startGate: make(chan struct{}), capabilities: `{"tools":{},"resources":{}}`,
+			lists: map[string][]string{"tools/list": tools("x")}}
+		good := &fakeUpstream{capabilities: `{"tools":{}}`, lists: map[string][]string{"tools/list": tools("ok")}}
+		opts := Options{ListWait: 10 * time.Second, Rules: policy.Rules{Teams: []policy.Team{
+			{Name: "red", Deny: []string{"secret__*"}},
+			{Name: "blue", Allow: []string{"*"}},
+		}}}
+		opts.Upstreams = []UpstreamConfig{
+			{Name: "secret", Connect: secret.connect, Timeout: time.Minute},
+			{Name: "good", Connect: good.connect, Timeout: time.Minute},
+		}
+		r, err := New(&opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		r.Start(context.Background())
+		synctest.Wait() // good is up; secret is starting
+		ctx := context.Background()
+		red := &Caller{ProtocolVersion: "2025-11-25", Session: "s1", View: "red"}
+		blue := &Caller{ProtocolVersion: "2025-11-25", Session: "s2", View: "blue"}
+
+		start := time.Now()
+		if reply := r.Dispatch(ctx, red, request("tools/call", `{"name":"secret__x"}`)); reply.Error == nil || !strings.Contains(reply.Error.Message, "Unknown tool") {
+			t.Errorf("red calls secret__x: %v %s, want an unknown tool", reply.Error, reply.Result)
+		}
+		if reply := r.Dispatch(ctx, red, request("resources/read", `{"uri":"file:///a"}`)); reply.Error == nil {
+			t.Errorf("red reads a URI: %s, want not found", reply.Result)
+		}
+		if waited := time.Since(start); waited != 0 {
+			t.Errorf("a team that hides secret waited %v for it to start", waited)
+		}
+
+		start = time.Now()
+		done := make(chan *Reply)
+		go func() { done <- r.Dispatch(ctx, blue, request("tools/call", `{"name":"secret__x"}`)) }()
+		time.Sleep(2 * time.Second)
+		close(secret.startGate)
+		if reply := <-done; reply.Error != nil || reply.Upstream != "secret" {
+			t.Errorf("blue calls secret__x: %v, routed to %q; want secret's answer once it is up", reply.Error, reply.Upstream)
+		}
+		if waited := time.Since(start); waited != 2*time.Second {
+			t.Errorf("blue's call was answered after %v, want 2s, when secret was up", waited)
 		}
 	})
 }
