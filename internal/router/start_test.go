@@ -37,12 +37,7 @@ func TestRequestsWaitOnlyForTheirUpstream(t *testing.T) {
 			{Name: "late", Connect: late.connect, Timeout: time.Minute},
 			{Name: "good", Connect: good.connect, Timeout: time.Minute},
 		}
-		r, err := New(&opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
-		r.Start(context.Background())
+		r := startUnwaited(t, &opts)
 		synctest.Wait() // good is up and listed; hang and late are starting
 		if r.Ready() {
 			t.Error("ready while two upstreams are in their first start")
@@ -121,12 +116,7 @@ func TestStartWaitOnlyForVisibleUpstreams(t *testing.T) {
 			{Name: "secret", Connect: secret.connect, Timeout: time.Minute},
 			{Name: "good", Connect: good.connect, Timeout: time.Minute},
 		}
-		r, err := New(&opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
-		r.Start(context.Background())
+		r := startUnwaited(t, &opts)
 		synctest.Wait() // good is up; secret is starting
 		ctx := context.Background()
 		red := &Caller{ProtocolVersion: "2025-11-25", Session: "s1", View: "red"}
@@ -155,4 +145,17 @@ func TestStartWaitOnlyForVisibleUpstreams(t *testing.T) {
 			t.Errorf("blue's call was answered after %v, want 2s, when secret was up", waited)
 		}
 	})
+}
+
+// startUnwaited starts a router without waiting for its upstreams' first
+// start, as a host that comes early meets it; Close runs at cleanup.
+func startUnwaited(t *testing.T, opts *Options) *Router {
+	t.Helper()
+	r, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	r.Start(context.Background())
+	return r
 }

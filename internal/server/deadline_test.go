@@ -81,13 +81,7 @@ func TestBodyDeadlineDoesNotCutStreams(t *testing.T) {
 	if m := stream.next(); m.Method != "notifications/progress" {
 		t.Fatalf("first event %s, want progress", m.Method)
 	}
-	get, err := http.NewRequest("GET", ts.URL+"/mcp", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	get.Header.Set("Accept", "text/event-stream")
-	get.Header.Set("Mcp-Session-Id", sid)
-	events := openStream(t, get)
+	events := getStream(t, ts, map[string]string{"Mcp-Session-Id": sid})
 	// Wait past the body deadline on the server's own clock: a request
 	// that waits on a timer longer than it.
 	time.Sleep(200 * time.Millisecond) // not an assertion: only outlives the deadline
@@ -118,13 +112,7 @@ func TestHostThatStopsReadingIsCutOff(t *testing.T) {
 
 	// The well-behaved host: a session with a GET stream it reads.
 	good := initSession(t, ts, `{}`)
-	get, err := http.NewRequest("GET", ts.URL+"/mcp", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	get.Header.Set("Accept", "text/event-stream")
-	get.Header.Set("Mcp-Session-Id", good)
-	goodEvents := openStream(t, get)
+	goodEvents := getStream(t, ts, map[string]string{"Mcp-Session-Id": good})
 
 	// flood writes distinct big updates to key until gone reports the
 	// stuck stream ended, or fails at the deadline.

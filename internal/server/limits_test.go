@@ -130,15 +130,7 @@ func TestStreamQuotaPerIdentity(t *testing.T) {
 	// The second stream is a session's GET stream.
 	r := do(t, ts, "POST", bearer(floodKey, nil), initBody)
 	sid := r.header.Get("Mcp-Session-Id")
-	get, err := http.NewRequest("GET", ts.URL+"/mcp", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range bearer(floodKey, map[string]string{"Accept": "text/event-stream", "Mcp-Session-Id": sid}) {
-		get.Header.Set(k, v)
-	}
-	getStream := openStream(t, get)
-	_ = getStream
+	getStream(t, ts, bearer(floodKey, map[string]string{"Mcp-Session-Id": sid}))
 	// (Read with a status check first: a stream wrongly admitted must
 	// fail the test, not hang it.)
 	resp, err := ts.Client().Do(listen(floodKey))
@@ -375,14 +367,7 @@ func TestFullTableEvictsFromTheHeaviestIdentityThatCan(t *testing.T) {
 	var streaming []string
 	for range 3 {
 		sid := initialize(streamer)
-		get, err := http.NewRequest("GET", ts.URL+"/mcp", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for k, v := range bearer(streamer, map[string]string{"Accept": "text/event-stream", "Mcp-Session-Id": sid}) {
-			get.Header.Set(k, v)
-		}
-		openStream(t, get)
+		getStream(t, ts, bearer(streamer, map[string]string{"Mcp-Session-Id": sid}))
 		streaming = append(streaming, sid)
 	}
 	idle := []string{initialize(idler), initialize(idler)}

@@ -23,6 +23,21 @@ type sseStream struct {
 	sc   *bufio.Scanner
 }
 
+// getStream opens a session's GET stream with headers (Mcp-Session-Id
+// and any others) added to Accept: text/event-stream.
+func getStream(t *testing.T, ts *httptest.Server, headers map[string]string) *sseStream {
+	t.Helper()
+	get, err := http.NewRequest("GET", ts.URL+"/mcp", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get.Header.Set("Accept", "text/event-stream")
+	for k, v := range headers {
+		get.Header.Set(k, v)
+	}
+	return openStream(t, get)
+}
+
 func openStream(t *testing.T, req *http.Request) *sseStream {
 	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
@@ -272,13 +287,7 @@ func TestDrainLetsRequestsFinish(t *testing.T) {
 	}
 	sid := initSession(t, ts, `{}`)
 	h := map[string]string{"Mcp-Session-Id": sid}
-	get, err := http.NewRequest("GET", ts.URL+"/mcp", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	get.Header.Set("Accept", "text/event-stream")
-	get.Header.Set("Mcp-Session-Id", sid)
-	stream := openStream(t, get)
+	stream := getStream(t, ts, map[string]string{"Mcp-Session-Id": sid})
 	answered := make(chan response, 1)
 	go func() {
 		answered <- do(t, ts, "POST", h, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x"}}`)
