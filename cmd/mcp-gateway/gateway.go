@@ -257,6 +257,7 @@ func routerOptions(cfg *config.Config, rec recorders, onChange func(router.Chang
 			MaxClients: u.MaxClients,
 			ClientIdle: u.IdleTimeout,
 			Required:   u.Required,
+			Key:        u.Key,
 			Timeout:    u.Timeout,
 			Relay:      u.Relayed(),
 			// A stdio or HTTP+SSE server's requests come on its one

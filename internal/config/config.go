@@ -271,9 +271,15 @@ const (
 // server over HTTP) is set.
 type Upstream struct {
 	// Name identifies the upstream and is the prefix of its exposed names.
-	// Key: name (in mcpServers, the entry's key). One to 32 characters from
-	// [A-Za-z0-9_-], case kept; names must differ in more than letter case.
+	// Key: name. One to 32 characters from [A-Za-z0-9_-], case kept; names
+	// must differ in more than letter case. In mcpServers it is the entry's
+	// key when that key follows the rule; any other key (Claude Desktop
+	// accepts any string, "my.server with spaces") gives a name derived
+	// from it (see NameFromKey), and Key keeps the key as written.
 	Name string
+	// Key is the mcpServers key as written, when Name was derived from it
+	// (it broke the name rule); "" otherwise. /readyz and the logs show it.
+	Key string
 
 	// Command is the program to run for a stdio upstream, looked up in PATH
 	// when it has no slash. Key: command.

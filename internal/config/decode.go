@@ -1,6 +1,8 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/base32"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -493,6 +495,65 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 	if servers != nil {
 		d.mcpServers(servers, c)
 	}
+	deriveNames(c.Upstreams)
+}
+
+// deriveNames gives each mcpServers entry whose key breaks the name rule
+// a name derived from the key (NameFromKey), keeping the key in Key.
+// Names that follow the rule, from upstreams or mcpServers, are kept as
+// they are; a derived name that would repeat one (in any letter case)
+// ends in a hash of its key instead, so each stays unique and the same
+// on every load of the same file.
+func deriveNames(ups []Upstream) {
+	taken := map[string]bool{}
+	for _, u := range ups {
+		if nameRE.MatchString(u.Name) {
+			taken[strings.ToLower(u.Name)] = true
+		}
+	}
+	for i := range ups {
+		u := &ups[i]
+		if !u.fromMCPServers() || nameRE.MatchString(u.Name) {
+			continue
+		}
+		u.Key = u.Name
+		u.Name = NameFromKey(u.Key)
+		if taken[strings.ToLower(u.Name)] {
+			sum := sha256.Sum256([]byte(u.Key))
+			tag := strings.ToLower(base32.StdEncoding.EncodeToString(sum[:])[:6])
+			u.Name = u.Name[:min(len(u.Name), 32-len(tag)-1)] + "_" + tag
+		}
+		taken[strings.ToLower(u.Name)] = true
+	}
+}
+
+// NameFromKey derives an upstream name from an mcpServers key that breaks
+// the name rule: every run of characters outside [A-Za-z0-9_-] becomes
+// one "_", leading and trailing ones are dropped, and the result is cut
+// to 32 characters; a key with nothing left gives "server".
+func NameFromKey(key string) string {
+	var b strings.Builder
+	gap := false
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if c == '_' || c == '-' || ('0' <= c && c <= '9') || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') {
+			if gap && b.Len() > 0 {
+				b.WriteByte('_')
+			}
+			gap = false
+			b.WriteByte(c)
+			continue
+		}
+		gap = true
+	}
+	name := b.String()
+	if len(name) > 32 {
+		name = name[:32]
+	}
+	if name == "" {
+		name = "server"
+	}
+	return name
 }
 
 // upstreamHints explain keys people bring from other config formats.

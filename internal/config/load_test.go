@@ -1,6 +1,8 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/base32"
 	"errors"
 	"flag"
 	"fmt"
@@ -906,5 +908,59 @@ func TestRelayDefault(t *testing.T) {
 		if diff := cmp.Diff(tt.want, cfg.Upstreams[0].Relayed()); diff != "" {
 			t.Errorf("%s: relayed (-want +got):\n%s", tt.name, diff)
 		}
+	}
+}
+
+// TestMCPServersKeysAsWritten: an mcpServers key that breaks the name
+// rule (Claude Desktop accepts any string) is accepted: the upstream's
+// name is derived from it, stable and unique, and the key is kept.
+func TestMCPServersKeysAsWritten(t *testing.T) {
+	src := `{"upstreams":[{"name":"a_b","command":"x"}],"mcpServers":{
+		"my.server with spaces":{"command":"x"},
+		"GitHub":{"command":"x"},
+		"a.b":{"command":"x"},
+		"a b":{"command":"x"},
+		"":{"command":"x"},
+		"日本語":{"command":"x"},
+		"a very long server name, longer than thirty-two characters":{"command":"x"}}}`
+	load := func() []Upstream {
+		t.Helper()
+		cfg, err := Parse([]byte(src), "json", "", &LoadOptions{LookupEnv: func(string) (string, bool) { return "", false }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg.Upstreams
+	}
+	ups := load()
+	type nk struct{ Name, Key string }
+	var got []nk
+	for _, u := range ups {
+		got = append(got, nk{u.Name, u.Key})
+	}
+	hash := func(key string) string {
+		sum := sha256.Sum256([]byte(key))
+		return strings.ToLower(base32.StdEncoding.EncodeToString(sum[:])[:6])
+	}
+	want := []nk{
+		{"a_b", ""},
+		{"my_server_with_spaces", "my.server with spaces"},
+		{"GitHub", ""},
+		{"a_b_" + hash("a.b"), "a.b"}, // a_b is taken by upstreams[0]
+		{"a_b_" + hash("a b"), "a b"},
+		{"server", ""},
+		{"server_" + hash("日本語"), "日本語"},
+		{"a_very_long_server_name_longer_t", "a very long server name, longer than thirty-two characters"},
+	}
+	want[5].Key = "" // an empty key is kept too, as ""
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("names (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(got, func() (again []nk) {
+		for _, u := range load() {
+			again = append(again, nk{u.Name, u.Key})
+		}
+		return again
+	}()); diff != "" {
+		t.Errorf("a second load named them otherwise (-first +second):\n%s", diff)
 	}
 }

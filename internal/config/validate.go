@@ -282,10 +282,10 @@ func (u *Upstream) path(i int, field string) string {
 
 func (u *Upstream) validate(i int, ps *problems) {
 	if !nameRE.MatchString(u.Name) {
+		// (An mcpServers key that breaks the rule was given a name
+		// derived from it when the file was read: deriveNames.)
 		msg := "must be 1 to 32 characters from A-Z, a-z, 0-9, _ and -"
-		if u.fromMCPServers() {
-			msg = "the name (this key) " + msg
-		} else if u.Name == "" {
+		if u.Name == "" {
 			msg = "is required: 1 to 32 characters from A-Z, a-z, 0-9, _ and -"
 		}
 		ps.add(u.path(i, "name"), "%s", msg)

@@ -87,6 +87,10 @@ type UpstreamConfig struct {
 	Fingerprint string
 	// Required upstreams must be ready for Ready to report true.
 	Required bool
+	// Key is the name the configuration gave the upstream when Name was
+	// derived from it (an mcpServers key such as "my.server"); "" when
+	// Name is that name. Status shows it.
+	Key string
 	// Relay lists the client capabilities whose server requests the
 	// upstream may send hosts (sampling, elicitation, roots); a request
 	// of any other is answered with an error naming the relay key, and a
@@ -790,7 +794,10 @@ func (r *Router) Close() error {
 
 // UpstreamStatus is one upstream's health, as /readyz shows it.
 type UpstreamStatus struct {
-	Name     string    `json:"name"`
+	Name string `json:"name"`
+	// Key is the mcpServers key the name was derived from, when it is not
+	// the name itself.
+	Key      string    `json:"key,omitempty"`
 	State    Phase     `json:"state"`
 	Required bool      `json:"required"`
 	Era      string    `json:"era,omitempty"`
@@ -814,7 +821,7 @@ func (r *Router) Status() []UpstreamStatus {
 	out := make([]UpstreamStatus, 0, len(ups))
 	for _, u := range ups {
 		h := u.health()
-		s := UpstreamStatus{Name: u.Name, State: h.phase, Required: u.Required, Since: h.since, Restarts: h.restarts}
+		s := UpstreamStatus{Name: u.Name, Key: u.Key, State: h.phase, Required: u.Required, Since: h.since, Restarts: h.restarts}
 		if h.err != nil {
 			s.Error = h.err.Error()
 		}
