@@ -107,6 +107,12 @@ func SetField(obj json.RawMessage, key string, value json.RawMessage) (json.RawM
 // DeleteField returns obj without its top-level member key (all
 // occurrences). obj is returned unchanged when it has no such member.
 func DeleteField(obj json.RawMessage, key string) json.RawMessage {
+	return DeleteFields(obj, key)
+}
+
+// DeleteFields is DeleteField for several keys at once, in one pass over
+// obj and one copy.
+func DeleteFields(obj json.RawMessage, keys ...string) json.RawMessage {
 	scanning(obj)
 	type span struct{ from, to int }
 	var cut []span
@@ -116,8 +122,11 @@ func DeleteField(obj json.RawMessage, key string) json.RawMessage {
 	}
 	prevEnd := start + 1 // just past '{' or past the previous member
 	_, _ = eachMember(obj, start, 0, func(k []byte, vs, ve int) bool {
-		if keyEquals(k, key) {
-			cut = append(cut, span{prevEnd, ve})
+		for _, key := range keys {
+			if keyEquals(k, key) {
+				cut = append(cut, span{prevEnd, ve})
+				break
+			}
 		}
 		prevEnd = ve
 		return true

@@ -90,7 +90,36 @@ type Message struct {
 	ToolError     bool
 	ResultType    string
 	HasResultType bool
+	// Members says which of the result's top-level members that one
+	// protocol era defines and another lacks it has, as Decode found
+	// them in the same pass: a router translates a result between eras
+	// (TranslateResult) only when it has one of them.
+	Members Members
+
+	// Spans is where Decode found those members in Result (nil when
+	// none), so that TranslateResult copies without walking Result
+	// again.
+	Spans *ResultSpans
 }
+
+// Members is a set of a result's top-level members that matter when a
+// result crosses protocol eras.
+type Members uint8
+
+// The members of a result that 2026-07-28 added (changelog, major
+// changes 7 and 8, minor change 5), and _meta, which carries the
+// server's identity in that revision (basic/index "_meta").
+const (
+	MemberResultType Members = 1 << iota
+	MemberTTLMs
+	MemberCacheScope
+	MemberInputRequests
+	MemberRequestState
+	MemberMeta
+
+	// ModernMembers are the members only 2026-07-28 defines.
+	ModernMembers = MemberResultType | MemberTTLMs | MemberCacheScope | MemberInputRequests | MemberRequestState
+)
 
 // IsRequest reports whether m is a request, which expects a response.
 func (m *Message) IsRequest() bool { return m.Method != "" && m.ID != nil }
@@ -137,25 +166,56 @@ func DecodeInto(m *Message, data []byte) error {
 	var flags struct {
 		toolError, hasResultType bool
 		resultType               string
+		members                  Members
+		era                      ResultSpans
 	}
+	// prevEnd is where the result member walked last ends: a member cut
+	// from the result takes the separator before it (see DeleteField).
+	prevEnd := -1
 	end, err := eachMember(data, i, 0, func(key []byte, vs, ve int) bool {
 		name := key[1 : len(key)-1]
 		if bytes.IndexByte(name, '\\') >= 0 {
 			name = []byte(unquote(key))
 		}
 		if string(name) == "result" {
-			m.ToolError, m.ResultType, m.HasResultType = flags.toolError, flags.resultType, flags.hasResultType
+			m.ToolError, m.ResultType, m.HasResultType, m.Members = flags.toolError, flags.resultType, flags.hasResultType, flags.members
+			m.Spans = nil
+			if flags.members != 0 {
+				spans := flags.era
+				spans.rebase(vs)
+				m.Spans = &spans
+			}
 		}
-		flags.toolError, flags.resultType, flags.hasResultType = false, "", false
+		flags.toolError, flags.resultType, flags.hasResultType, flags.members = false, "", false, 0
+		flags.era, prevEnd = ResultSpans{}, -1
 		e.member(m, name, data[vs:ve])
 		return true
 	}, "result", func(key []byte, vs, ve int) bool {
 		v := data[vs:ve]
+		from := prevEnd
+		prevEnd = ve
+		var kind Members
 		switch {
 		case keyEquals(key, "isError"):
 			flags.toolError = string(v) == "true"
 		case keyEquals(key, "resultType"):
 			flags.resultType, flags.hasResultType = resultType(v), true
+			kind = MemberResultType
+		case keyEquals(key, "ttlMs"):
+			kind = MemberTTLMs
+		case keyEquals(key, "cacheScope"):
+			kind = MemberCacheScope
+		case keyEquals(key, "inputRequests"):
+			kind = MemberInputRequests
+		case keyEquals(key, "requestState"):
+			kind = MemberRequestState
+		case keyEquals(key, "_meta"):
+			kind = MemberMeta
+			flags.era.noteMeta(data, vs, ve)
+		}
+		if kind != 0 {
+			flags.members |= kind
+			flags.era.note(kind, from, ve)
 		}
 		return true
 	})

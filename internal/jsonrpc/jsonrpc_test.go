@@ -351,3 +351,41 @@ func TestDecodeResultFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeResultMembers: Decode notes the era members a result has at
+// its top level, escaped spellings too, and nothing nested deeper.
+func TestDecodeResultMembers(t *testing.T) {
+	for in, want := range map[string]Members{
+		`{"content":[]}`: 0,
+		`{"resultType":"complete","ttlMs":0,"cacheScope":"public"}`: MemberResultType | MemberTTLMs | MemberCacheScope,
+		`{"inputRequests":{},"requestState":"s","_meta":{}}`:        MemberInputRequests | MemberRequestState | MemberMeta,
+		`{"t\u0074lMs":1}`: MemberTTLMs,
+		`{"content":[{"ttlMs":1,"_meta":{}}],"structuredContent":{"requestState":1}}`: 0,
+	} {
+		m, err := Decode([]byte(`{"jsonrpc":"2.0","id":1,"result":` + in + `}`))
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		if m.Members != want {
+			t.Errorf("%s: Members %b, want %b", in, m.Members, want)
+		}
+	}
+}
+
+// TestDeleteFields: several members go in one pass, wherever they stand,
+// and everything else stays byte for byte.
+func TestDeleteFields(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"a":1,"b": {"x" : 2},"c":3}`:              `{"b": {"x" : 2}}`,
+		`{"b":[ 1 ],"a":1,"c":3}`:                   `{"b":[ 1 ]}`,
+		`{"c":3,"a":1}`:                             `{}`,
+		`{"a":1,"b":2,"a":3}`:                       `{"b":2}`,
+		`{"b":2}`:                                   `{"b":2}`,
+		`{ "c" : 1 , "b" : 2 , "a" : 3 , "d" : 4 }`: `{ "b" : 2 , "d" : 4 }`,
+	} {
+		got := DeleteFields(json.RawMessage(in), "a", "c")
+		if string(got) != want {
+			t.Errorf("DeleteFields(%s, a, c) = %s, want %s", in, got, want)
+		}
+	}
+}

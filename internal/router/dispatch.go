@@ -93,6 +93,9 @@ type Reply struct {
 	unknown string
 	// unknownURI says that unknown is a URI, not a name.
 	unknownURI bool
+	// src is the upstream's answer that Result passes on, whose era
+	// members fitEra translates; nil for a result the gateway built.
+	src *jsonrpc.Message
 }
 
 func errorReply(code int64, format string, args ...any) *Reply {
@@ -130,7 +133,71 @@ func (r *Router) Dispatch(ctx context.Context, c *Caller, req *jsonrpc.Request) 
 	if reply.unknown != "" && r.awaitFirstStarts(ctx, c, reply.unknown, reply.unknownURI) {
 		reply = r.dispatch(ctx, c, req)
 	}
+	if reply.Result != nil && ((reply.src != nil && reply.src.Members != 0) || (c.Modern() && req.Method == "resources/read")) {
+		r.fitEra(c, req.Method, reply)
+	}
 	return reply
+}
+
+// fitEra translates an upstream's result into the caller's era at its
+// top level, and nothing else: every other member, content and
+// structuredContent included, stays byte for byte. A legacy host loses
+// the members only 2026-07-28 defines (changelog, major changes 7 and 8,
+// minor change 5; an input_required reaches a legacy host only as the
+// gateway's answers to it, see fulfil, or as an error); a modern host's
+// resources/read gets the cache hints 2026-07-28 requires
+// (CacheableResult) where a legacy upstream gave none (its resultType is
+// added as the result goes out, see LacksResultType); and the serverInfo
+// in _meta is the gateway's, since the host talks to the gateway. Only a
+// result with one of those members, or a modern host's resources/read,
+// is copied, once, from where the decoder found them.
+func (r *Router) fitEra(c *Caller, method string, reply *Reply) {
+	if src := reply.src; src != nil && src.Members != 0 {
+		var drop jsonrpc.Members
+		if !c.Modern() {
+			drop = jsonrpc.ModernMembers
+			reply.LacksResultType = true
+		}
+		var info json.RawMessage
+		if src.Members&jsonrpc.MemberMeta != 0 {
+			info = r.appendServerInfo(nil)
+		}
+		reply.Result = src.TranslateResult(drop, info)
+	}
+	if c.Modern() && method == "resources/read" {
+		reply.Result = r.addCacheHints(reply, reply.Result)
+	}
+}
+
+// addCacheHints gives a modern host's resources/read result the ttlMs
+// and cacheScope it lacks: a legacy upstream gives no hints, so the
+// result is marked as private and immediately stale. An input_required
+// result is not cacheable and gets none.
+func (r *Router) addCacheHints(reply *Reply, result json.RawMessage) json.RawMessage {
+	var members jsonrpc.Members
+	if reply.src != nil {
+		members = reply.src.Members
+	}
+	const hints = jsonrpc.MemberTTLMs | jsonrpc.MemberCacheScope
+	if members&hints == hints {
+		return result
+	}
+	if !reply.LacksResultType {
+		if rt, _ := jsonrpc.StringField(result, "resultType"); rt == "input_required" {
+			return result
+		}
+	}
+	if members&jsonrpc.MemberTTLMs == 0 {
+		if out, err := jsonrpc.SetField(result, "ttlMs", json.RawMessage("0")); err == nil {
+			result = out
+		}
+	}
+	if members&jsonrpc.MemberCacheScope == 0 {
+		if out, err := jsonrpc.SetField(result, "cacheScope", jsonrpc.String("private")); err == nil {
+			result = out
+		}
+	}
+	return result
 }
 
 func (r *Router) dispatch(ctx context.Context, c *Caller, req *jsonrpc.Request) *Reply {
@@ -425,7 +492,7 @@ func replyOf(resp *jsonrpc.Message) *Reply {
 	if resp.Error != nil {
 		return &Reply{Error: resp.Error}
 	}
-	return &Reply{Result: resp.Result, LacksResultType: !resp.HasResultType, ToolError: resp.ToolError}
+	return &Reply{Result: resp.Result, LacksResultType: !resp.HasResultType, ToolError: resp.ToolError, src: resp}
 }
 
 // unrelayedInput is the error for a modern upstream's input_required
@@ -507,7 +574,10 @@ func (r *Router) sealInputRequired(c *Caller, u *upstreamState, method, subject 
 	if err != nil {
 		return &jsonrpc.Message{Error: jsonrpc.NewError(jsonrpc.CodeInternalError, "The server %q sent an input_required result that is not an object", u.Name)}
 	}
-	return &jsonrpc.Message{ID: resp.ID, Result: result}
+	// What the decoder noted of the upstream's result still holds: its
+	// resultType is there (the server must not add a second) and its
+	// _meta names the upstream.
+	return &jsonrpc.Message{ID: resp.ID, Result: result, ResultType: resp.ResultType, HasResultType: true, Members: resp.Members | jsonrpc.MemberRequestState}
 }
 
 // enterGate waits, up to the upstream's timeout, for the call's turn on
@@ -616,14 +686,8 @@ func (r *Router) readResource(ctx context.Context, c *Caller, v *view, req *json
 	if u == nil {
 		return resourceNotFound(c, uri)
 	}
-	reply := routed(r.forward(ctx, c, u, req, req.Outgoing(), uri), u, uri)
-	if reply.Result != nil && c.Modern() && reply.LacksResultType {
-		// resources/read is cacheable in the modern era; a legacy
-		// upstream gives no hints, so the result is marked as private
-		// and immediately stale.
-		reply.Result = addCacheHints(reply.Result)
-	}
-	return reply
+	// Dispatch gives a modern host the cache hints (fitEra).
+	return routed(r.forward(ctx, c, u, req, req.Outgoing(), uri), u, uri)
 }
 
 // resourceNotFound uses the code of the caller's era: 2026-07-28 moved
@@ -637,20 +701,6 @@ func resourceNotFound(c *Caller, uri string) *Reply {
 	reply.Error.Data, _ = json.Marshal(map[string]string{"uri": uri})
 	reply.unknown, reply.unknownURI = uri, true
 	return reply
-}
-
-func addCacheHints(result json.RawMessage) json.RawMessage {
-	if _, ok := jsonrpc.Field(result, "ttlMs"); !ok {
-		if out, err := jsonrpc.SetField(result, "ttlMs", json.RawMessage("0")); err == nil {
-			result = out
-		}
-	}
-	if _, ok := jsonrpc.Field(result, "cacheScope"); !ok {
-		if out, err := jsonrpc.SetField(result, "cacheScope", jsonrpc.String("private")); err == nil {
-			result = out
-		}
-	}
-	return result
 }
 
 // complete routes completion/complete by its reference: a prompt by
