@@ -612,11 +612,15 @@ func (r *Router) readResource(ctx context.Context, c *Caller, v *view, req *json
 	if !req.HasURI {
 		return errorReply(jsonrpc.CodeInvalidParams, "resources/read needs params.uri")
 	}
-	u := v.resourceUpstream(r, uri, r.log)
+	u, original := v.resourceUpstream(r, uri, r.log)
 	if u == nil {
 		return resourceNotFound(c, uri)
 	}
-	reply := routed(r.forward(ctx, c, u, req, req.Outgoing(), uri), u, uri)
+	out := req.Outgoing()
+	if original != uri {
+		out.Set("uri", jsonrpc.String(original))
+	}
+	reply := routed(r.forward(ctx, c, u, req, out, uri), u, original)
 	if reply.Result != nil && c.Modern() && reply.LacksResultType {
 		// resources/read is cacheable in the modern era; a legacy
 		// upstream gives no hints, so the result is marked as private
@@ -671,11 +675,15 @@ func (r *Router) complete(ctx context.Context, c *Caller, v *view, req *jsonrpc.
 		return routed(r.forward(ctx, c, e.up, req, out, name), e.up, e.original)
 	case "ref/resource":
 		uri := req.Ref.URI
-		u := v.resourceUpstream(r, uri, r.log)
+		u, original := v.resourceUpstream(r, uri, r.log)
 		if u == nil {
 			return resourceNotFound(c, uri)
 		}
-		return routed(r.forward(ctx, c, u, req, req.Outgoing(), uri), u, uri)
+		out := req.Outgoing()
+		if original != uri {
+			out.Set("ref", req.Ref.With("uri", jsonrpc.String(original)))
+		}
+		return routed(r.forward(ctx, c, u, req, out, uri), u, original)
 	case "":
 		return errorReply(jsonrpc.CodeInvalidParams, "completion/complete needs params.ref with a type")
 	}

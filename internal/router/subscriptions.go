@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -15,14 +16,16 @@ import (
 // Resource subscriptions: hosts subscribe to resource URIs (legacy
 // resources/subscribe, or the modern resourceSubscriptions filter of
 // subscriptions/listen); the router keeps one upstream subscription per
-// URI however many hosts want it, and hands each notifications/resources/updated
-// to the hosts that subscribed.
+// upstream and URI however many hosts want it, and hands each
+// notifications/resources/updated to the hosts that subscribed, with the
+// URI each subscribed by (the upstream's own, or its gateway form where
+// another upstream lists it too: see gatewayScheme).
 
 // resourceSubs is the router's subscription table.
 type resourceSubs struct {
 	mu sync.Mutex // guards byURI
-	// byURI maps a subscribed URI to its upstream and subscriber keys.
-	byURI map[string]*resourceSub
+	// byURI maps an upstream and a URI it knows to the subscription.
+	byURI map[subTarget]*resourceSub
 	// waiting, when set (in tests), is called as a subscriber starts to
 	// wait for the URI's upstream (un)subscription in flight.
 	waiting func()
@@ -34,12 +37,22 @@ type resourceSubs struct {
 // upstream hears subscribe and unsubscribe for a URI in the order the
 // table decided them.
 type resourceSub struct {
-	up   *upstreamState
-	keys map[string]struct{} // guarded by resourceSubs.mu
+	subTarget
+	// keys are the subscribers, each with the URI it subscribed by
+	// (guarded by resourceSubs.mu). One host is in one view, where an
+	// upstream's URI has one form.
+	keys map[string]string
 	// op serialises the upstream (un)subscriptions of the URI and
 	// guards subscribed: whether the upstream is subscribed.
 	op         sync.Mutex
 	subscribed bool
+}
+
+// subTarget is what a subscription is to: an upstream, and the URI as
+// it knows it.
+type subTarget struct {
+	up  *upstreamState
+	uri string
 }
 
 // modernSubscriber is an upstream client that can hold a modern
@@ -54,8 +67,9 @@ type modernSubscriber interface {
 func (r *Router) SubscribeResource(ctx context.Context, c *Caller, key, uri string) *jsonrpc.Error {
 	v := r.catalog().view(c.View)
 	var u *upstreamState
+	var original string
 	if v != nil {
-		u = v.resourceUpstream(r, uri, r.log)
+		u, original = v.resourceUpstream(r, uri, r.log)
 	}
 	if u == nil {
 		return resourceNotFound(c, uri).Error
@@ -65,14 +79,15 @@ func (r *Router) SubscribeResource(ctx context.Context, c *Caller, key, uri stri
 	}
 	r.subs.mu.Lock()
 	if r.subs.byURI == nil {
-		r.subs.byURI = map[string]*resourceSub{}
+		r.subs.byURI = map[subTarget]*resourceSub{}
 	}
-	sub := r.subs.byURI[uri]
+	target := subTarget{u, original}
+	sub := r.subs.byURI[target]
 	if sub == nil {
-		sub = &resourceSub{up: u, keys: map[string]struct{}{}}
-		r.subs.byURI[uri] = sub
+		sub = &resourceSub{subTarget: target, keys: map[string]string{}}
+		r.subs.byURI[target] = sub
 	}
-	sub.keys[key] = struct{}{}
+	sub.keys[key] = uri
 	waiting := r.subs.waiting
 	r.subs.mu.Unlock()
 	// Every subscriber waits until the upstream is subscribed: its
@@ -87,14 +102,14 @@ func (r *Router) SubscribeResource(ctx context.Context, c *Caller, key, uri stri
 	if sub.subscribed {
 		return nil
 	}
-	if err := r.subscribeUpstream(ctx, sub.up, uri, true); err != nil {
+	if err := r.subscribeUpstream(ctx, sub.up, sub.uri, true); err != nil {
 		r.subs.mu.Lock()
 		delete(sub.keys, key)
-		if len(sub.keys) == 0 && r.subs.byURI[uri] == sub {
-			delete(r.subs.byURI, uri)
+		if len(sub.keys) == 0 && r.subs.byURI[target] == sub {
+			delete(r.subs.byURI, target)
 		}
 		r.subs.mu.Unlock()
-		r.log.Warn("upstream resource subscription failed", keyUpstream, u.Name, "uri", uri, keyErr, err)
+		r.log.Warn("upstream resource subscription failed", keyUpstream, u.Name, "uri", sub.uri, keyErr, err)
 		if e := (*jsonrpc.Error)(nil); errors.As(err, &e) {
 			return e
 		}
@@ -104,11 +119,17 @@ func (r *Router) SubscribeResource(ctx context.Context, c *Caller, key, uri stri
 	return nil
 }
 
-// UnsubscribeResource removes key's subscription to uri; the last one
-// unsubscribes the upstream.
+// UnsubscribeResource removes key's subscription to uri (as key
+// subscribed to it); the last one unsubscribes the upstream.
 func (r *Router) UnsubscribeResource(ctx context.Context, key, uri string) {
 	r.subs.mu.Lock()
-	sub := r.subs.byURI[uri]
+	var sub *resourceSub
+	for _, s := range r.subs.byURI {
+		if as, ok := s.keys[key]; ok && as == uri {
+			sub = s
+			break
+		}
+	}
 	last := false
 	if sub != nil {
 		delete(sub.keys, key)
@@ -124,14 +145,14 @@ func (r *Router) UnsubscribeResource(ctx context.Context, key, uri string) {
 	still := len(sub.keys) == 0 // or a new subscriber came meanwhile
 	r.subs.mu.Unlock()
 	if still && sub.subscribed {
-		if err := r.subscribeUpstream(ctx, sub.up, uri, false); err != nil {
-			r.log.Debug("upstream resource unsubscription failed", keyUpstream, sub.up.Name, "uri", uri, keyErr, err)
+		if err := r.subscribeUpstream(ctx, sub.up, sub.uri, false); err != nil {
+			r.log.Debug("upstream resource unsubscription failed", keyUpstream, sub.up.Name, "uri", sub.uri, keyErr, err)
 		}
 		sub.subscribed = false
 	}
 	r.subs.mu.Lock()
-	if len(sub.keys) == 0 && r.subs.byURI[uri] == sub {
-		delete(r.subs.byURI, uri)
+	if len(sub.keys) == 0 && r.subs.byURI[sub.subTarget] == sub {
+		delete(r.subs.byURI, sub.subTarget)
 	}
 	r.subs.mu.Unlock()
 }
@@ -148,8 +169,8 @@ func (r *Router) HostGone(key string) {
 func (r *Router) dropSubscriptions(key string) {
 	r.subs.mu.Lock()
 	var uris []string
-	for uri, sub := range r.subs.byURI {
-		if _, ok := sub.keys[key]; ok {
+	for _, sub := range r.subs.byURI {
+		if uri, ok := sub.keys[key]; ok {
 			uris = append(uris, uri)
 		}
 	}
@@ -207,9 +228,9 @@ func (r *Router) listenUpstream(ctx context.Context, u *upstreamState) error {
 	filter.PromptsListChanged = listChanged(caps, "prompts")
 	filter.ResourcesListChanged = listChanged(caps, "resources")
 	r.subs.mu.Lock()
-	for uri, sub := range r.subs.byURI {
-		if sub.up == u && len(sub.keys) > 0 {
-			filter.ResourceURIs = append(filter.ResourceURIs, uri)
+	for target, sub := range r.subs.byURI {
+		if target.up == u && len(sub.keys) > 0 {
+			filter.ResourceURIs = append(filter.ResourceURIs, target.uri)
 		}
 	}
 	r.subs.mu.Unlock()
@@ -218,23 +239,34 @@ func (r *Router) listenUpstream(ctx context.Context, u *upstreamState) error {
 }
 
 // resourceUpdated hands an upstream's notifications/resources/updated to
-// the hosts that subscribed to the URI.
+// the hosts that subscribed to the URI, each under the URI it subscribed
+// by: the hosts of a view where the URI is in gateway form get that.
 func (r *Router) resourceUpdated(u *upstreamState, n *jsonrpc.Message) {
 	uri, _ := jsonrpc.StringField(n.Params, "uri")
 	r.subs.mu.Lock()
-	sub := r.subs.byURI[uri]
-	var keys []string
-	if sub != nil && sub.up == u {
-		for k := range sub.keys {
-			keys = append(keys, k)
+	byAs := map[string][]string{} // the URI subscribed by -> its subscribers
+	if sub := r.subs.byURI[subTarget{u, uri}]; sub != nil {
+		for k, as := range sub.keys {
+			byAs[as] = append(byAs[as], k)
 		}
 	}
 	r.subs.mu.Unlock()
-	if len(keys) == 0 || r.opts.OnChange == nil {
+	if r.opts.OnChange == nil {
 		return
 	}
-	slices.Sort(keys)
-	r.opts.OnChange(Change{Method: n.Method, Params: n.Params, Subscribers: keys})
+	for _, as := range slices.Sorted(maps.Keys(byAs)) {
+		params := n.Params
+		if as != uri {
+			var err error
+			if params, err = jsonrpc.SetField(n.Params, "uri", jsonrpc.String(as)); err != nil {
+				r.log.Debug("upstream resource update not relayed", keyUpstream, u.Name, "uri", uri, keyErr, err)
+				return
+			}
+		}
+		keys := byAs[as]
+		slices.Sort(keys)
+		r.opts.OnChange(Change{Method: n.Method, Params: params, Subscribers: keys})
+	}
 }
 
 // listChanged reports whether capabilities announce list changes for a

@@ -1,0 +1,205 @@
+package router
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+	"github.com/mcp-gateway/mcp-gateway/internal/policy"
+)
+
+// collidingFakes are two upstreams, a and b, that list the same resource
+// URI and the same template, and accept subscriptions.
+func collidingFakes() map[string]*fakeUpstream {
+	fake := func() *fakeUpstream {
+		return &fakeUpstream{capabilities: `{"resources":{"subscribe":true},"completions":{}}`, lists: map[string][]string{
+			"resources/list":           {`{"uri":"test://same","name":"same"}`},
+			"resources/templates/list": {`{"uriTemplate":"test://t/{id}","name":"t"}`},
+		}}
+	}
+	return map[string]*fakeUpstream{"a": fake(), "b": fake()}
+}
+
+// heard is the URI of each call of method among calls: its params.uri,
+// or with ref its params.ref.uri.
+func heard(calls []recordedCall, method string, ref bool) []string {
+	var out []string
+	for _, c := range calls {
+		if c.Method != method {
+			continue
+		}
+		params := json.RawMessage(c.Params)
+		if ref {
+			params, _ = jsonrpc.Field(params, "ref")
+		}
+		s, _ := jsonrpc.StringField(params, "uri")
+		out = append(out, s)
+	}
+	return out
+}
+
+// TestCollidingResourceURIs: when two upstreams list the same URI (and
+// the same template), the first keeps it and the second's is exposed as
+// mcpgw://<upstream>/<URI>; both are readable, completable and
+// subscribable, each upstream hears its own URI, and an update from the
+// second reaches its subscribers under the gateway form.
+func TestCollidingResourceURIs(t *testing.T) {
+	for _, era := range []string{"2025-11-25", ModernVersion} {
+		t.Run(era, func(t *testing.T) {
+			fakes := collidingFakes()
+			changes := make(chan Change, 8)
+			r := startRouter(t, Options{OnChange: func(c Change) {
+				if c.Method == "notifications/resources/updated" {
+					changes <- c
+				}
+			}}, fakes, "a", "b")
+			caller := &Caller{ProtocolVersion: era}
+			ctx := context.Background()
+
+			if diff := cmp.Diff([]string{"sametest://same", "samemcpgw://b/test://same"}, listNames(t, r.Dispatch(ctx, caller, request("resources/list", `{}`)), "resources")); diff != "" {
+				t.Errorf("resources/list (-want +got):\n%s", diff)
+			}
+			var tpls struct {
+				ResourceTemplates []struct{ URITemplate string } `json:"resourceTemplates"`
+			}
+			if err := json.Unmarshal(r.Dispatch(ctx, caller, request("resources/templates/list", `{}`)).Result, &tpls); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, tp := range tpls.ResourceTemplates {
+				got = append(got, tp.URITemplate)
+			}
+			if diff := cmp.Diff([]string{"test://t/{id}", "mcpgw://b/test://t/{id}"}, got); diff != "" {
+				t.Errorf("resources/templates/list (-want +got):\n%s", diff)
+			}
+
+			for _, tc := range []struct {
+				method, params string
+				ref            bool // the URI is params.ref.uri
+				wantA, wantB   []string
+			}{
+				{"resources/read", `{"uri":"test://same"}`, false, []string{"test://same"}, nil},
+				{"resources/read", `{"uri":"mcpgw://b/test://same"}`, false, nil, []string{"test://same"}},
+				{"resources/read", `{"uri":"test://t/7"}`, false, []string{"test://t/7"}, nil},
+				{"resources/read", `{"uri":"mcpgw://b/test://t/7"}`, false, nil, []string{"test://t/7"}},
+				{"completion/complete", `{"ref":{"type":"ref/resource","uri":"test://t/{id}"},"argument":{"name":"id","value":"1"}}`, true, []string{"test://t/{id}"}, nil},
+				{"completion/complete", `{"ref":{"type":"ref/resource","uri":"mcpgw://b/test://t/{id}"},"argument":{"name":"id","value":"1"}}`, true, nil, []string{"test://t/{id}"}},
+			} {
+				before := map[string]int{"a": len(fakes["a"].recorded()), "b": len(fakes["b"].recorded())}
+				reply := r.Dispatch(ctx, caller, request(tc.method, tc.params))
+				if reply.Error != nil {
+					t.Errorf("%s %s: %v", tc.method, tc.params, reply.Error)
+					continue
+				}
+				for name, want := range map[string][]string{"a": tc.wantA, "b": tc.wantB} {
+					if got := heard(fakes[name].recorded()[before[name]:], tc.method, tc.ref); !slices.Equal(got, want) {
+						t.Errorf("%s %s: upstream %s heard %q, want %q", tc.method, tc.params, name, got, want)
+					}
+				}
+			}
+			if era == ModernVersion {
+				return // resources/subscribe is a legacy method; listen is the server's
+			}
+
+			if e := r.SubscribeResource(ctx, caller, "s1", "test://same"); e != nil {
+				t.Fatal(e)
+			}
+			if e := r.SubscribeResource(ctx, caller, "s2", "mcpgw://b/test://same"); e != nil {
+				t.Fatal(e)
+			}
+			for name, want := range map[string][]string{"a": {"test://same"}, "b": {"test://same"}} {
+				if got := heard(fakes[name].recorded(), "resources/subscribe", false); !slices.Equal(got, want) {
+					t.Errorf("upstream %s subscribed to %q, want %q", name, got, want)
+				}
+			}
+			for _, tc := range []struct{ from, key, uri string }{{"b", "s2", "mcpgw://b/test://same"}, {"a", "s1", "test://same"}} {
+				u := r.upstreams()[slices.IndexFunc(r.upstreams(), func(u *upstreamState) bool { return u.Name == tc.from })]
+				r.upstreamNotification(u, &u.calls, &jsonrpc.Message{Method: "notifications/resources/updated", Params: json.RawMessage(`{"uri":"test://same"}`)})
+				select {
+				case c := <-changes:
+					uri, _ := jsonrpc.StringField(c.Params, "uri")
+					if !slices.Equal(c.Subscribers, []string{tc.key}) || uri != tc.uri {
+						t.Errorf("update from %s went to %v as %q, want %s as %q", tc.from, c.Subscribers, uri, tc.key, tc.uri)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("the update from %s reached nobody", tc.from)
+				}
+			}
+			r.UnsubscribeResource(ctx, "s2", "mcpgw://b/test://same")
+			if got := heard(fakes["b"].recorded(), "resources/unsubscribe", false); !slices.Equal(got, []string{"test://same"}) {
+				t.Errorf("b unsubscribed from %q, want test://same", got)
+			}
+			if got := heard(fakes["a"].recorded(), "resources/unsubscribe", false); got != nil {
+				t.Errorf("a unsubscribed from %q while s1 still wants it", got)
+			}
+		})
+	}
+}
+
+// TestCollidingURIHiddenOwner: for a view that hides the first
+// upstream's resources, the second's URI is its own, as if the first did
+// not exist, and nothing reaches the hidden upstream.
+func TestCollidingURIHiddenOwner(t *testing.T) {
+	fakes := collidingFakes()
+	r := startRouter(t, Options{Rules: policy.Rules{Teams: []policy.Team{{Name: "onlyb", Allow: []string{"b__*"}}}}}, fakes, "a", "b")
+	caller := &Caller{ProtocolVersion: "2025-11-25", View: "onlyb"}
+	ctx := context.Background()
+	if diff := cmp.Diff([]string{"sametest://same"}, listNames(t, r.Dispatch(ctx, caller, request("resources/list", `{}`)), "resources")); diff != "" {
+		t.Errorf("resources/list (-want +got):\n%s", diff)
+	}
+	if reply := r.Dispatch(ctx, caller, request("resources/read", `{"uri":"test://same"}`)); reply.Error != nil {
+		t.Fatal(reply.Error)
+	}
+	if got := heard(fakes["b"].recorded(), "resources/read", false); !slices.Equal(got, []string{"test://same"}) {
+		t.Errorf("b heard reads of %q, want test://same", got)
+	}
+	// The gateway form names a, which this view hides: nothing reaches a.
+	r.Dispatch(ctx, caller, request("resources/read", `{"uri":"mcpgw://a/test://same"}`))
+	r.Dispatch(ctx, caller, request("resources/read", `{"uri":"mcpgw://b/test://same"}`))
+	if got := fakes["a"].recorded(); len(got) != 0 {
+		t.Errorf("the hidden upstream heard %v", got)
+	}
+}
+
+// syncBuffer is a log sink safe for concurrent writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestCollidingURIWarnsOnce: a collision is logged when it appears, not
+// again at every re-list while it lasts.
+func TestCollidingURIWarnsOnce(t *testing.T) {
+	var logs syncBuffer
+	r := startRouter(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, collidingFakes(), "a", "b")
+	for range 3 {
+		r.rebuild()
+	}
+	lines := strings.Split(logs.String(), "\n")
+	for _, uri := range []string{"test://same", "test://t/{id}"} {
+		if n := len(slices.DeleteFunc(slices.Clone(lines), func(l string) bool { return !strings.Contains(l, uri) })); n != 1 {
+			t.Errorf("the collision of %s was logged %d times, want once:\n%s", uri, n, logs.String())
+		}
+	}
+}
