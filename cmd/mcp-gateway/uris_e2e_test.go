@@ -53,7 +53,8 @@ func (l *readLog) since(n int) []string {
 // server) both list test://static/hello. For a host of each era, the
 // first keeps the URI and the second's is listed as
 // mcpgw://beta/test://static/hello; each reads from its own upstream,
-// which hears test://static/hello, and an update from each reaches a
+// which hears test://static/hello (the contents come back under the URI
+// read), and an update from each reaches a
 // subscriber under the URI it subscribed by.
 func TestCollidingResourceURIs(t *testing.T) {
 	var alphaReads, betaReads readLog
@@ -109,8 +110,8 @@ func TestCollidingResourceURIs(t *testing.T) {
 			} {
 				n, m := tc.reaches.count(), tc.other.count()
 				res, err := h.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: tc.uri})
-				if err != nil || len(res.Contents) != 1 || res.Contents[0].Text != tc.text {
-					t.Errorf("read %s = %+v, %v; want %q", tc.uri, res, err, tc.text)
+				if err != nil || len(res.Contents) != 1 || res.Contents[0].Text != tc.text || res.Contents[0].URI != tc.uri {
+					t.Errorf("read %s = %+v, %v; want %q under the URI read", tc.uri, res, err, tc.text)
 					continue
 				}
 				if got := tc.reaches.since(n); !slices.Equal(got, []string{tc.heard}) {

@@ -485,6 +485,37 @@ func (n named) count(u *upstreamState) int {
 	return k
 }
 
+// contentsAs rewrites a resources/read result whose contents carry the
+// upstream's uri to carry exposed (its gateway form) instead, as the host
+// asked for it; other contents keep their URIs. A result it cannot read
+// is returned as it is.
+func contentsAs(result json.RawMessage, uri, exposed string) json.RawMessage {
+	raw, ok := jsonrpc.Field(result, "contents")
+	if !ok {
+		return result
+	}
+	var contents []json.RawMessage
+	if json.Unmarshal(raw, &contents) != nil {
+		return result
+	}
+	changed := false
+	for i, c := range contents {
+		if s, ok := jsonrpc.StringField(c, "uri"); ok && s == uri {
+			if out, err := jsonrpc.SetField(c, "uri", jsonrpc.String(exposed)); err == nil {
+				contents[i], changed = out, true
+			}
+		}
+	}
+	if !changed {
+		return result
+	}
+	out, err := jsonrpc.SetField(result, "contents", joinArray(contents))
+	if err != nil {
+		return result
+	}
+	return out
+}
+
 // resourceUpstream finds the upstream that serves a resource URI (or a
 // template, for completion/complete) in this view, and the URI to send
 // it: the one that listed it, else the one that listed it as a template,

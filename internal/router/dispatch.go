@@ -621,6 +621,9 @@ func (r *Router) readResource(ctx context.Context, c *Caller, v *view, req *json
 		out.Set("uri", jsonrpc.String(original))
 	}
 	reply := routed(r.forward(ctx, c, u, req, out, uri), u, original)
+	if reply.Result != nil && original != uri {
+		reply.Result = contentsAs(reply.Result, original, uri)
+	}
 	if reply.Result != nil && c.Modern() && reply.LacksResultType {
 		// resources/read is cacheable in the modern era; a legacy
 		// upstream gives no hints, so the result is marked as private

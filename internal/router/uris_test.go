@@ -203,3 +203,32 @@ func TestCollidingURIWarnsOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestCollidingURIReadContents: the contents of a resource read by its
+// gateway form carry that form, so that a host that keeps a content's
+// URI reads the same resource again; other contents keep their URIs.
+func TestCollidingURIReadContents(t *testing.T) {
+	fakes := collidingFakes()
+	fakes["b"].answer = func(_ string, params json.RawMessage) (*jsonrpc.Message, error) {
+		uri, _ := jsonrpc.StringField(params, "uri")
+		return &jsonrpc.Message{ID: json.RawMessage("1"), Result: json.RawMessage(`{"contents":[{"uri":"` + uri + `","text":"b"},{"uri":"test://other","text":"o"}]}`)}, nil
+	}
+	r := startRouter(t, Options{}, fakes, "a", "b")
+	for _, era := range []string{"2025-11-25", ModernVersion} {
+		reply := r.Dispatch(context.Background(), &Caller{ProtocolVersion: era}, request("resources/read", `{"uri":"mcpgw://b/test://same"}`))
+		if reply.Error != nil {
+			t.Fatal(reply.Error)
+		}
+		var res struct{ Contents []struct{ URI, Text string } }
+		if err := json.Unmarshal(reply.Result, &res); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, c := range res.Contents {
+			got = append(got, c.URI)
+		}
+		if want := []string{"mcpgw://b/test://same", "test://other"}; !slices.Equal(got, want) {
+			t.Errorf("%s: read contents' URIs %q, want %q", era, got, want)
+		}
+	}
+}
