@@ -485,6 +485,16 @@ func (n named) count(u *upstreamState) int {
 	return k
 }
 
+// ownURI is uri as u knows it: uri without the prefix of u's gateway
+// form if it has it (true), else uri.
+func ownURI(u *upstreamState, uri string) (string, bool) {
+	rest, ok := strings.CutPrefix(uri, gatewayURI(u.Name, ""))
+	if !ok {
+		return uri, false
+	}
+	return rest, true
+}
+
 // contentsAs rewrites a resources/read result whose contents carry the
 // upstream's uri to carry exposed (its gateway form) instead, as the host
 // asked for it; other contents keep their URIs. A result it cannot read
@@ -522,7 +532,10 @@ func contentsAs(result json.RawMessage, uri, exposed string) json.RawMessage {
 // else the one whose template matches it (templates in gateway form
 // first, so that a broad template does not catch another's gateway form),
 // else the only upstream offering resources whose resources the view may
-// see at all. A URI in gateway form becomes the upstream's own.
+// see at all. A URI in gateway form becomes the upstream's own; one that
+// is neither listed nor matched goes only to the upstream it names (if
+// the view shows its resources), so that a hidden upstream's gateway form
+// is as unknown as a nonexistent one's.
 func (v *view) resourceUpstream(r *Router, uri string, log *slog.Logger) (*upstreamState, string) {
 	if route, ok := v.resources[uri]; ok {
 		return route.up, route.uri
@@ -544,9 +557,16 @@ func (v *view) resourceUpstream(r *Router, uri string, log *slog.Logger) (*upstr
 	}
 	var only *upstreamState
 	for _, u := range r.upstreams() {
+		own, named := ownURI(u, uri)
+		if !named && strings.HasPrefix(uri, gatewayScheme) {
+			continue // another's gateway form, or no upstream's
+		}
 		offers := u.health().serving() && parseCapabilities(u.Client.Capabilities()).resources
-		if !offers || !v.rules.Allows(resourceKey(v.names, u, uri)) {
+		if !offers || !v.rules.Allows(resourceKey(v.names, u, own)) {
 			continue
+		}
+		if named {
+			return u, own
 		}
 		if only != nil {
 			log.Debug("resource URI matches no listed resource or template", "uri", uri)

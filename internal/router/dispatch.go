@@ -221,8 +221,14 @@ func (r *Router) awaitFirstStarts(ctx context.Context, c *Caller, name string, u
 		if prefixed && strings.Contains(name, sep) && !strings.HasPrefix(name, u.Name+sep) {
 			continue // another upstream's name (a URI has no prefix)
 		}
-		if uri && !v.rules.Allows(resourceKey(v.names, u, name)) {
-			continue // the view hides this upstream's resource
+		if uri {
+			own, named := ownURI(u, name)
+			if !named && strings.HasPrefix(name, gatewayScheme) {
+				continue // another upstream's gateway form
+			}
+			if !v.rules.Allows(resourceKey(v.names, u, own)) {
+				continue // the view hides this upstream's resource
+			}
 		}
 		waits = append(waits, u.firstDone)
 	}

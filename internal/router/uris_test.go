@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -159,12 +160,21 @@ func TestCollidingURIHiddenOwner(t *testing.T) {
 	if reply := r.Dispatch(ctx, caller, request("resources/read", `{"uri":"test://same"}`)); reply.Error != nil {
 		t.Fatal(reply.Error)
 	}
-	if got := heard(fakes["b"].recorded(), "resources/read", false); !slices.Equal(got, []string{"test://same"}) {
-		t.Errorf("b heard reads of %q, want test://same", got)
+	// A gateway form naming a, which this view hides, is as unknown as
+	// one naming no upstream; b's own gateway form still reaches b.
+	for _, name := range []string{"a", "nobody"} {
+		uri := "mcpgw://" + name + "/test://same"
+		reply := r.Dispatch(ctx, caller, request("resources/read", `{"uri":"`+uri+`"}`))
+		if reply.Error == nil || reply.Error.Code != -32002 || reply.Error.Message != "Resource not found: "+uri {
+			t.Errorf("read %s: %+v %s, want resource not found", uri, reply.Error, reply.Result)
+		}
 	}
-	// The gateway form names a, which this view hides: nothing reaches a.
-	r.Dispatch(ctx, caller, request("resources/read", `{"uri":"mcpgw://a/test://same"}`))
-	r.Dispatch(ctx, caller, request("resources/read", `{"uri":"mcpgw://b/test://same"}`))
+	if reply := r.Dispatch(ctx, caller, request("resources/read", `{"uri":"mcpgw://b/test://same"}`)); reply.Error != nil || reply.Upstream != "b" {
+		t.Errorf("read mcpgw://b/test://same: %v, routed to %q", reply.Error, reply.Upstream)
+	}
+	if got := heard(fakes["b"].recorded(), "resources/read", false); !slices.Equal(got, []string{"test://same", "test://same"}) {
+		t.Errorf("b heard reads of %q, want test://same twice", got)
+	}
 	if got := fakes["a"].recorded(); len(got) != 0 {
 		t.Errorf("the hidden upstream heard %v", got)
 	}
@@ -230,5 +240,45 @@ func TestCollidingURIReadContents(t *testing.T) {
 		if want := []string{"mcpgw://b/test://same", "test://other"}; !slices.Equal(got, want) {
 			t.Errorf("%s: read contents' URIs %q, want %q", era, got, want)
 		}
+	}
+}
+
+// TestCollidingURIWaitsForItsUpstream: a read by gateway form, while
+// the upstream it names is in its first start, waits for that upstream
+// where the caller's view shows its resources (the view's patterns name
+// the upstream's own URI), then reaches it.
+func TestCollidingURIWaitsForItsUpstream(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fakes := collidingFakes()
+		fakes["b"].startGate = make(chan struct{})
+		opts := Options{ListWait: 10 * time.Second, Rules: policy.Rules{Teams: []policy.Team{{Name: "t", Allow: []string{"a__*", "b__test://*"}}}}}
+		for _, name := range []string{"a", "b"} {
+			opts.Upstreams = append(opts.Upstreams, UpstreamConfig{Name: name, Connect: fakes[name].connect, Timeout: time.Minute})
+		}
+		r := startUnwaited(t, &opts)
+		synctest.Wait() // a is up and listed; b is starting
+		done := make(chan *Reply)
+		go func() {
+			done <- r.Dispatch(context.Background(), &Caller{ProtocolVersion: "2025-11-25", View: "t"}, request("resources/read", `{"uri":"mcpgw://b/test://same"}`))
+		}()
+		synctest.Wait()
+		close(fakes["b"].startGate)
+		reply := <-done
+		if reply.Error != nil || reply.Upstream != "b" {
+			t.Errorf("read of mcpgw://b/test://same: %v, routed to %q; want b's answer", reply.Error, reply.Upstream)
+		}
+	})
+}
+
+// TestCollidingTemplateBeforeBroadOne: a URI in a template's gateway form
+// reaches that template's upstream even when an upstream earlier in the
+// catalog has a template that matches any URI.
+func TestCollidingTemplateBeforeBroadOne(t *testing.T) {
+	fakes := collidingFakes()
+	fakes["a"].lists["resources/templates/list"] = []string{`{"uriTemplate":"{+any}","name":"any"}`, `{"uriTemplate":"test://t/{id}","name":"t"}`}
+	r := startRouter(t, Options{}, fakes, "a", "b")
+	reply := r.Dispatch(context.Background(), legacyCaller, request("resources/read", `{"uri":"mcpgw://b/test://t/7"}`))
+	if reply.Error != nil || reply.Upstream != "b" || reply.Original != "test://t/7" {
+		t.Errorf("read mcpgw://b/test://t/7: %v, routed to %q as %q; want b, test://t/7", reply.Error, reply.Upstream, reply.Original)
 	}
 }
