@@ -23,9 +23,13 @@ import (
 
 // resourceSubs is the router's subscription table.
 type resourceSubs struct {
-	mu sync.Mutex // guards byURI
+	mu sync.Mutex // guards byURI and byKey
 	// byURI maps an upstream and a URI it knows to the subscription.
 	byURI map[subTarget]*resourceSub
+	// byKey maps a subscriber key and a URI it subscribed by to the
+	// subscription, so that ending a host's subscriptions does not scan
+	// everyone's.
+	byKey map[string]map[string]*resourceSub
 	// waiting, when set (in tests), is called as a subscriber starts to
 	// wait for the URI's upstream (un)subscription in flight.
 	waiting func()
@@ -78,16 +82,12 @@ func (r *Router) SubscribeResource(ctx context.Context, c *Caller, key, uri stri
 		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, "The server %q behind the gateway does not support resource subscriptions", u.Name)
 	}
 	r.subs.mu.Lock()
-	if r.subs.byURI == nil {
-		r.subs.byURI = map[subTarget]*resourceSub{}
-	}
-	target := subTarget{u, original}
-	sub := r.subs.byURI[target]
+	// A key subscribed by uri already keeps that subscription, even if
+	// uri has since come to name another upstream's resource.
+	sub := r.subs.byKey[key][uri]
 	if sub == nil {
-		sub = &resourceSub{subTarget: target, keys: map[string]string{}}
-		r.subs.byURI[target] = sub
+		sub = r.subs.add(key, uri, subTarget{u, original})
 	}
-	sub.keys[key] = uri
 	waiting := r.subs.waiting
 	r.subs.mu.Unlock()
 	// Every subscriber waits until the upstream is subscribed: its
@@ -104,12 +104,11 @@ func (r *Router) SubscribeResource(ctx context.Context, c *Caller, key, uri stri
 	}
 	if err := r.subscribeUpstream(ctx, sub.up, sub.uri, true); err != nil {
 		r.subs.mu.Lock()
-		delete(sub.keys, key)
-		if len(sub.keys) == 0 && r.subs.byURI[target] == sub {
-			delete(r.subs.byURI, target)
+		if r.subs.remove(sub, key, uri) && r.subs.byURI[sub.subTarget] == sub {
+			delete(r.subs.byURI, sub.subTarget)
 		}
 		r.subs.mu.Unlock()
-		r.log.Warn("upstream resource subscription failed", keyUpstream, u.Name, "uri", sub.uri, keyErr, err)
+		r.log.Warn("upstream resource subscription failed", keyUpstream, sub.up.Name, "uri", sub.uri, keyErr, err)
 		if e := (*jsonrpc.Error)(nil); errors.As(err, &e) {
 			return e
 		}
@@ -123,18 +122,8 @@ func (r *Router) SubscribeResource(ctx context.Context, c *Caller, key, uri stri
 // subscribed to it); the last one unsubscribes the upstream.
 func (r *Router) UnsubscribeResource(ctx context.Context, key, uri string) {
 	r.subs.mu.Lock()
-	var sub *resourceSub
-	for _, s := range r.subs.byURI {
-		if as, ok := s.keys[key]; ok && as == uri {
-			sub = s
-			break
-		}
-	}
-	last := false
-	if sub != nil {
-		delete(sub.keys, key)
-		last = len(sub.keys) == 0
-	}
+	sub := r.subs.byKey[key][uri]
+	last := sub != nil && r.subs.remove(sub, key, uri)
 	r.subs.mu.Unlock()
 	if !last {
 		return
@@ -168,12 +157,7 @@ func (r *Router) HostGone(key string) {
 // dropSubscriptions removes every subscription of key.
 func (r *Router) dropSubscriptions(key string) {
 	r.subs.mu.Lock()
-	var uris []string
-	for _, sub := range r.subs.byURI {
-		if uri, ok := sub.keys[key]; ok {
-			uris = append(uris, uri)
-		}
-	}
+	uris := slices.Collect(maps.Keys(r.subs.byKey[key]))
 	r.subs.mu.Unlock()
 	if len(uris) == 0 {
 		return
@@ -185,6 +169,46 @@ func (r *Router) dropSubscriptions(key string) {
 			r.UnsubscribeResource(ctx, key, uri)
 		}
 	})
+}
+
+// add makes key a subscriber of target, by uri. The caller holds mu.
+func (s *resourceSubs) add(key, uri string, target subTarget) *resourceSub {
+	if s.byURI == nil {
+		s.byURI, s.byKey = map[subTarget]*resourceSub{}, map[string]map[string]*resourceSub{}
+	}
+	sub := s.byURI[target]
+	if sub == nil {
+		sub = &resourceSub{subTarget: target, keys: map[string]string{}}
+		s.byURI[target] = sub
+	}
+	sub.keys[key] = uri
+	if s.byKey[key] == nil {
+		s.byKey[key] = map[string]*resourceSub{}
+	}
+	s.byKey[key][uri] = sub
+	return sub
+}
+
+// remove ends key's subscription by uri to sub, and reports whether sub
+// has no subscriber left. A key that subscribed to the same target by
+// two URIs (a URI and its gateway form) stays subscribed by the other.
+// The caller holds mu.
+func (s *resourceSubs) remove(sub *resourceSub, key, uri string) bool {
+	mine := s.byKey[key]
+	if mine[uri] == sub {
+		delete(mine, uri)
+	}
+	if len(mine) == 0 {
+		delete(s.byKey, key)
+	}
+	delete(sub.keys, key)
+	for other, o := range mine {
+		if o == sub {
+			sub.keys[key] = other
+			break
+		}
+	}
+	return len(sub.keys) == 0
 }
 
 // subscribeUpstream starts or ends an upstream's subscription to uri: an

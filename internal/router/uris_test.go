@@ -282,3 +282,57 @@ func TestCollidingTemplateBeforeBroadOne(t *testing.T) {
 		t.Errorf("read mcpgw://b/test://t/7: %v, routed to %q as %q; want b, test://t/7", reply.Error, reply.Upstream, reply.Original)
 	}
 }
+
+// TestSubscriptionByTwoForms: a host subscribed to one resource by its
+// URI and by its gateway form holds one upstream subscription, which
+// ends with the last of the two; a host that goes away ends its
+// subscription by gateway form.
+func TestSubscriptionByTwoForms(t *testing.T) {
+	fakes := collidingFakes()
+	unsubscribed := map[string]chan string{"a": make(chan string, 4), "b": make(chan string, 4)}
+	for name, f := range fakes {
+		f.answer = func(method string, params json.RawMessage) (*jsonrpc.Message, error) {
+			if method == "resources/unsubscribe" {
+				uri, _ := jsonrpc.StringField(params, "uri")
+				unsubscribed[name] <- uri
+			}
+			return &jsonrpc.Message{ID: json.RawMessage("1"), Result: json.RawMessage(`{}`)}, nil
+		}
+	}
+	r := startRouter(t, Options{}, fakes, "a", "b")
+	ctx := context.Background()
+	awaitUnsubscribe := func(name string) string {
+		t.Helper()
+		select {
+		case uri := <-unsubscribed[name]:
+			return uri
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s was never unsubscribed", name)
+			return ""
+		}
+	}
+	for _, uri := range []string{"test://same", "mcpgw://a/test://same"} {
+		if e := r.SubscribeResource(ctx, legacyCaller, "s1", uri); e != nil {
+			t.Fatalf("subscribing to %s: %v", uri, e)
+		}
+	}
+	if got := heard(fakes["a"].recorded(), "resources/subscribe", false); !slices.Equal(got, []string{"test://same"}) {
+		t.Errorf("a heard subscriptions to %q, want test://same once", got)
+	}
+	r.UnsubscribeResource(ctx, "s1", "mcpgw://a/test://same")
+	if got := heard(fakes["a"].recorded(), "resources/unsubscribe", false); got != nil {
+		t.Errorf("a was unsubscribed from %q while s1 still subscribes by test://same", got)
+	}
+	r.UnsubscribeResource(ctx, "s1", "test://same")
+	if got := awaitUnsubscribe("a"); got != "test://same" {
+		t.Errorf("a was unsubscribed from %q, want test://same", got)
+	}
+
+	if e := r.SubscribeResource(ctx, legacyCaller, "s2", "mcpgw://b/test://same"); e != nil {
+		t.Fatal(e)
+	}
+	r.HostGone("s2")
+	if got := awaitUnsubscribe("b"); got != "test://same" {
+		t.Errorf("b was unsubscribed from %q, want test://same", got)
+	}
+}
