@@ -42,9 +42,10 @@ type resourceSubs struct {
 // table decided them.
 type resourceSub struct {
 	subTarget
-	// keys are the subscribers, each with the URI it subscribed by
-	// (guarded by resourceSubs.mu). One host is in one view, where an
-	// upstream's URI has one form.
+	// keys are the subscribers, each with the URI it subscribed by, to
+	// which its updates are addressed (guarded by resourceSubs.mu). A
+	// host subscribed by two (a URI and its gateway form) is addressed
+	// by one of them.
 	keys map[string]string
 	// op serialises the upstream (un)subscriptions of the URI and
 	// guards subscribed: whether the upstream is subscribed.
@@ -66,8 +67,9 @@ type modernSubscriber interface {
 }
 
 // SubscribeResource subscribes key (a legacy session id, or a modern
-// listen stream's key) to a resource URI. The first subscriber of a URI
-// subscribes the upstream that serves it.
+// listen stream's key) to a resource URI, in the form its view lists it
+// (see gatewayScheme). The first subscriber of an upstream's URI, by
+// whichever form, subscribes that upstream to it.
 func (r *Router) SubscribeResource(ctx context.Context, c *Caller, key, uri string) *jsonrpc.Error {
 	v := r.catalog().view(c.View)
 	var u *upstreamState
