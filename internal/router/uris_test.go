@@ -336,3 +336,19 @@ func TestSubscriptionByTwoForms(t *testing.T) {
 		t.Errorf("b was unsubscribed from %q, want test://same", got)
 	}
 }
+
+// TestCollidingURIGatewayFormTaken: an upstream that itself lists the
+// gateway form an earlier upstream's URI would get keeps it; the earlier
+// one's colliding URI is skipped, not listed twice.
+func TestCollidingURIGatewayFormTaken(t *testing.T) {
+	fakes := collidingFakes()
+	fakes["c"] = &fakeUpstream{lists: map[string][]string{"resources/list": {`{"uri":"mcpgw://b/test://same","name":"mine"}`}}}
+	r := startRouter(t, Options{}, fakes, "a", "b", "c")
+	ctx := context.Background()
+	if diff := cmp.Diff([]string{"sametest://same", "minemcpgw://b/test://same"}, listNames(t, r.Dispatch(ctx, legacyCaller, request("resources/list", `{}`)), "resources")); diff != "" {
+		t.Errorf("resources/list (-want +got):\n%s", diff)
+	}
+	if reply := r.Dispatch(ctx, legacyCaller, request("resources/read", `{"uri":"mcpgw://b/test://same"}`)); reply.Error != nil || reply.Upstream != "c" || reply.Original != "mcpgw://b/test://same" {
+		t.Errorf("read mcpgw://b/test://same: %v, routed to %q as %q; want c's own", reply.Error, reply.Upstream, reply.Original)
+	}
+}
