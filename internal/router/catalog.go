@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -21,6 +22,28 @@ import (
 type catalog struct {
 	// views are by view name: "" for the default view, else a team's.
 	views map[string]*view
+	// collisions are the resource URIs and templates two upstreams list
+	// in some view (see uriCollision): each is logged once, by the build
+	// that first finds it, not at every re-list while it lasts.
+	collisions map[uriCollision]bool
+}
+
+// gatewayScheme starts the gateway form of a resource URI or template,
+// mcpgw://<upstream>/<URI as the upstream lists it>: what hosts see for
+// a URI that an upstream earlier in the view also lists. The upstream's
+// URI follows the prefix unchanged, so the form is reversible by cutting
+// the prefix, and a template in gateway form is still a template whose
+// expansions are the gateway forms of the original's.
+const gatewayScheme = "mcpgw://"
+
+// gatewayURI is upstream's uri in gateway form.
+func gatewayURI(upstream, uri string) string { return gatewayScheme + upstream + "/" + uri }
+
+// uriCollision is a resource URI (or, with template, a URI template)
+// that upstream lists after owner does.
+type uriCollision struct {
+	uri, upstream, owner string
+	template             bool
 }
 
 // view is what the callers of one view see and may call.
@@ -30,10 +53,9 @@ type view struct {
 	tools   named
 	prompts named
 
-	resources []json.RawMessage
-	// resourceOwner maps a listed resource URI to the upstream that
-	// listed it first.
-	resourceOwner map[string]*upstreamState
+	// resources maps each listed resource URI, as hosts see it, to its
+	// upstream and the URI that upstream knows.
+	resources map[string]resourceRoute
 
 	templates []templateEntry
 
@@ -81,7 +103,18 @@ type templateEntry struct {
 	up  *upstreamState
 	key string          // <upstream><separator><uriTemplate>, for views
 	raw json.RawMessage // the upstream's definition
-	tpl *uritemplate.Template
+	// original is the uriTemplate as the upstream lists it; exposed is
+	// as hosts see it (in a view, original or its gateway form), and tpl
+	// is exposed parsed (nil if it does not parse).
+	original, exposed string
+	tpl               *uritemplate.Template
+}
+
+// resourceRoute is where a resource URI hosts use goes: an upstream,
+// and the URI as that upstream knows it.
+type resourceRoute struct {
+	up  *upstreamState
+	uri string
 }
 
 type resourceEntry struct {
@@ -106,8 +139,6 @@ func (r *Router) buildCatalog() *catalog {
 	var toolCands, promptCands []candidate
 	var resources []resourceEntry
 	var templates []templateEntry
-	seenURI := map[string]*upstreamState{}
-	seenTemplate := map[string]bool{}
 	rules, names := r.settings()
 
 	for _, u := range r.upstreams() {
@@ -151,25 +182,18 @@ func (r *Router) buildCatalog() *catalog {
 				r.log.Warn("upstream resource without a uri skipped", keyUpstream, u.Name)
 				continue
 			}
-			if prev, dup := seenURI[uri]; dup {
-				r.log.Warn("resource listed by two upstreams; the first wins",
-					"uri", uri, keyUpstream, u.Name, "owner", prev.Name)
-				continue
-			}
-			seenURI[uri] = u
 			resources = append(resources, resourceEntry{u, uri, raw})
 		}
 		for _, raw := range tpls {
 			s, ok := jsonrpc.StringField(raw, "uriTemplate")
-			if !ok || seenTemplate[s] {
+			if !ok {
 				continue
 			}
-			seenTemplate[s] = true
 			tpl, err := uritemplate.New(s)
 			if err != nil {
 				r.log.Warn("upstream resource template does not parse", keyUpstream, u.Name, "template", s, keyErr, err)
 			}
-			templates = append(templates, templateEntry{up: u, key: resourceKey(names, u, s), raw: raw, tpl: tpl})
+			templates = append(templates, templateEntry{up: u, key: resourceKey(names, u, s), raw: raw, original: s, exposed: s, tpl: tpl})
 		}
 	}
 
@@ -183,16 +207,41 @@ func (r *Router) buildCatalog() *catalog {
 			}
 		}
 	}
-	cat := &catalog{views: map[string]*view{}}
+	cat := &catalog{views: map[string]*view{}, collisions: map[uriCollision]bool{}}
 	for _, v := range views {
-		cat.views[v.Name] = r.buildView(v, names, tools, prompts, resources, templates)
+		cat.views[v.Name] = r.buildView(v, names, tools, prompts, resources, templates, cat.collisions)
+	}
+	var prev map[uriCollision]bool
+	if old := r.catalog(); old != nil {
+		prev = old.collisions
+	}
+	for c, exposed := range cat.collisions {
+		switch {
+		case prev[c]:
+		case c.template && exposed:
+			r.log.Warn("resource template listed by two upstreams; the later is exposed in gateway form",
+				"template", c.uri, keyUpstream, c.upstream, "owner", c.owner, "exposed", gatewayURI(c.upstream, c.uri))
+		case c.template:
+			r.log.Warn("resource template listed by two upstreams, and its gateway form by one of them; the later is skipped",
+				"template", c.uri, keyUpstream, c.upstream, "owner", c.owner)
+		case exposed:
+			r.log.Warn("resource listed by two upstreams; the later is exposed in gateway form",
+				"uri", c.uri, keyUpstream, c.upstream, "owner", c.owner, "exposed", gatewayURI(c.upstream, c.uri))
+		default:
+			r.log.Warn("resource listed by two upstreams, and its gateway form by one of them; the later is skipped",
+				"uri", c.uri, keyUpstream, c.upstream, "owner", c.owner)
+		}
 	}
 	return cat
 }
 
 // buildView selects and limits what one view sees.
-func (r *Router) buildView(rules policy.View, names *namespace.Options, tools, prompts []*entry, resources []resourceEntry, templates []templateEntry) *view {
-	v := &view{rules: rules, names: names, resourceOwner: map[string]*upstreamState{}}
+//
+// Resource URIs and templates are made unique within the view (see
+// gatewayScheme); collisions gets each collision found, true when the
+// later one is exposed in gateway form, false when it had to be skipped.
+func (r *Router) buildView(rules policy.View, names *namespace.Options, tools, prompts []*entry, resources []resourceEntry, templates []templateEntry, collisions map[uriCollision]bool) *view {
+	v := &view{rules: rules, names: names, resources: map[string]resourceRoute{}}
 
 	var visible, downTools []*entry
 	var exposed []string
@@ -229,23 +278,84 @@ func (r *Router) buildView(rules policy.View, names *namespace.Options, tools, p
 	}
 	v.prompts, v.promptsJSON = index(shown, downPrompts)
 
+	// Only what the view shows takes part: an upstream it hides is as if
+	// it did not exist, and does not push another's URI into gateway form.
 	var res, tpls []json.RawMessage
+	resources = slices.DeleteFunc(slices.Clone(resources), func(re resourceEntry) bool {
+		return !rules.Allows(resourceKey(names, re.up, re.uri))
+	})
+	owners := map[string]*upstreamState{}
 	for _, re := range resources {
-		if rules.Allows(resourceKey(names, re.up, re.uri)) {
-			v.resources = append(v.resources, re.raw)
-			v.resourceOwner[re.uri] = re.up
-			res = append(res, re.raw)
+		if owners[re.uri] == nil {
+			owners[re.uri] = re.up
 		}
 	}
-	for _, t := range templates {
-		if rules.Allows(t.key) {
-			v.templates = append(v.templates, t)
-			tpls = append(tpls, t.raw)
+	for _, re := range resources {
+		exposed, ok := uniqueURI(owners, re.up, re.uri, false, collisions)
+		if !ok {
+			continue
 		}
+		if _, dup := v.resources[exposed]; dup {
+			continue // listed twice by one upstream
+		}
+		def := re.raw
+		if exposed != re.uri {
+			var err error
+			if def, err = jsonrpc.SetField(re.raw, "uri", jsonrpc.String(exposed)); err != nil {
+				r.log.Warn("upstream resource skipped", keyUpstream, re.up.Name, "uri", re.uri, keyErr, err)
+				continue
+			}
+		}
+		v.resources[exposed] = resourceRoute{re.up, re.uri}
+		res = append(res, def)
+	}
+	templates = slices.DeleteFunc(slices.Clone(templates), func(t templateEntry) bool { return !rules.Allows(t.key) })
+	clear(owners)
+	for _, t := range templates {
+		if owners[t.original] == nil {
+			owners[t.original] = t.up
+		}
+	}
+	seen := map[string]bool{}
+	for _, t := range templates {
+		exposed, ok := uniqueURI(owners, t.up, t.original, true, collisions)
+		if !ok || seen[exposed] {
+			continue
+		}
+		seen[exposed] = true
+		def := t.raw
+		if exposed != t.original {
+			var err error
+			if def, err = jsonrpc.SetField(t.raw, "uriTemplate", jsonrpc.String(exposed)); err != nil {
+				r.log.Warn("upstream resource template skipped", keyUpstream, t.up.Name, "template", t.original, keyErr, err)
+				continue
+			}
+			t.exposed = exposed
+			// The prefix has no expressions: this parses if the original does.
+			t.tpl, _ = uritemplate.New(exposed)
+		}
+		v.templates = append(v.templates, t)
+		tpls = append(tpls, def)
 	}
 	v.resourcesJSON = joinArray(res)
 	v.templatesJSON = joinArray(tpls)
 	return v
+}
+
+// uniqueURI is the URI (or template) hosts see for u's uri in a view
+// where owners maps each URI to the first upstream listing it: uri
+// itself for its owner, else its gateway form, unless an upstream lists
+// that form itself (false: skipped). It records collisions.
+func uniqueURI(owners map[string]*upstreamState, u *upstreamState, uri string, template bool, collisions map[uriCollision]bool) (string, bool) {
+	owner := owners[uri]
+	if owner == u {
+		return uri, true
+	}
+	exposed := gatewayURI(u.Name, uri)
+	_, taken := owners[exposed]
+	c := uriCollision{uri: uri, upstream: u.Name, owner: owner.Name, template: template}
+	collisions[c] = collisions[c] || !taken
+	return exposed, !taken
 }
 
 // index builds a named table and its list items; down are the entries
@@ -375,32 +485,96 @@ func (n named) count(u *upstreamState) int {
 	return k
 }
 
-// resourceUpstream finds the upstream that serves a resource URI in this
-// view: the one that listed it, else the one whose template matches it,
+// ownURI is uri as u knows it: uri without the prefix of u's gateway
+// form if it has it (true), else uri.
+func ownURI(u *upstreamState, uri string) (string, bool) {
+	rest, ok := strings.CutPrefix(uri, gatewayURI(u.Name, ""))
+	if !ok {
+		return uri, false
+	}
+	return rest, true
+}
+
+// contentsAs rewrites a resources/read result whose contents carry the
+// upstream's uri to carry exposed (its gateway form) instead, as the host
+// asked for it; other contents keep their URIs. A result it cannot read
+// is returned as it is.
+func contentsAs(result json.RawMessage, uri, exposed string) json.RawMessage {
+	raw, ok := jsonrpc.Field(result, "contents")
+	if !ok {
+		return result
+	}
+	var contents []json.RawMessage
+	if json.Unmarshal(raw, &contents) != nil {
+		return result
+	}
+	changed := false
+	for i, c := range contents {
+		if s, ok := jsonrpc.StringField(c, "uri"); ok && s == uri {
+			if out, err := jsonrpc.SetField(c, "uri", jsonrpc.String(exposed)); err == nil {
+				contents[i], changed = out, true
+			}
+		}
+	}
+	if !changed {
+		return result
+	}
+	out, err := jsonrpc.SetField(result, "contents", joinArray(contents))
+	if err != nil {
+		return result
+	}
+	return out
+}
+
+// resourceUpstream finds the upstream that serves a resource URI (or a
+// template, for completion/complete) in this view, and the URI to send
+// it: the one that listed it, else the one that listed it as a template,
+// else the one whose template matches it (templates in gateway form
+// first, so that a broad template does not catch another's gateway form),
 // else the only upstream offering resources whose resources the view may
-// see at all.
-func (v *view) resourceUpstream(r *Router, uri string, log *slog.Logger) *upstreamState {
-	if u, ok := v.resourceOwner[uri]; ok {
-		return u
+// see at all. A URI in gateway form becomes the upstream's own; one that
+// is neither listed nor matched goes only to the upstream it names (if
+// the view shows its resources), so that a hidden upstream's gateway form
+// is as unknown as a nonexistent one's.
+func (v *view) resourceUpstream(r *Router, uri string, log *slog.Logger) (*upstreamState, string) {
+	if route, ok := v.resources[uri]; ok {
+		return route.up, route.uri
 	}
 	for _, t := range v.templates {
-		if t.tpl != nil && t.tpl.Match(uri) != nil {
-			return t.up
+		if t.exposed == uri {
+			return t.up, t.original
+		}
+	}
+	for _, gateway := range []bool{true, false} {
+		for _, t := range v.templates {
+			if (t.exposed != t.original) == gateway && t.tpl != nil && t.tpl.Match(uri) != nil {
+				if gateway {
+					return t.up, strings.TrimPrefix(uri, gatewayURI(t.up.Name, ""))
+				}
+				return t.up, uri
+			}
 		}
 	}
 	var only *upstreamState
 	for _, u := range r.upstreams() {
+		own, named := ownURI(u, uri)
+		if !named && strings.HasPrefix(uri, gatewayScheme) {
+			continue // another's gateway form, or no upstream's
+		}
 		offers := u.health().serving() && parseCapabilities(u.Client.Capabilities()).resources
-		if !offers || !v.rules.Allows(resourceKey(v.names, u, uri)) {
+		if !offers || !v.rules.Allows(resourceKey(v.names, u, own)) {
 			continue
+		}
+		if named {
+			return u, own
 		}
 		if only != nil {
 			log.Debug("resource URI matches no listed resource or template", "uri", uri)
-			return nil
+			return nil, ""
 		}
 		only = u
 	}
-	return only
+	return only, uri
 }
 
 // ViewTokens is the estimated size of the named view's tools, in tokens:
@@ -428,8 +602,8 @@ func (v *view) shows(u *upstreamState) bool {
 	if v.tools.count(u) > 0 || v.prompts.count(u) > 0 {
 		return true
 	}
-	for _, owner := range v.resourceOwner {
-		if owner == u {
+	for _, route := range v.resources {
+		if route.up == u {
 			return true
 		}
 	}

@@ -88,6 +88,9 @@ type Reply struct {
 	// upstream, and the name (or URI) it knows the target by; both empty
 	// when no upstream was chosen (an unknown or hidden name).
 	Upstream, Original string
+	// after, when set, rewrites the result once it is in the host's era
+	// (a resource read by its gateway form gets that form back).
+	after func(json.RawMessage) json.RawMessage
 	// unknown is the name or URI of a call that found no upstream: one
 	// still in its first start may yet offer it.
 	unknown string
@@ -135,6 +138,9 @@ func (r *Router) Dispatch(ctx context.Context, c *Caller, req *jsonrpc.Request) 
 	}
 	if reply.Result != nil && ((reply.src != nil && reply.src.Members != 0) || (c.Modern() && req.Method == "resources/read")) {
 		r.fitEra(c, req.Method, reply)
+	}
+	if reply.Result != nil && reply.after != nil {
+		reply.Result = reply.after(reply.Result)
 	}
 	return reply
 }
@@ -288,8 +294,14 @@ func (r *Router) awaitFirstStarts(ctx context.Context, c *Caller, name string, u
 		if prefixed && strings.Contains(name, sep) && !strings.HasPrefix(name, u.Name+sep) {
 			continue // another upstream's name (a URI has no prefix)
 		}
-		if uri && !v.rules.Allows(resourceKey(v.names, u, name)) {
-			continue // the view hides this upstream's resource
+		if uri {
+			own, named := ownURI(u, name)
+			if !named && strings.HasPrefix(name, gatewayScheme) {
+				continue // another upstream's gateway form
+			}
+			if !v.rules.Allows(resourceKey(v.names, u, own)) {
+				continue // the view hides this upstream's resource
+			}
 		}
 		waits = append(waits, u.firstDone)
 	}
@@ -682,12 +694,23 @@ func (r *Router) readResource(ctx context.Context, c *Caller, v *view, req *json
 	if !req.HasURI {
 		return errorReply(jsonrpc.CodeInvalidParams, "resources/read needs params.uri")
 	}
-	u := v.resourceUpstream(r, uri, r.log)
+	u, original := v.resourceUpstream(r, uri, r.log)
 	if u == nil {
 		return resourceNotFound(c, uri)
 	}
+	out := req.Outgoing()
+	if original != uri {
+		out.Set("uri", jsonrpc.String(original))
+	}
+	reply := routed(r.forward(ctx, c, u, req, out, uri), u, original)
+	if original != uri {
+		// Contents come back under the URI the host asked for, once the
+		// result is in the host's era (fitEra rebuilds it from the
+		// upstream's answer).
+		reply.after = func(result json.RawMessage) json.RawMessage { return contentsAs(result, original, uri) }
+	}
 	// Dispatch gives a modern host the cache hints (fitEra).
-	return routed(r.forward(ctx, c, u, req, req.Outgoing(), uri), u, uri)
+	return reply
 }
 
 // resourceNotFound uses the code of the caller's era: 2026-07-28 moved
@@ -721,11 +744,15 @@ func (r *Router) complete(ctx context.Context, c *Caller, v *view, req *jsonrpc.
 		return routed(r.forward(ctx, c, e.up, req, out, name), e.up, e.original)
 	case "ref/resource":
 		uri := req.Ref.URI
-		u := v.resourceUpstream(r, uri, r.log)
+		u, original := v.resourceUpstream(r, uri, r.log)
 		if u == nil {
 			return resourceNotFound(c, uri)
 		}
-		return routed(r.forward(ctx, c, u, req, req.Outgoing(), uri), u, uri)
+		out := req.Outgoing()
+		if original != uri {
+			out.Set("ref", req.Ref.With("uri", jsonrpc.String(original)))
+		}
+		return routed(r.forward(ctx, c, u, req, out, uri), u, original)
 	case "":
 		return errorReply(jsonrpc.CodeInvalidParams, "completion/complete needs params.ref with a type")
 	}

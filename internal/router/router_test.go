@@ -443,7 +443,8 @@ func TestResourcesRouteByURIAndTemplate(t *testing.T) {
 	}}
 	r := startRouter(t, Options{}, map[string]*fakeUpstream{"docs": docs, "mem": mem}, "docs", "mem")
 
-	if diff := cmp.Diff([]string{"readmedocs://readme", "graphmem://graph"}, listNames(t, r.Dispatch(context.Background(), legacyCaller, request("resources/list", `{}`)), "resources")); diff != "" {
+	// mem's docs://readme collides with docs's: it is exposed in gateway form.
+	if diff := cmp.Diff([]string{"readmedocs://readme", "graphmem://graph", "shadowedmcpgw://mem/docs://readme"}, listNames(t, r.Dispatch(context.Background(), legacyCaller, request("resources/list", `{}`)), "resources")); diff != "" {
 		t.Errorf("resources (-want +got):\n%s", diff)
 	}
 	for uri, want := range map[string]*fakeUpstream{"docs://readme": docs, "mem://graph": mem, "docs://page/42": docs} {

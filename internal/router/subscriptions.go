@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -15,14 +16,20 @@ import (
 // Resource subscriptions: hosts subscribe to resource URIs (legacy
 // resources/subscribe, or the modern resourceSubscriptions filter of
 // subscriptions/listen); the router keeps one upstream subscription per
-// URI however many hosts want it, and hands each notifications/resources/updated
-// to the hosts that subscribed.
+// upstream and URI however many hosts want it, and hands each
+// notifications/resources/updated to the hosts that subscribed, with the
+// URI each subscribed by (the upstream's own, or its gateway form where
+// another upstream lists it too: see gatewayScheme).
 
 // resourceSubs is the router's subscription table.
 type resourceSubs struct {
-	mu sync.Mutex // guards byURI
-	// byURI maps a subscribed URI to its upstream and subscriber keys.
-	byURI map[string]*resourceSub
+	mu sync.Mutex // guards byURI and byKey
+	// byURI maps an upstream and a URI it knows to the subscription.
+	byURI map[subTarget]*resourceSub
+	// byKey maps a subscriber key and a URI it subscribed by to the
+	// subscription, so that ending a host's subscriptions does not scan
+	// everyone's.
+	byKey map[string]map[string]*resourceSub
 	// waiting, when set (in tests), is called as a subscriber starts to
 	// wait for the URI's upstream (un)subscription in flight.
 	waiting func()
@@ -34,12 +41,23 @@ type resourceSubs struct {
 // upstream hears subscribe and unsubscribe for a URI in the order the
 // table decided them.
 type resourceSub struct {
-	up   *upstreamState
-	keys map[string]struct{} // guarded by resourceSubs.mu
+	subTarget
+	// keys are the subscribers, each with the URI it subscribed by, to
+	// which its updates are addressed (guarded by resourceSubs.mu). A
+	// host subscribed by two (a URI and its gateway form) is addressed
+	// by one of them.
+	keys map[string]string
 	// op serialises the upstream (un)subscriptions of the URI and
 	// guards subscribed: whether the upstream is subscribed.
 	op         sync.Mutex
 	subscribed bool
+}
+
+// subTarget is what a subscription is to: an upstream, and the URI as
+// it knows it.
+type subTarget struct {
+	up  *upstreamState
+	uri string
 }
 
 // modernSubscriber is an upstream client that can hold a modern
@@ -49,13 +67,15 @@ type modernSubscriber interface {
 }
 
 // SubscribeResource subscribes key (a legacy session id, or a modern
-// listen stream's key) to a resource URI. The first subscriber of a URI
-// subscribes the upstream that serves it.
+// listen stream's key) to a resource URI, in the form its view lists it
+// (see gatewayScheme). The first subscriber of an upstream's URI, by
+// whichever form, subscribes that upstream to it.
 func (r *Router) SubscribeResource(ctx context.Context, c *Caller, key, uri string) *jsonrpc.Error {
 	v := r.catalog().view(c.View)
 	var u *upstreamState
+	var original string
 	if v != nil {
-		u = v.resourceUpstream(r, uri, r.log)
+		u, original = v.resourceUpstream(r, uri, r.log)
 	}
 	if u == nil {
 		return resourceNotFound(c, uri).Error
@@ -64,15 +84,12 @@ func (r *Router) SubscribeResource(ctx context.Context, c *Caller, key, uri stri
 		return jsonrpc.NewError(jsonrpc.CodeInvalidParams, "The server %q behind the gateway does not support resource subscriptions", u.Name)
 	}
 	r.subs.mu.Lock()
-	if r.subs.byURI == nil {
-		r.subs.byURI = map[string]*resourceSub{}
-	}
-	sub := r.subs.byURI[uri]
+	// A key subscribed by uri already keeps that subscription, even if
+	// uri has since come to name another upstream's resource.
+	sub := r.subs.byKey[key][uri]
 	if sub == nil {
-		sub = &resourceSub{up: u, keys: map[string]struct{}{}}
-		r.subs.byURI[uri] = sub
+		sub = r.subs.add(key, uri, subTarget{u, original})
 	}
-	sub.keys[key] = struct{}{}
 	waiting := r.subs.waiting
 	r.subs.mu.Unlock()
 	// Every subscriber waits until the upstream is subscribed: its
@@ -87,14 +104,13 @@ func (r *Router) SubscribeResource(ctx context.Context, c *Caller, key, uri stri
 	if sub.subscribed {
 		return nil
 	}
-	if err := r.subscribeUpstream(ctx, sub.up, uri, true); err != nil {
+	if err := r.subscribeUpstream(ctx, sub.up, sub.uri, true); err != nil {
 		r.subs.mu.Lock()
-		delete(sub.keys, key)
-		if len(sub.keys) == 0 && r.subs.byURI[uri] == sub {
-			delete(r.subs.byURI, uri)
+		if r.subs.remove(sub, key, uri) && r.subs.byURI[sub.subTarget] == sub {
+			delete(r.subs.byURI, sub.subTarget)
 		}
 		r.subs.mu.Unlock()
-		r.log.Warn("upstream resource subscription failed", keyUpstream, u.Name, "uri", uri, keyErr, err)
+		r.log.Warn("upstream resource subscription failed", keyUpstream, sub.up.Name, "uri", sub.uri, keyErr, err)
 		if e := (*jsonrpc.Error)(nil); errors.As(err, &e) {
 			return e
 		}
@@ -104,16 +120,12 @@ func (r *Router) SubscribeResource(ctx context.Context, c *Caller, key, uri stri
 	return nil
 }
 
-// UnsubscribeResource removes key's subscription to uri; the last one
-// unsubscribes the upstream.
+// UnsubscribeResource removes key's subscription to uri (as key
+// subscribed to it); the last one unsubscribes the upstream.
 func (r *Router) UnsubscribeResource(ctx context.Context, key, uri string) {
 	r.subs.mu.Lock()
-	sub := r.subs.byURI[uri]
-	last := false
-	if sub != nil {
-		delete(sub.keys, key)
-		last = len(sub.keys) == 0
-	}
+	sub := r.subs.byKey[key][uri]
+	last := sub != nil && r.subs.remove(sub, key, uri)
 	r.subs.mu.Unlock()
 	if !last {
 		return
@@ -124,14 +136,14 @@ func (r *Router) UnsubscribeResource(ctx context.Context, key, uri string) {
 	still := len(sub.keys) == 0 // or a new subscriber came meanwhile
 	r.subs.mu.Unlock()
 	if still && sub.subscribed {
-		if err := r.subscribeUpstream(ctx, sub.up, uri, false); err != nil {
-			r.log.Debug("upstream resource unsubscription failed", keyUpstream, sub.up.Name, "uri", uri, keyErr, err)
+		if err := r.subscribeUpstream(ctx, sub.up, sub.uri, false); err != nil {
+			r.log.Debug("upstream resource unsubscription failed", keyUpstream, sub.up.Name, "uri", sub.uri, keyErr, err)
 		}
 		sub.subscribed = false
 	}
 	r.subs.mu.Lock()
-	if len(sub.keys) == 0 && r.subs.byURI[uri] == sub {
-		delete(r.subs.byURI, uri)
+	if len(sub.keys) == 0 && r.subs.byURI[sub.subTarget] == sub {
+		delete(r.subs.byURI, sub.subTarget)
 	}
 	r.subs.mu.Unlock()
 }
@@ -147,12 +159,7 @@ func (r *Router) HostGone(key string) {
 // dropSubscriptions removes every subscription of key.
 func (r *Router) dropSubscriptions(key string) {
 	r.subs.mu.Lock()
-	var uris []string
-	for uri, sub := range r.subs.byURI {
-		if _, ok := sub.keys[key]; ok {
-			uris = append(uris, uri)
-		}
-	}
+	uris := slices.Collect(maps.Keys(r.subs.byKey[key]))
 	r.subs.mu.Unlock()
 	if len(uris) == 0 {
 		return
@@ -164,6 +171,46 @@ func (r *Router) dropSubscriptions(key string) {
 			r.UnsubscribeResource(ctx, key, uri)
 		}
 	})
+}
+
+// add makes key a subscriber of target, by uri. The caller holds mu.
+func (s *resourceSubs) add(key, uri string, target subTarget) *resourceSub {
+	if s.byURI == nil {
+		s.byURI, s.byKey = map[subTarget]*resourceSub{}, map[string]map[string]*resourceSub{}
+	}
+	sub := s.byURI[target]
+	if sub == nil {
+		sub = &resourceSub{subTarget: target, keys: map[string]string{}}
+		s.byURI[target] = sub
+	}
+	sub.keys[key] = uri
+	if s.byKey[key] == nil {
+		s.byKey[key] = map[string]*resourceSub{}
+	}
+	s.byKey[key][uri] = sub
+	return sub
+}
+
+// remove ends key's subscription by uri to sub, and reports whether sub
+// has no subscriber left. A key that subscribed to the same target by
+// two URIs (a URI and its gateway form) stays subscribed by the other.
+// The caller holds mu.
+func (s *resourceSubs) remove(sub *resourceSub, key, uri string) bool {
+	mine := s.byKey[key]
+	if mine[uri] == sub {
+		delete(mine, uri)
+	}
+	if len(mine) == 0 {
+		delete(s.byKey, key)
+	}
+	delete(sub.keys, key)
+	for other, o := range mine {
+		if o == sub {
+			sub.keys[key] = other
+			break
+		}
+	}
+	return len(sub.keys) == 0
 }
 
 // subscribeUpstream starts or ends an upstream's subscription to uri: an
@@ -207,9 +254,9 @@ func (r *Router) listenUpstream(ctx context.Context, u *upstreamState) error {
 	filter.PromptsListChanged = listChanged(caps, "prompts")
 	filter.ResourcesListChanged = listChanged(caps, "resources")
 	r.subs.mu.Lock()
-	for uri, sub := range r.subs.byURI {
-		if sub.up == u && len(sub.keys) > 0 {
-			filter.ResourceURIs = append(filter.ResourceURIs, uri)
+	for target, sub := range r.subs.byURI {
+		if target.up == u && len(sub.keys) > 0 {
+			filter.ResourceURIs = append(filter.ResourceURIs, target.uri)
 		}
 	}
 	r.subs.mu.Unlock()
@@ -218,23 +265,34 @@ func (r *Router) listenUpstream(ctx context.Context, u *upstreamState) error {
 }
 
 // resourceUpdated hands an upstream's notifications/resources/updated to
-// the hosts that subscribed to the URI.
+// the hosts that subscribed to the URI, each under the URI it subscribed
+// by: the hosts of a view where the URI is in gateway form get that.
 func (r *Router) resourceUpdated(u *upstreamState, n *jsonrpc.Message) {
 	uri, _ := jsonrpc.StringField(n.Params, "uri")
 	r.subs.mu.Lock()
-	sub := r.subs.byURI[uri]
-	var keys []string
-	if sub != nil && sub.up == u {
-		for k := range sub.keys {
-			keys = append(keys, k)
+	byAs := map[string][]string{} // the URI subscribed by -> its subscribers
+	if sub := r.subs.byURI[subTarget{u, uri}]; sub != nil {
+		for k, as := range sub.keys {
+			byAs[as] = append(byAs[as], k)
 		}
 	}
 	r.subs.mu.Unlock()
-	if len(keys) == 0 || r.opts.OnChange == nil {
+	if r.opts.OnChange == nil {
 		return
 	}
-	slices.Sort(keys)
-	r.opts.OnChange(Change{Method: n.Method, Params: n.Params, Subscribers: keys})
+	for _, as := range slices.Sorted(maps.Keys(byAs)) {
+		params := n.Params
+		if as != uri {
+			var err error
+			if params, err = jsonrpc.SetField(n.Params, "uri", jsonrpc.String(as)); err != nil {
+				r.log.Debug("upstream resource update not relayed", keyUpstream, u.Name, "uri", uri, keyErr, err)
+				return
+			}
+		}
+		keys := byAs[as]
+		slices.Sort(keys)
+		r.opts.OnChange(Change{Method: n.Method, Params: params, Subscribers: keys})
+	}
 }
 
 // listChanged reports whether capabilities announce list changes for a
