@@ -291,7 +291,7 @@ func (r *Router) awaitFirstStarts(ctx context.Context, c *Caller, name string, u
 			continue
 		default:
 		}
-		if prefixed && strings.Contains(name, sep) && !strings.HasPrefix(name, u.Name+sep) {
+		if !uri && prefixed && strings.Contains(name, sep) && !strings.HasPrefix(name, u.Name+sep) {
 			continue // another upstream's name (a URI has no prefix)
 		}
 		if uri {

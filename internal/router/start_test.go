@@ -159,3 +159,31 @@ func startUnwaited(t *testing.T, opts *Options) *Router {
 	r.Start(context.Background())
 	return r
 }
+
+// TestURIWithTheSeparatorWaits: a URI is no exposed name, so one that
+// happens to hold the separator ("test://a__b") still waits for the
+// upstream in its first start that lists it.
+func TestURIWithTheSeparatorWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		late := &fakeUpstream{startGate: make(chan struct{}), lists: map[string][]string{
+			"tools/list": tools("x"), "resources/list": {`{"uri":"test://a__b","name":"ab"}`},
+		}}
+		other := &fakeUpstream{capabilities: `{"tools":{}}`, lists: map[string][]string{"tools/list": tools("y")}}
+		opts := Options{ListWait: 10 * time.Second}
+		opts.Upstreams = []UpstreamConfig{
+			{Name: "late", Connect: late.connect, Timeout: time.Minute},
+			{Name: "other", Connect: other.connect, Timeout: time.Minute},
+		}
+		r := startUnwaited(t, &opts)
+		synctest.Wait()
+		done := make(chan *Reply)
+		go func() {
+			done <- r.Dispatch(context.Background(), legacyCaller, request("resources/read", `{"uri":"test://a__b"}`))
+		}()
+		time.Sleep(time.Second)
+		close(late.startGate)
+		if reply := <-done; reply.Error != nil || reply.Upstream != "late" {
+			t.Errorf("read of test://a__b during start-up: %v, routed to %q; want late's answer", reply.Error, reply.Upstream)
+		}
+	})
+}
