@@ -75,19 +75,26 @@ func listChanges(t *testing.T, url string) (*mcp.ClientSession, <-chan struct{})
 	return cs, changed
 }
 
+// toolNames lists the host's tools and returns their names.
+func toolNames(ctx context.Context, t *testing.T, cs *mcp.ClientSession, what string) []string {
+	t.Helper()
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatalf("%s: tools/list: %v", what, err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	return names
+}
+
 // awaitTools lists tools, then again after each list_changed, until ok
 // holds for the names listed.
 func awaitTools(ctx context.Context, t *testing.T, cs *mcp.ClientSession, changed <-chan struct{}, what string, ok func(names []string) bool) {
 	t.Helper()
 	for {
-		res, err := cs.ListTools(ctx, nil)
-		if err != nil {
-			t.Fatalf("%s: tools/list: %v", what, err)
-		}
-		var names []string
-		for _, tool := range res.Tools {
-			names = append(names, tool.Name)
-		}
+		names := toolNames(ctx, t, cs, what)
 		if ok(names) {
 			return
 		}

@@ -36,14 +36,7 @@ func TestClaudeDesktopKeysAsWritten(t *testing.T) {
 	cs := connect(t, url, eras[0])
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	res, err := cs.ListTools(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, tool := range res.Tools {
-		names = append(names, tool.Name)
-	}
+	names := toolNames(ctx, t, cs, "the servers' tools")
 	for _, tool := range []string{"my_server_with_spaces__echo", "files_local__echo"} {
 		if !slices.Contains(names, tool) {
 			t.Errorf("%s not listed: %v", tool, names)
