@@ -284,7 +284,7 @@ func (f *fakeClient) Subscribe(context.Context, upstream.Subscriptions) error { 
 // observedFake is a router over one fakeClient called "a", observed as
 // the gateway observes: spans recorded, metrics read by hand, the audit
 // log (with argument digests) in a buffer.
-func observedFake(t *testing.T) (server.Dispatcher, *fakeClient, *tracetest.SpanRecorder, *sdkmetric.ManualReader, *lockedBuffer) {
+func observedFake(t *testing.T) (server.Dispatcher, *fakeClient, *tracetest.SpanRecorder, *sdkmetric.ManualReader, *mcptest.LogBuffer) {
 	t.Helper()
 	spans, reader := tracetest.NewSpanRecorder(), sdkmetric.NewManualReader()
 	tel, err := telemetry.New(context.Background(), telemetry.Options{SpanProcessor: spans, MetricReader: reader, Getenv: func(string) string { return "" }})
@@ -292,7 +292,7 @@ func observedFake(t *testing.T) (server.Dispatcher, *fakeClient, *tracetest.Span
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
-	var audit lockedBuffer
+	var audit mcptest.LogBuffer
 	obs, err := telemetry.NewObserver(tel, telemetry.NewAudit(&audit, true))
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -50,7 +48,7 @@ func TestReloadDuringLoad(t *testing.T) {
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	ctx, stop := context.WithCancel(context.Background())
 	exited := make(chan int, 1)
-	logs := &lockedBuffer{}
+	logs := &mcptest.LogBuffer{}
 	go func() {
 		exited <- run(ctx, []string{"serve", "--config", path, "--listen", addr}, nil, io.Discard, logs)
 	}()
@@ -126,25 +124,6 @@ func waitReady(t *testing.T, url string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// lockedBuffer collects a gateway's log while it runs, for a failing
-// test to show.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // watchApplies runs a configWatch on path and returns a channel that

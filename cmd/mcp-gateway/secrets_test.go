@@ -62,7 +62,7 @@ func TestLogsCarryNoSecrets(t *testing.T) {
 	})
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	ctx, stop := context.WithCancel(context.Background())
-	logs := &lockedBuffer{}
+	logs := &mcptest.LogBuffer{}
 	exited := make(chan int, 1)
 	go func() {
 		exited <- run(ctx, []string{"serve", "--config", path, "--listen", addr}, nil, io.Discard, logs)

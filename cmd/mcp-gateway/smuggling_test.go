@@ -100,7 +100,7 @@ func smuggle(t *testing.T, ups []config.Upstream, targets []smuggleTarget) {
 	const key = "smuggler-key-0123456789"
 	cfg.Auth.Mode = config.AuthAPIKey
 	cfg.Teams = []config.Team{{Name: "t", APIKeys: []string{key}, Allow: allow}}
-	var audit lockedBuffer
+	var audit mcptest.LogBuffer
 	url, _, _ := startGatewayWith(t, cfg, recorders{audit: telemetry.NewAudit(&audit, false)})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -897,7 +897,7 @@ func TestReloadKeepsTelemetry(t *testing.T) {
 		}
 	}
 	write([]string{"alpha"}, map[string]any{"metrics": true}, nil)
-	var logs lockedBuffer
+	var logs mcptest.LogBuffer
 	current, err := loadConfig(path, &logs)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, logs.String())

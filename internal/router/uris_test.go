@@ -1,13 +1,11 @@
 package router
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -15,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+	"github.com/mcp-gateway/mcp-gateway/internal/mcptest"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 )
 
@@ -180,28 +179,10 @@ func TestCollidingURIHiddenOwner(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestCollidingURIWarnsOnce: a collision is logged when it appears, not
 // again at every re-list while it lasts.
 func TestCollidingURIWarnsOnce(t *testing.T) {
-	var logs syncBuffer
+	var logs mcptest.LogBuffer
 	r := startRouter(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, collidingFakes(), "a", "b")
 	for range 3 {
 		r.rebuild()

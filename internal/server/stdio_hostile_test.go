@@ -2,18 +2,17 @@ package server
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+	"github.com/mcp-gateway/mcp-gateway/internal/mcptest"
 	"github.com/mcp-gateway/mcp-gateway/internal/router"
 )
 
@@ -121,32 +120,13 @@ func TestStdioOversizeLine(t *testing.T) {
 	h.close()
 }
 
-// syncBuffer is a bytes.Buffer for a logger written from several
-// goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // TestStdioSlowHostDoesNotBlockRelays: a host that stops reading stdout
 // does not hold up whoever relays to it (the goroutine reading an
 // upstream delivers changes and a call's progress): notifications that
 // do not fit in the queue are dropped and logged, and the host's own
 // request is still answered once it reads again.
 func TestStdioSlowHostDoesNotBlockRelays(t *testing.T) {
-	var logs syncBuffer
+	var logs mcptest.LogBuffer
 	d := &fakeDispatcher{replies: map[string]*router.Reply{"tools/list": {Result: json.RawMessage(`{"tools":[]}`)}}}
 	progressed := make(chan struct{})
 	d.interactive = func(_ context.Context, c *router.Caller, _ *jsonrpc.Request) *router.Reply {
@@ -205,7 +185,7 @@ func TestStdioSlowHostDoesNotBlockRelays(t *testing.T) {
 // the write timeout to finish, are then cancelled, and Serve returns
 // after its bounded wait for the writer.
 func TestStdioExitsWhenTheHostStopsReading(t *testing.T) {
-	var logs syncBuffer
+	var logs mcptest.LogBuffer
 	d := &fakeDispatcher{replies: map[string]*router.Reply{"tools/list": {Result: json.RawMessage(`{"tools":[]}`)}}}
 	h := newStdioHost(t, d, &StdioOptions{QueueLimit: 1, WriteTimeout: 10 * time.Millisecond,
 		Logger: slog.New(slog.NewJSONHandler(&logs, nil))})

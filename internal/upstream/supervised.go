@@ -484,17 +484,21 @@ func (s *Supervised) probe(c *Client, br breaker) bool {
 	return true
 }
 
+// silenceProbeTimeout bounds the probe of a server whose call timed out
+// in silence: the caller, whose call has already timed out, waits for it.
+const silenceProbeTimeout = 2 * time.Second
+
 // answersProbe asks the server of a call that timed out in silence
 // whether it is still there: ping, or server/discover to a modern server,
-// under the probe timeout (at most the call timeout, and 10s). Whether
-// it answers decides if the timeout counts against the breaker; the
-// probe itself does not pass through the breaker.
+// within silenceProbeTimeout (or the shorter probe timeout). Whether it
+// answers decides if the timeout counts against the breaker; the probe
+// itself does not pass through the breaker.
 func (s *Supervised) answersProbe(c *Client) bool {
 	method := "ping"
 	if c.Era() == EraModern {
 		method = "server/discover"
 	}
-	ctx, cancel := context.WithTimeout(s.life, c.probeTimeout)
+	ctx, cancel := context.WithTimeout(s.life, min(c.probeTimeout, silenceProbeTimeout))
 	defer cancel()
 	_, err := c.Call(ctx, method, nil)
 	return err == nil
