@@ -84,6 +84,11 @@ const (
 	// upstream's sessions.
 	DefaultMaxClients  = 64
 	DefaultIdleTimeout = 10 * time.Minute
+	// DefaultTaskTTL is how long a task the gateway hands a host is kept
+	// from its creation (tasks.ttl), and DefaultMaxTasks how many one
+	// identity holds at once (tasks.max_per_identity).
+	DefaultTaskTTL  = time.Hour
+	DefaultMaxTasks = 100
 	// DefaultMaxTimeoutFactor times the timeout, at most
 	// DefaultMaxTimeoutCap, is a call's longest run while the upstream
 	// reports progress (see DefaultMaxTimeout).

@@ -105,6 +105,13 @@ type UpstreamConfig struct {
 	// Timeout bounds the start and each list request; 0 means
 	// config.DefaultTimeout.
 	Timeout time.Duration
+	// TaskAfter, when positive, turns the upstream's long calls into
+	// tasks the gateway runs (tasks.after; see tasks.go): a tools/call
+	// from a modern host that declared the tasks extension and is still
+	// running after this long is answered with a task handle, and a
+	// legacy host that declared tasks may make any of the upstream's
+	// tools a task. 0 leaves calls as they are.
+	TaskAfter time.Duration
 }
 
 // ConnectOptions are what the router passes to UpstreamConfig.Connect.
@@ -163,6 +170,13 @@ type Options struct {
 	// a list that changed, or a subscribed resource that was updated. It
 	// is called from the router's goroutines and must not block.
 	OnChange func(Change)
+	// TaskTTL is how long a task the gateway hands a host is kept, from
+	// its creation, and the longest a host may ask for; 0 means
+	// config.DefaultTaskTTL.
+	TaskTTL time.Duration
+	// MaxTasks bounds the tasks one caller (identity and view) holds at
+	// once; 0 means config.DefaultMaxTasks.
+	MaxTasks int
 	// Limits, if set, are the per-identity quotas and rate limits of
 	// calls (tool rates, calls in flight per upstream); nil limits
 	// nothing.
