@@ -51,6 +51,13 @@ type Request struct {
 	InputResponses  json.RawMessage
 	// RequestID is params.requestId (notifications/cancelled).
 	RequestID json.RawMessage
+	// TaskID is params.taskId (tasks/get, tasks/result, tasks/cancel,
+	// tasks/update); HasTaskID is set when it is a string.
+	TaskID    string
+	HasTaskID bool
+	// Task is params.task, the task augmentation of a 2025-11-25 request
+	// (basic/utilities/tasks "Creating Tasks"); nil when absent.
+	Task json.RawMessage
 	// ProtocolVersion and Capabilities are initialize's.
 	ProtocolVersion string
 	Capabilities    json.RawMessage
@@ -238,6 +245,10 @@ func (r *Request) fill() {
 			r.InputResponses = v
 		case "requestId":
 			r.RequestID = v
+		case "taskId":
+			r.TaskID, r.HasTaskID = stringValue(v)
+		case "task":
+			r.Task = v
 		case "protocolVersion":
 			r.ProtocolVersion, _ = stringValue(v)
 		case "capabilities":

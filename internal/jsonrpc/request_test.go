@@ -51,6 +51,8 @@ func TestDecodeRequest(t *testing.T) {
 		{"initialize", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"roots":{}}}}`, "init", "2025-11-25 {\"roots\":{}}"},
 		{"cancelled", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"r-9"}}`, "requestId", `"r-9"`},
 		{"response", `{"jsonrpc":"2.0","id":3,"result":{"action":"accept"}}`, "result", `{"action":"accept"}`},
+		{"task id", `{"jsonrpc":"2.0","id":4,"method":"tasks/get","params":{"task\u0049d":"gw-1"}}`, "taskId", "gw-1"},
+		{"task augmentation", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"a","task":{"ttl":60000}}}`, "task", `{"ttl":60000}`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r, err := DecodeRequest([]byte(tt.in))
@@ -71,6 +73,10 @@ func TestDecodeRequest(t *testing.T) {
 				got = r.ProtocolVersion + " " + string(r.Capabilities)
 			case "requestId":
 				got = string(r.RequestID)
+			case "taskId":
+				got = r.TaskID
+			case "task":
+				got = string(r.Task)
 			case "result":
 				got = string(r.Result)
 			}
@@ -387,7 +393,8 @@ func TestDecodeRequestRefusesEveryReadNameInAnotherCase(t *testing.T) {
 	read := [...][]string{
 		levelTop: {"jsonrpc", "id", "method", "params", "result", "error"},
 		levelParams: {"name", "uri", "arguments", "_meta", "ref", "cursor", "level",
-			"requestState", "inputResponses", "requestId", "protocolVersion", "capabilities"},
+			"requestState", "inputResponses", "requestId", "protocolVersion", "capabilities",
+			"taskId", "task"},
 		levelMeta: {"progressToken", MetaProtocolVersion, MetaClientCapabilities, MetaClientInfo,
 			MetaLogLevel, "traceparent", "tracestate", "baggage"},
 		levelRef: {"type", "name", "uri"},

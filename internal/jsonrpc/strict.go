@@ -45,7 +45,8 @@ const (
 var readNames = [...][][]byte{
 	levelTop: byteNames("jsonrpc", "id", "method", "params", "result", "error"),
 	levelParams: byteNames("name", "uri", "arguments", "_meta", "ref", "cursor", "level",
-		"requestState", "inputResponses", "requestId", "protocolVersion", "capabilities"),
+		"requestState", "inputResponses", "requestId", "protocolVersion", "capabilities",
+		"taskId", "task"),
 	levelMeta: byteNames("progressToken", MetaProtocolVersion, MetaClientCapabilities, MetaClientInfo,
 		MetaLogLevel, "traceparent", "tracestate", "baggage"),
 	levelRef: byteNames("type", "name", "uri"),
