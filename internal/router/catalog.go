@@ -61,6 +61,11 @@ type view struct {
 
 	// The list results' item arrays, rendered once per catalog.
 	toolsJSON, promptsJSON, resourcesJSON, templatesJSON []byte
+	// toolsAsTasksJSON, when not nil, is the tools list for a legacy
+	// host that takes tasks: the tools of upstreams with tasks.after
+	// show execution.taskSupport "optional" (the gateway runs them as
+	// tasks).
+	toolsAsTasksJSON []byte
 
 	// cut is what the view's limits removed; tokens is the estimated
 	// size of its tools when a token limit applies (else 0).
@@ -97,6 +102,8 @@ type entry struct {
 	tokens int
 	// down: the upstream is down; the entry is only known, not listed.
 	down bool
+	// taskSupport is a tool's execution.taskSupport ("" when absent).
+	taskSupport string
 }
 
 type templateEntry struct {
@@ -265,6 +272,7 @@ func (r *Router) buildView(rules policy.View, names *namespace.Options, tools, p
 		}
 	}
 	v.tools, v.toolsJSON = index(kept, downTools)
+	v.toolsAsTasksJSON = toolsAsTasks(kept)
 
 	var shown, downPrompts []*entry
 	for _, e := range prompts {
@@ -416,7 +424,7 @@ func (r *Router) name(rules *policy.Rules, names *namespace.Options, cands []can
 			continue
 		}
 		seen[exposed] = true
-		e := &entry{exposed: exposed, original: c.original, up: c.up, raw: c.raw, def: def, down: c.down}
+		e := &entry{exposed: exposed, original: c.original, up: c.up, raw: c.raw, def: def, down: c.down, taskSupport: taskSupportOf(c.raw)}
 		if tools {
 			// The upstream client already left out tools whose annotations
 			// are invalid; an error here only means no bindings.
@@ -667,4 +675,34 @@ func (r *Router) ParamBindings(viewName, name string) []mcpheader.Binding {
 		return e.bindings
 	}
 	return nil
+}
+
+// toolsAsTasks is the tools list with the tools of upstreams that have
+// tasks.after marked as runnable as tasks; nil when there are none.
+func toolsAsTasks(tools []*entry) []byte {
+	items := make([]json.RawMessage, len(tools))
+	changed := false
+	for i, e := range tools {
+		items[i] = e.def
+		if e.up.TaskAfter <= 0 || e.taskSupport == "optional" || e.taskSupport == "required" {
+			continue
+		}
+		exec, ok := jsonrpc.Field(e.def, "execution")
+		if !ok || len(exec) == 0 || exec[0] != '{' {
+			exec = json.RawMessage(`{}`)
+		}
+		exec, err := jsonrpc.SetField(jsonrpc.DeleteField(exec, "taskSupport"), "taskSupport", jsonrpc.String("optional"))
+		if err != nil {
+			continue
+		}
+		def, err := jsonrpc.SetField(jsonrpc.DeleteField(e.def, "execution"), "execution", exec)
+		if err != nil {
+			continue
+		}
+		items[i], changed = def, true
+	}
+	if !changed {
+		return nil
+	}
+	return joinArray(items)
 }

@@ -99,6 +99,10 @@ type Reply struct {
 	// src is the upstream's answer that Result passes on, whose era
 	// members fitEra translates; nil for a result the gateway built.
 	src *jsonrpc.Message
+	// via and viaCalls are the upstream connection src came on, and its
+	// calls: a task the upstream made lives there (tasks.go).
+	via      Upstream
+	viaCalls *callSet
 }
 
 func errorReply(code int64, format string, args ...any) *Reply {
@@ -221,8 +225,14 @@ func (r *Router) dispatch(ctx context.Context, c *Caller, req *jsonrpc.Request) 
 		r.log.Error("request for a view that does not exist", keyTeam, c.View)
 		return errorReply(jsonrpc.CodeInternalError, "Internal error: no view for this caller")
 	}
+	if reply := checkTaskParam(c, req); reply != nil {
+		return reply
+	}
 	switch req.Method {
 	case "tools/list":
+		if v.toolsAsTasksJSON != nil && !c.Modern() && c.takesTasks() {
+			return r.list(c, v, req, "tools", v.toolsAsTasksJSON)
+		}
 		return r.list(c, v, req, "tools", v.toolsJSON)
 	case "prompts/list":
 		return r.list(c, v, req, "prompts", v.promptsJSON)
@@ -232,6 +242,8 @@ func (r *Router) dispatch(ctx context.Context, c *Caller, req *jsonrpc.Request) 
 		return r.list(c, v, req, "resourceTemplates", v.templatesJSON)
 	case "tools/call":
 		return r.callNamed(ctx, c, req, v.tools, "tool")
+	case "tasks/get", "tasks/result", "tasks/cancel", "tasks/update", "tasks/list":
+		return r.taskRequest(ctx, c, req)
 	case "prompts/get":
 		return r.callNamed(ctx, c, req, v.prompts, "prompt")
 	case "resources/read":
@@ -374,6 +386,9 @@ func (r *Router) callNamed(ctx context.Context, c *Caller, req *jsonrpc.Request,
 	}
 	out := req.Outgoing()
 	out.Set("name", jsonrpc.String(e.original))
+	if req.Method == "tools/call" {
+		return routed(r.callTool(ctx, c, e, req, out), e.up, e.original)
+	}
 	return routed(r.forward(ctx, c, e.up, req, out, name), e.up, e.original)
 }
 
@@ -466,7 +481,9 @@ func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, in *j
 		// are released when the upstream call ends.
 		parkedEnd := end
 		end = nil
-		return r.forwardParked(ctx, c, u, client, calls, release, parkedEnd, in, out, subject)
+		reply := r.forwardParked(ctx, c, u, client, calls, release, parkedEnd, in, out, subject)
+		reply.via, reply.viaCalls = client, calls
+		return reply
 	}
 	defer release()
 	cl := r.startCall(c, u, calls, in, out)
@@ -496,7 +513,9 @@ func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, in *j
 		}
 		return r.unavailable(ctx, u, method, subject, err)
 	}
-	return replyOf(resp)
+	reply := replyOf(resp)
+	reply.via, reply.viaCalls = client, calls
+	return reply
 }
 
 // replyOf is the reply that passes an upstream's answer on.
@@ -813,7 +832,15 @@ func (r *Router) setLogLevel(ctx context.Context, c *Caller, v *view, req *jsonr
 // capabilitiesJSON is what the gateway offers hosts. It is fixed, so that
 // a host sees the same capabilities whichever upstreams are up: a feature
 // no upstream offers simply lists nothing.
-const capabilitiesJSON = `{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"completions":{},"logging":{}}`
+// A legacy host is told of tasks (2025-11-25 "Server Capabilities": the
+// gateway lists and cancels the tasks it hands out, and tools/call may
+// be task-augmented: which tools, their execution.taskSupport says); a
+// modern host of the tasks extension (ext-tasks "Capability
+// Negotiation"), whose tasks the gateway polls and cancels.
+const (
+	capabilitiesJSON       = `{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"completions":{},"logging":{},"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}}`
+	modernCapabilitiesJSON = `{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"completions":{},"logging":{},"extensions":{"` + extTasks + `":{}}}`
+)
 
 // InitializeResult answers a legacy initialize for the negotiated version.
 func (r *Router) InitializeResult(version string) json.RawMessage {
@@ -833,7 +860,7 @@ func (r *Router) DiscoverResult() json.RawMessage {
 	versions, _ := json.Marshal(SupportedVersions())
 	out := []byte(`{"resultType":"complete","supportedVersions":`)
 	out = append(out, versions...)
-	out = append(out, `,"capabilities":`+capabilitiesJSON+`,"_meta":{"io.modelcontextprotocol/serverInfo":`...)
+	out = append(out, `,"capabilities":`+modernCapabilitiesJSON+`,"_meta":{"io.modelcontextprotocol/serverInfo":`...)
 	out = r.appendServerInfo(out)
 	out = append(out, '}')
 	if ins := r.instructions(); ins != "" {

@@ -47,6 +47,10 @@ type call struct {
 	// upstream was given; both nil without a token.
 	hostToken json.RawMessage
 	token     string
+	// taskID, when set, is the gateway's id of the task the call serves
+	// (a tasks/result): the upstream's requests for the task name it in
+	// their related-task _meta instead of the upstream's own.
+	taskID string
 }
 
 // startCall registers a call and rewrites its request for the upstream:
@@ -158,7 +162,11 @@ func (cl *call) Request(ctx context.Context, req *jsonrpc.Message) *jsonrpc.Mess
 		return &jsonrpc.Message{Error: jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
 			"The host did not declare the %s capability, so the gateway cannot relay %s", capability, req.Method)}
 	}
-	resp, err := caller.Host.Request(ctx, req.Method, req.Params)
+	params := req.Params
+	if cl.taskID != "" {
+		params = relatedTo(params, cl.taskID)
+	}
+	resp, err := caller.Host.Request(ctx, req.Method, params)
 	if err != nil {
 		cl.r.log.Info("host could not answer an upstream request", keyUpstream, cl.up.Name,
 			keyMethod, req.Method, keySession, caller.Session, keyErr, err)

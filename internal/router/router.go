@@ -225,6 +225,8 @@ type Router struct {
 	// input; sealer seals the request states that name them.
 	parked parking
 	sealer *sealer
+	// tasks are the tasks handed to hosts (tasks.go).
+	tasks taskStore
 
 	mu sync.Mutex // guards the fields below
 	// ups are the upstreams, in priority order; Reconfigure replaces the
@@ -787,6 +789,7 @@ func (r *Router) Close() error {
 		cancel()
 	}
 	r.parked.closeAll()
+	r.tasks.closeAll()
 	r.closePools()
 	var errs []error
 	var mu sync.Mutex

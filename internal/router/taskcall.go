@@ -1,0 +1,373 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+)
+
+// How a tools/call becomes a task (see tasks.go):
+//
+//   - A legacy host's task-augmented call (params.task) of a tool its
+//     legacy upstream runs as a task (execution.taskSupport optional or
+//     required, and the tasks.requests.tools.call capability): the
+//     upstream makes the task, the host gets the gateway's id for it.
+//   - A call of a tool that only runs as a task (taskSupport required),
+//     from a host that did not ask for one: the gateway asks the upstream
+//     for a task and, for a modern host that declared the tasks
+//     extension, hands the host a task handle; any other host waits, and
+//     gets the result as from a plain call.
+//   - With tasks.after set for the upstream: a legacy host's
+//     task-augmented call of any other tool runs as a task of the
+//     gateway's; a modern host's call (with the extension) still running
+//     after that long is answered with a handle while the call goes on.
+//   - A modern upstream's own task handle (resultType "task", given only
+//     to a host that declared the extension) is kept under a gateway id.
+//
+// Anything else runs as before: a task-augmented call of a tool that
+// does not run as a task is refused (-32601, 2025-11-25 "Tool-Level
+// Negotiation"), and params.task is refused where no revision defines it
+// (a modern request, a method other than tools/call), never passed to an
+// upstream that could make a task the gateway does not know of.
+
+// taskSupportOf reads a 2025-11-25 tool definition's
+// execution.taskSupport ("" when absent).
+func taskSupportOf(def json.RawMessage) string {
+	exec, ok := jsonrpc.Field(def, "execution")
+	if !ok {
+		return ""
+	}
+	s, _ := jsonrpc.StringField(exec, "taskSupport")
+	return s
+}
+
+// runsTasks reports whether a legacy upstream accepts task-augmented
+// tools/call (capabilities.tasks.requests.tools.call).
+func runsTasks(u *upstreamState) bool {
+	if u.isModern() {
+		return false
+	}
+	v, ok := jsonrpc.Field(u.Client.Capabilities(), "tasks")
+	for _, k := range []string{"requests", "tools", "call"} {
+		if !ok {
+			return false
+		}
+		v, ok = jsonrpc.Field(v, k)
+	}
+	return ok && string(v) != "null"
+}
+
+// directsTasks reports whether a modern upstream makes tasks of its own
+// (it declares the tasks extension): the gateway then leaves the choice
+// to it.
+func directsTasks(u *upstreamState) bool {
+	if !u.isModern() {
+		return false
+	}
+	ext, ok := jsonrpc.Field(u.Client.Capabilities(), "extensions")
+	if !ok {
+		return false
+	}
+	_, ok = jsonrpc.Field(ext, extTasks)
+	return ok
+}
+
+// askedTTL reads the ttl (milliseconds) of a task augmentation; 0 when
+// none is given.
+func askedTTL(task json.RawMessage) int64 {
+	v, ok := jsonrpc.Field(task, "ttl")
+	if !ok {
+		return 0
+	}
+	ms, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil || ms < 0 {
+		return 0
+	}
+	return ms
+}
+
+// checkTaskParam refuses params.task where no revision defines it.
+func checkTaskParam(c *Caller, req *jsonrpc.Request) *Reply {
+	if req.Task == nil {
+		return nil
+	}
+	switch {
+	case c.Modern():
+		return errorReply(jsonrpc.CodeInvalidParams, "Invalid params: params.task is not part of protocol version %s: declare the %s extension, and the server decides which calls become tasks", c.ProtocolVersion, extTasks)
+	case req.Method != "tools/call":
+		return errorReply(jsonrpc.CodeInvalidParams, "Invalid params: %s cannot be task-augmented: only tools/call can", req.Method)
+	case len(req.Task) == 0 || req.Task[0] != '{':
+		return errorReply(jsonrpc.CodeInvalidParams, "Invalid params: params.task must be an object")
+	}
+	return nil
+}
+
+// callTool routes a tools/call, as a task where it becomes one.
+func (r *Router) callTool(ctx context.Context, c *Caller, e *entry, req *jsonrpc.Request, out *jsonrpc.Outgoing) *Reply {
+	u, name := e.up, e.exposed
+	upstreamTasks := (e.taskSupport == "optional" || e.taskSupport == "required") && runsTasks(u)
+	asked := req.Task != nil // a legacy host's (checkTaskParam)
+	switch {
+	case asked && upstreamTasks:
+		return r.remoteTask(ctx, c, e, req, out, true)
+	case asked && u.TaskAfter > 0:
+		out.Set("task", nil)
+		return r.gatewayTask(ctx, c, u, req, out, name, 0)
+	case asked:
+		support := e.taskSupport
+		if support == "" {
+			support = "absent"
+		}
+		return errorReply(jsonrpc.CodeMethodNotFound, "Method not found: the tool %s does not run as a task (its execution.taskSupport is %s); call it without params.task", name, support)
+	case e.taskSupport == "required" && upstreamTasks:
+		out.Set("task", json.RawMessage(`{}`))
+		return r.remoteTask(ctx, c, e, req, out, c.Modern() && c.takesTasks())
+	case c.Modern() && u.TaskAfter > 0 && c.takesTasks() && !directsTasks(u):
+		return r.gatewayTask(ctx, c, u, req, out, name, u.TaskAfter)
+	}
+	reply := r.forward(ctx, c, u, req, out, name)
+	if reply.src != nil && reply.src.ResultType == "task" {
+		return r.adoptModernTask(c, u, name, reply)
+	}
+	return reply
+}
+
+// remoteTask sends a task-augmented call to a legacy upstream. With
+// handle, the host gets a task (the gateway's id for the upstream's);
+// without, the gateway waits for the task's result and answers with it.
+func (r *Router) remoteTask(ctx context.Context, c *Caller, e *entry, req *jsonrpc.Request, out *jsonrpc.Outgoing, handle bool) *Reply {
+	u := e.up
+	t := r.newTask(c, u, e.exposed, askedTTL(req.Task))
+	if req.Task != nil {
+		// The host's augmentation, with the ttl the gateway keeps the
+		// task for: the upstream need not keep it longer.
+		out.Set("task", json.RawMessage(`{"ttl":`+strconv.FormatInt(t.expires.Sub(t.created).Milliseconds(), 10)+`}`))
+	}
+	reply := r.forward(ctx, c, u, req, out, e.exposed)
+	if reply.Result == nil {
+		return reply
+	}
+	created, _ := jsonrpc.Field(reply.Result, "task")
+	remote, _ := jsonrpc.StringField(created, "taskId")
+	if remote == "" {
+		// The upstream ran the call at once, as a receiver may.
+		if !handle || !c.Modern() && req.Task == nil {
+			return reply
+		}
+		if reply.src != nil && reply.src.Members != 0 {
+			r.fitEra(c, "tools/call", reply)
+		}
+		t.finish(bytesClone(reply.Result), nil, reply.ToolError)
+		if !r.register(t) {
+			return r.tooManyTasks()
+		}
+		return r.created(c, t, nil)
+	}
+	t.remote, t.client, t.calls = remote, reply.via, reply.viaCalls
+	t.adopt(created)
+	if !handle {
+		if e := r.fetchRemoteResult(ctx, c, t); e != nil {
+			return &Reply{Error: e}
+		}
+		return r.outcome(c, t)
+	}
+	if !r.register(t) {
+		if resp, err := r.sendTask(context.WithoutCancel(ctx), c, t, "tasks/cancel", nil); err != nil || resp.Error != nil {
+			r.log.Warn("task not cancelled upstream", keyUpstream, u.Name, "name", e.exposed)
+		}
+		return r.tooManyTasks()
+	}
+	meta, _ := jsonrpc.Field(reply.Result, "_meta")
+	return r.created(c, t, meta)
+}
+
+// outcome answers with a finished task's result or error, as a plain
+// call's answer.
+func (r *Router) outcome(c *Caller, t *task) *Reply {
+	st := t.snapshot()
+	switch {
+	case st.failure != nil:
+		return &Reply{Error: st.failure}
+	case st.result != nil:
+		_, has := jsonrpc.Field(st.result, "resultType")
+		return &Reply{Result: st.result, LacksResultType: !has, ToolError: isToolError(st.result)}
+	}
+	return errorReply(jsonrpc.CodeInternalError, "The task of %s was %s before it had a result", t.subject, st.status)
+}
+
+// created answers the call that made t: a 2025-11-25 CreateTaskResult
+// (with the upstream's _meta, which may carry the model's immediate
+// response), or a 2026-07-28 one (resultType "task").
+func (r *Router) created(c *Caller, t *task, meta json.RawMessage) *Reply {
+	st := t.snapshot()
+	if c.Modern() {
+		body := r.renderTask(c, t, st, false)
+		body, _ = jsonrpc.SetField(jsonrpc.DeleteField(body, "resultType"), "resultType", jsonrpc.String("task"))
+		return &Reply{Result: body}
+	}
+	out := []byte(`{"task":`)
+	out = append(out, r.renderTask(c, t, st, false)...)
+	if meta != nil && meta[0] == '{' {
+		out = append(out, `,"_meta":`...)
+		out = append(out, jsonrpc.DeleteField(meta, metaRelatedTask)...)
+	}
+	return &Reply{Result: append(out, '}'), LacksResultType: true}
+}
+
+// adoptModernTask keeps a modern upstream's task handle under a gateway
+// id. Only a modern host that declared the extension gets one: the
+// upstream must not give it to any other (ext-tasks "Capability
+// Negotiation"), and such a result is refused.
+func (r *Router) adoptModernTask(c *Caller, u *upstreamState, name string, reply *Reply) *Reply {
+	if !c.Modern() || !c.takesTasks() {
+		return errorReply(jsonrpc.CodeInternalError, "The server %q answered %s with a task, which this host did not declare it takes", u.Name, name)
+	}
+	remote, _ := jsonrpc.StringField(reply.Result, "taskId")
+	if remote == "" {
+		return errorReply(jsonrpc.CodeInternalError, "The server %q answered %s with a task without a taskId", u.Name, name)
+	}
+	var ttl int64
+	if v, ok := jsonrpc.Field(reply.Result, "ttlMs"); ok {
+		ttl, _ = strconv.ParseInt(string(v), 10, 64)
+	}
+	t := r.newTask(c, u, name, ttl)
+	t.remote, t.remoteModern, t.client, t.calls = remote, true, reply.via, reply.viaCalls
+	t.adopt(reply.Result)
+	if !r.register(t) {
+		return r.tooManyTasks()
+	}
+	result, err := jsonrpc.SetField(jsonrpc.DeleteField(reply.Result, "taskId"), "taskId", jsonrpc.String(t.id))
+	if err != nil {
+		return errorReply(jsonrpc.CodeInternalError, "The server %q sent a task that is not an object", u.Name)
+	}
+	return &Reply{Result: result}
+}
+
+// gatewayTask runs a call as a task of the gateway's. A legacy host
+// (wait 0) gets the task at once; a modern host gets the call's own
+// answer when it comes within wait, and a task handle after that, while
+// the call goes on. The call runs until it ends, the task is cancelled
+// or expires, or the gateway closes.
+func (r *Router) gatewayTask(ctx context.Context, c *Caller, u *upstreamState, req *jsonrpc.Request, out *jsonrpc.Outgoing, name string, wait time.Duration) *Reply {
+	t := r.newTask(c, u, name, askedTTL(req.Task))
+	if wait == 0 && !r.register(t) {
+		return r.tooManyTasks()
+	}
+	callCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	t.stop = stop
+	host := &taskHost{t: t, inner: c.Host}
+	bc := *c
+	bc.Host = host
+	if wait == 0 {
+		host.detach()
+	}
+	answered := make(chan *Reply, 1)
+	// The request (req, out) stays in use after this returns: the fronts
+	// give each message a buffer of its own, which nothing reuses.
+	if !r.spawn(func() {
+		defer stop()
+		reply := r.forward(callCtx, &bc, u, req, out, name)
+		if reply.Result != nil && reply.src != nil && reply.src.Members != 0 {
+			r.fitEra(&bc, "tools/call", reply)
+		}
+		answered <- reply
+		switch {
+		case reply.Error != nil:
+			t.finish(nil, reply.Error, false)
+		case reply.src != nil && reply.src.ResultType == "input_required" || reply.src == nil && isInputRequired(reply.Result):
+			t.finish(nil, jsonrpc.NewError(jsonrpc.CodeInternalError, "The server %q asked for input after the call became a task, which the gateway cannot relay", u.Name), false)
+		default:
+			t.finish(bytesClone(reply.Result), nil, reply.ToolError)
+		}
+	}) {
+		stop()
+		return errorReply(jsonrpc.CodeInternalError, "The gateway is shutting down")
+	}
+	if wait == 0 {
+		return r.created(c, t, nil)
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case reply := <-answered:
+		return reply
+	case <-ctx.Done():
+		stop()
+		return errorReply(jsonrpc.CodeInternalError, "The request was cancelled")
+	case <-timer.C:
+	}
+	host.detach()
+	if !r.register(t) {
+		// No room for another task: the host waits, as for a plain call.
+		select {
+		case reply := <-answered:
+			return reply
+		case <-ctx.Done():
+			stop()
+			return errorReply(jsonrpc.CodeInternalError, "The request was cancelled")
+		}
+	}
+	return r.created(c, t, nil)
+}
+
+func isInputRequired(result json.RawMessage) bool {
+	rt, _ := jsonrpc.StringField(result, "resultType")
+	return rt == "input_required"
+}
+
+func isToolError(result json.RawMessage) bool {
+	v, ok := jsonrpc.Field(result, "isError")
+	return ok && string(v) == "true"
+}
+
+// taskHost stands for the host of a call the gateway runs as a task:
+// until the host has its task, what the call sends goes to the host's
+// request; after, the request is over, and progress becomes the task's
+// status message.
+type taskHost struct {
+	t     *task
+	mu    sync.Mutex // guards inner, and is held while it is used
+	inner Host
+}
+
+func (h *taskHost) detach() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.inner = nil
+}
+
+func (h *taskHost) Notify(method string, params json.RawMessage) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.inner != nil {
+		h.inner.Notify(method, params)
+		return
+	}
+	if method != "notifications/progress" {
+		return
+	}
+	msg, _ := jsonrpc.StringField(params, "message")
+	if msg == "" {
+		progress, _ := jsonrpc.Field(params, "progress")
+		msg = "progress " + string(progress)
+		if total, ok := jsonrpc.Field(params, "total"); ok {
+			msg += "/" + string(total)
+		}
+	}
+	h.t.note(msg)
+}
+
+func (h *taskHost) Request(ctx context.Context, method string, params json.RawMessage) (*jsonrpc.Message, error) {
+	h.mu.Lock()
+	inner := h.inner
+	h.mu.Unlock()
+	if inner == nil {
+		return nil, fmt.Errorf("%w: the call became a task, and its request is over", ErrHostUnreachable)
+	}
+	return inner.Request(ctx, method, params)
+}

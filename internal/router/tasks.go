@@ -1,0 +1,647 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/config"
+	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
+)
+
+// Tasks: a long tools/call answered with a handle that the host polls
+// (2025-11-25 basic/utilities/tasks; in 2026-07-28 the
+// io.modelcontextprotocol/tasks extension, whose tasks are
+// server-directed, polled with tasks/get, fed with tasks/update, and
+// never listed).
+//
+// Every task id a host sees is the gateway's own: a record in the
+// router's task store, created for one caller (identity and view) and
+// found only by it, with an id of 128 random bits. Another caller's
+// tasks/get, tasks/result or tasks/cancel of that id is answered as if
+// the task did not exist. A record stands for one of:
+//
+//   - a task an upstream runs (remote): the upstream's own id never
+//     reaches the host, and each tasks/* request goes to the upstream
+//     connection that created the task, with the upstream's id, its
+//     answer translated into the host's era (a modern host polling a
+//     legacy upstream's task gets the result inline once it is done);
+//   - a call the gateway runs itself (tasks.after): the upstream needs
+//     no task support; the result, or the error, is kept until the task
+//     expires.
+//
+// Records live in this process: a handle is pollable on the replica that
+// made it. They expire TaskTTL after their creation (the upstream may
+// forget its own earlier), and one caller holds at most MaxTasks.
+
+// extTasks is the 2026-07-28 tasks extension's identifier, and
+// metaRelatedTask the _meta key that ties a message to a task.
+const (
+	extTasks        = "io.modelcontextprotocol/tasks"
+	metaRelatedTask = "io.modelcontextprotocol/related-task"
+)
+
+// taskPollMs is the polling interval the gateway suggests for the tasks
+// it runs itself.
+const taskPollMs = 1000
+
+// Task statuses, as both revisions name them.
+const (
+	taskWorking       = "working"
+	taskInputRequired = "input_required"
+	taskCompleted     = "completed"
+	taskFailed        = "failed"
+	taskCancelled     = "cancelled"
+)
+
+func terminal(status string) bool {
+	return status == taskCompleted || status == taskFailed || status == taskCancelled
+}
+
+// takesTasks reports whether the host can receive a task: a legacy host
+// that declared the tasks capability, or a modern request that declared
+// the tasks extension.
+func (c *Caller) takesTasks() bool {
+	if !c.Modern() {
+		return c.declares("tasks")
+	}
+	ext, ok := jsonrpc.Field(c.Capabilities, "extensions")
+	if !ok {
+		return false
+	}
+	v, ok := jsonrpc.Field(ext, extTasks)
+	return ok && string(v) != "null"
+}
+
+// task is one task the gateway handed a host.
+type task struct {
+	id      string
+	owner   string
+	up      *upstreamState
+	subject string // the tool's exposed name
+	created time.Time
+	expires time.Time
+	// remote is the upstream's id of the task it runs, on the connection
+	// client; "" when the gateway runs the call itself.
+	remote       string
+	remoteModern bool
+	client       Upstream
+	calls        *callSet
+
+	mu      sync.Mutex // guards the fields below
+	status  string
+	message string
+	updated time.Time
+	pollMs  int64
+	// result (completed) or failure (failed) is the call's outcome, in
+	// the era of the host that created the task; for a remote task, kept
+	// once the upstream gave it.
+	result  json.RawMessage
+	failure *jsonrpc.Error
+	// done is closed when the status becomes terminal.
+	done chan struct{}
+	// stop cancels the call the gateway runs (nil for a remote task).
+	stop context.CancelFunc
+}
+
+func (t *task) snapshot() taskState {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return taskState{status: t.status, message: t.message, updated: t.updated, pollMs: t.pollMs, result: t.result, failure: t.failure}
+}
+
+// taskState is a task's state at one moment.
+type taskState struct {
+	status, message string
+	updated         time.Time
+	pollMs          int64
+	result          json.RawMessage
+	failure         *jsonrpc.Error
+}
+
+// set records a new status (and message, when not empty). A terminal
+// status is final: a later one is ignored (a task cancelled stays
+// cancelled, whatever its call then returns).
+func (t *task) set(status, message string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.setLocked(status, message)
+}
+
+func (t *task) setLocked(status, message string) bool {
+	if terminal(t.status) {
+		return false
+	}
+	if status != t.status || message != "" && message != t.message {
+		t.updated = time.Now()
+	}
+	t.status = status
+	if message != "" {
+		t.message = message
+	}
+	if terminal(status) {
+		close(t.done)
+	}
+	return true
+}
+
+// note sets the status message.
+func (t *task) note(message string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !terminal(t.status) && message != t.message {
+		t.message, t.updated = message, time.Now()
+	}
+}
+
+// finish records the outcome of the call (result or failure) and its
+// terminal status.
+func (t *task) finish(result json.RawMessage, failure *jsonrpc.Error, toolError bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if terminal(t.status) && t.status != taskCompleted && t.status != taskFailed {
+		return // cancelled
+	}
+	if t.result == nil && t.failure == nil {
+		t.result, t.failure = result, failure
+	}
+	if terminal(t.status) {
+		return
+	}
+	switch {
+	case failure != nil:
+		t.setLocked(taskFailed, failure.Message)
+	case toolError:
+		t.setLocked(taskCompleted, "The tool reported an error")
+	default:
+		t.setLocked(taskCompleted, "")
+	}
+}
+
+// taskStore holds the tasks the gateway handed hosts.
+type taskStore struct {
+	mu      sync.Mutex
+	byID    map[string]*task
+	byOwner map[string][]*task
+	swept   time.Time
+}
+
+// add records t unless its owner already holds max live tasks.
+func (s *taskStore) add(t *task, max int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	if s.byID == nil {
+		s.byID, s.byOwner = map[string]*task{}, map[string][]*task{}
+	}
+	if now.Sub(s.swept) > time.Minute {
+		s.sweepLocked(now)
+	}
+	held := s.dropExpiredLocked(t.owner, now)
+	if len(held) >= max {
+		return false
+	}
+	s.byID[t.id] = t
+	s.byOwner[t.owner] = append(held, t)
+	return true
+}
+
+// get returns the owner's live task id; nil when there is none (unknown,
+// expired, or another caller's).
+func (s *taskStore) get(id, owner string) *task {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.byID[id]
+	if t == nil || t.owner != owner {
+		return nil
+	}
+	if time.Now().After(t.expires) {
+		s.dropExpiredLocked(owner, time.Now())
+		return nil
+	}
+	return t
+}
+
+// list returns the owner's live tasks, oldest first.
+func (s *taskStore) list(owner string) []*task {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.dropExpiredLocked(owner, time.Now()))
+}
+
+// dropExpiredLocked forgets the owner's expired tasks (stopping the
+// calls the gateway still runs for them) and returns the others.
+func (s *taskStore) dropExpiredLocked(owner string, now time.Time) []*task {
+	held := s.byOwner[owner]
+	live := held[:0]
+	for _, t := range held {
+		if now.After(t.expires) {
+			delete(s.byID, t.id)
+			if t.stop != nil {
+				t.stop()
+			}
+			continue
+		}
+		live = append(live, t)
+	}
+	clear(held[len(live):])
+	if len(live) == 0 {
+		delete(s.byOwner, owner)
+		return nil
+	}
+	s.byOwner[owner] = live
+	return live
+}
+
+func (s *taskStore) sweepLocked(now time.Time) {
+	s.swept = now
+	for owner := range s.byOwner {
+		s.dropExpiredLocked(owner, now)
+	}
+}
+
+// closeAll stops every call the gateway runs for a task.
+func (s *taskStore) closeAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range s.byID {
+		if t.stop != nil {
+			t.stop()
+		}
+	}
+}
+
+// newTask makes a task record for caller c; the host asked for ttlMs (0:
+// no wish), which is capped by the gateway's TaskTTL.
+func (r *Router) newTask(c *Caller, u *upstreamState, subject string, ttlMs int64) *task {
+	ttl := r.opts.TaskTTL
+	if ttl <= 0 {
+		ttl = config.DefaultTaskTTL
+	}
+	if asked := time.Duration(ttlMs) * time.Millisecond; asked > 0 && asked < ttl {
+		ttl = asked
+	}
+	now := time.Now()
+	return &task{
+		id: "gw-task-" + randomTag(), owner: c.owner(), up: u, subject: subject,
+		created: now, expires: now.Add(ttl), status: taskWorking, updated: now, pollMs: taskPollMs,
+		done: make(chan struct{}),
+	}
+}
+
+// register adds t to the store; false when the caller holds too many.
+func (r *Router) register(t *task) bool {
+	limit := r.opts.MaxTasks
+	if limit <= 0 {
+		limit = config.DefaultMaxTasks
+	}
+	return r.tasks.add(t, limit)
+}
+
+// tooManyTasks is the error for a caller that holds MaxTasks live tasks.
+func (r *Router) tooManyTasks() *Reply {
+	limit := r.opts.MaxTasks
+	if limit <= 0 {
+		limit = config.DefaultMaxTasks
+	}
+	return errorReply(jsonrpc.CodeInternalError, "Too many tasks: this caller already holds %d (tasks.max_per_identity); wait for some to expire", limit)
+}
+
+// taskRequest answers tasks/get, tasks/result, tasks/cancel, tasks/update
+// and tasks/list.
+func (r *Router) taskRequest(ctx context.Context, c *Caller, req *jsonrpc.Request) *Reply {
+	switch {
+	case c.Modern() && (req.Method == "tasks/result" || req.Method == "tasks/list"):
+		return errorReply(jsonrpc.CodeMethodNotFound, "Method not found: %s is not part of protocol version %s (poll tasks/get)", req.Method, c.ProtocolVersion)
+	case !c.Modern() && req.Method == "tasks/update":
+		return errorReply(jsonrpc.CodeMethodNotFound, "Method not found: tasks/update is part of protocol version %s only", ModernVersion)
+	case c.Modern() && !c.takesTasks():
+		// ext-tasks "Error Handling": a request that does not declare
+		// the extension gets -32021.
+		data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{extTasks: map[string]any{}}}})
+		return &Reply{Error: &jsonrpc.Error{Code: jsonrpc.CodeMissingRequiredClientCapability,
+			Message: "Missing required client capability: the extension " + extTasks, Data: data}}
+	}
+	if req.Method == "tasks/list" {
+		return r.listTasks(c, req)
+	}
+	if !req.HasTaskID {
+		return errorReply(jsonrpc.CodeInvalidParams, "Invalid params: %s needs params.taskId (a string)", req.Method)
+	}
+	t := r.tasks.get(req.TaskID, c.owner())
+	if t == nil {
+		return errorReply(jsonrpc.CodeInvalidParams, "Failed to retrieve task: Task not found (unknown, expired, or not this caller's)")
+	}
+	reply := r.taskMethod(ctx, c, t, req)
+	reply.Upstream, reply.Original = t.up.Name, t.subject
+	return reply
+}
+
+func (r *Router) taskMethod(ctx context.Context, c *Caller, t *task, req *jsonrpc.Request) *Reply {
+	switch req.Method {
+	case "tasks/get":
+		if t.remote != "" && t.remoteModern {
+			return r.remoteModern(ctx, c, t, "tasks/get", nil)
+		}
+		if t.remote != "" {
+			if e := r.refreshRemote(ctx, c, t); e != nil {
+				return &Reply{Error: e}
+			}
+		}
+		return &Reply{Result: r.renderTask(c, t, t.snapshot(), true)}
+	case "tasks/result":
+		return r.taskResult(ctx, c, t)
+	case "tasks/update":
+		if t.remote != "" && t.remoteModern {
+			return r.remoteModern(ctx, c, t, "tasks/update", req.InputResponses)
+		}
+		// The gateway's own tasks and legacy upstreams' never ask for
+		// input this way: nothing is outstanding, so the responses are
+		// ignored (ext-tasks "Task Update Requests").
+		return &Reply{Result: json.RawMessage(`{"resultType":"complete"}`)}
+	case "tasks/cancel":
+		return r.cancelTask(ctx, c, t)
+	}
+	return errorReply(jsonrpc.CodeMethodNotFound, "Method not found: %s", req.Method)
+}
+
+// listTasks answers a legacy host's tasks/list with its own tasks, in
+// one page, as last seen (tasks/get asks the upstream).
+func (r *Router) listTasks(c *Caller, req *jsonrpc.Request) *Reply {
+	if cursor := req.Cursor; cursor != nil && string(cursor) != "null" {
+		return errorReply(jsonrpc.CodeInvalidParams, "Invalid cursor: the gateway returns every task in one page")
+	}
+	out := []byte(`{"tasks":[`)
+	for i, t := range r.tasks.list(c.owner()) {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, r.renderTask(c, t, t.snapshot(), false)...)
+	}
+	return &Reply{Result: append(out, "]}"...), LacksResultType: true}
+}
+
+// renderTask writes t in the host's era: a 2025-11-25 Task, or a
+// 2026-07-28 DetailedTask (with the result or error of a finished task
+// when detailed). A tool result with isError is "failed" for a legacy
+// host (2025-11-25 "Task Status") and "completed" for a modern one
+// (ext-tasks "Task Status": failed means a JSON-RPC error).
+func (r *Router) renderTask(c *Caller, t *task, st taskState, detailed bool) json.RawMessage {
+	status := st.status
+	if !c.Modern() && status == taskCompleted && st.result != nil && isToolError(st.result) {
+		status = taskFailed
+	}
+	if c.Modern() && status == taskFailed && st.failure == nil && st.result != nil {
+		status = taskCompleted
+	}
+	out := []byte{'{'}
+	if c.Modern() {
+		out = append(out, `"resultType":"complete",`...)
+	}
+	out = append(out, `"taskId":`...)
+	out = jsonrpc.AppendString(out, t.id)
+	out = append(out, `,"status":`...)
+	out = jsonrpc.AppendString(out, status)
+	if st.message != "" {
+		out = append(out, `,"statusMessage":`...)
+		out = jsonrpc.AppendString(out, st.message)
+	}
+	out = append(out, `,"createdAt":`...)
+	out = jsonrpc.AppendString(out, t.created.UTC().Format(time.RFC3339Nano))
+	out = append(out, `,"lastUpdatedAt":`...)
+	out = jsonrpc.AppendString(out, st.updated.UTC().Format(time.RFC3339Nano))
+	ttl := strconv.FormatInt(t.expires.Sub(t.created).Milliseconds(), 10)
+	poll := strconv.FormatInt(st.pollMs, 10)
+	if c.Modern() {
+		out = append(out, `,"ttlMs":`+ttl+`,"pollIntervalMs":`+poll...)
+		if detailed {
+			switch {
+			case status == taskCompleted && st.result != nil:
+				out = append(out, `,"result":`...)
+				out = append(out, withResultType(st.result)...)
+			case status == taskFailed && st.failure != nil:
+				e, _ := json.Marshal(st.failure)
+				out = append(out, `,"error":`...)
+				out = append(out, e...)
+			}
+		}
+	} else {
+		out = append(out, `,"ttl":`+ttl+`,"pollInterval":`+poll...)
+	}
+	return append(out, '}')
+}
+
+// withResultType gives a result the resultType 2026-07-28 requires when
+// it has none (a legacy upstream's).
+func withResultType(result json.RawMessage) json.RawMessage {
+	if _, ok := jsonrpc.Field(result, "resultType"); ok {
+		return result
+	}
+	if out, err := jsonrpc.SetField(result, "resultType", jsonrpc.String("complete")); err == nil {
+		return out
+	}
+	return result
+}
+
+// relatedTo returns result with _meta's related-task naming the
+// gateway's task id (2025-11-25 "Associating Task-Related Messages":
+// tasks/result must carry it), or, with id "", without it (a result the
+// host did not ask as a task).
+func relatedTo(result json.RawMessage, id string) json.RawMessage {
+	meta, _ := jsonrpc.Field(result, "_meta")
+	if meta == nil {
+		if id == "" {
+			return result
+		}
+		meta = json.RawMessage(`{}`)
+	}
+	meta = jsonrpc.DeleteField(meta, metaRelatedTask)
+	if id != "" {
+		if m, err := jsonrpc.SetField(meta, metaRelatedTask, json.RawMessage(`{"taskId":`+string(jsonrpc.String(id))+`}`)); err == nil {
+			meta = m
+		}
+	}
+	out, err := jsonrpc.SetField(jsonrpc.DeleteField(result, "_meta"), "_meta", meta)
+	if err != nil {
+		return result
+	}
+	return out
+}
+
+// taskResult answers a legacy host's tasks/result: it waits for the task
+// to end and returns what the call returned, result or error.
+func (r *Router) taskResult(ctx context.Context, c *Caller, t *task) *Reply {
+	if t.remote != "" {
+		if st := t.snapshot(); st.result == nil && st.failure == nil {
+			if e := r.fetchRemoteResult(ctx, c, t); e != nil {
+				return &Reply{Error: e}
+			}
+		}
+	} else {
+		select {
+		case <-t.done:
+		case <-ctx.Done():
+			return errorReply(jsonrpc.CodeInternalError, "The request was cancelled")
+		}
+	}
+	st := t.snapshot()
+	switch {
+	case st.failure != nil:
+		return &Reply{Error: st.failure}
+	case st.result != nil:
+		return &Reply{Result: relatedTo(st.result, t.id), LacksResultType: true, ToolError: isToolError(st.result)}
+	}
+	return errorReply(jsonrpc.CodeInternalError, "The task was %s before it had a result", st.status)
+}
+
+// cancelTask cancels a task: the call the gateway runs is cancelled
+// upstream, a remote task is cancelled by its upstream.
+func (r *Router) cancelTask(ctx context.Context, c *Caller, t *task) *Reply {
+	if t.remote != "" && t.remoteModern {
+		return r.remoteModern(ctx, c, t, "tasks/cancel", nil)
+	}
+	if st := t.snapshot(); terminal(st.status) {
+		if c.Modern() {
+			return &Reply{Result: json.RawMessage(`{"resultType":"complete"}`)}
+		}
+		return errorReply(jsonrpc.CodeInvalidParams, "Cannot cancel task: already in terminal status '%s'", st.status)
+	}
+	if t.remote != "" {
+		resp, err := r.sendTask(ctx, c, t, "tasks/cancel", nil)
+		if err != nil {
+			return r.unavailable(ctx, t.up, "tasks/cancel", t.subject, err)
+		}
+		if resp.Error != nil {
+			return &Reply{Error: resp.Error}
+		}
+		t.adopt(resp.Result)
+	}
+	t.set(taskCancelled, "The task was cancelled by request.")
+	if t.stop != nil {
+		t.stop()
+	}
+	if c.Modern() {
+		return &Reply{Result: json.RawMessage(`{"resultType":"complete"}`)}
+	}
+	return &Reply{Result: r.renderTask(c, t, t.snapshot(), false), LacksResultType: true}
+}
+
+// sendTask sends a tasks/* request for t to the upstream connection that
+// holds it, with the upstream's task id.
+func (r *Router) sendTask(ctx context.Context, c *Caller, t *task, method string, inputResponses json.RawMessage) (*jsonrpc.Message, error) {
+	params := []byte(`{"taskId":`)
+	params = jsonrpc.AppendString(params, t.remote)
+	if inputResponses != nil {
+		params = append(params, `,"inputResponses":`...)
+		params = append(params, inputResponses...)
+	}
+	out := jsonrpc.NewOutgoing(method, append(params, '}'))
+	if t.remoteModern {
+		// The per-request fields of 2026-07-28: the host's own.
+		out.SetMeta(jsonrpc.MetaClientCapabilities, c.Capabilities)
+	}
+	return t.client.Send(ctx, out)
+}
+
+// adopt takes a legacy upstream's Task (a tasks/get or tasks/cancel
+// result) as t's state.
+func (t *task) adopt(raw json.RawMessage) {
+	status, _ := jsonrpc.StringField(raw, "status")
+	if status == "" {
+		return
+	}
+	message, _ := jsonrpc.StringField(raw, "statusMessage")
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if v, ok := jsonrpc.Field(raw, "pollInterval"); ok {
+		if ms, err := strconv.ParseInt(string(v), 10, 64); err == nil && ms > 0 {
+			t.pollMs = ms
+		}
+	}
+	switch status {
+	case taskWorking, taskInputRequired, taskCompleted, taskFailed, taskCancelled:
+		t.setLocked(status, message)
+	}
+}
+
+// refreshRemote asks a legacy upstream for its task's state; for a
+// modern host, a finished task's result is fetched too, to go inline.
+func (r *Router) refreshRemote(ctx context.Context, c *Caller, t *task) *jsonrpc.Error {
+	if st := t.snapshot(); terminal(st.status) && (st.result != nil || st.failure != nil || st.status == taskCancelled) {
+		return nil
+	}
+	resp, err := r.sendTask(ctx, c, t, "tasks/get", nil)
+	if err != nil {
+		return r.unavailable(ctx, t.up, "tasks/get", t.subject, err).Error
+	}
+	if resp.Error != nil {
+		return resp.Error
+	}
+	t.adopt(resp.Result)
+	if st := t.snapshot(); c.Modern() && (st.status == taskCompleted || st.status == taskFailed) {
+		return r.fetchRemoteResult(ctx, c, t)
+	}
+	return nil
+}
+
+// fetchRemoteResult asks a legacy upstream for its task's result
+// (tasks/result, which waits for the task to end) and keeps it. What the
+// upstream asks the host meanwhile (an elicitation for the task) goes to
+// the host as in any call, tied to the gateway's task id.
+func (r *Router) fetchRemoteResult(ctx context.Context, c *Caller, t *task) *jsonrpc.Error {
+	params := jsonrpc.AppendString([]byte(`{"taskId":`), t.remote)
+	out := jsonrpc.NewOutgoing("tasks/result", append(params, '}'))
+	cl := r.startCall(c, t.up, t.calls, &jsonrpc.Request{}, out)
+	cl.taskID = t.id
+	defer cl.end()
+	for {
+		resp, err := t.client.Send(upstream.WithCallHandler(ctx, cl), out)
+		switch {
+		case err != nil && isTimeout(err) && ctx.Err() == nil:
+			continue // tasks/result waits for the task: ask again
+		case err != nil:
+			return r.unavailable(ctx, t.up, "tasks/result", t.subject, err).Error
+		case resp.Error != nil:
+			t.finish(nil, resp.Error, false)
+		default:
+			reply := replyOf(resp)
+			if reply.src.Members != 0 {
+				r.fitEra(c, "tools/call", reply)
+			}
+			t.finish(relatedTo(bytesClone(reply.Result), ""), nil, reply.ToolError)
+		}
+		return nil
+	}
+}
+
+func bytesClone(b []byte) json.RawMessage { return append(json.RawMessage(nil), b...) }
+
+// remoteModern passes a modern host's tasks/get, tasks/update or
+// tasks/cancel to the modern upstream whose task it is, with the
+// upstream's task id, and its answer back with the gateway's.
+func (r *Router) remoteModern(ctx context.Context, c *Caller, t *task, method string, inputResponses json.RawMessage) *Reply {
+	resp, err := r.sendTask(ctx, c, t, method, inputResponses)
+	if err != nil {
+		return r.unavailable(ctx, t.up, method, t.subject, err)
+	}
+	if resp.Error != nil {
+		return &Reply{Error: resp.Error}
+	}
+	if e := t.up.unrelayedInput(resp); e != nil {
+		return &Reply{Error: e}
+	}
+	result := resp.Result
+	if _, ok := jsonrpc.Field(result, "taskId"); ok {
+		out, err := jsonrpc.SetField(jsonrpc.DeleteField(result, "taskId"), "taskId", jsonrpc.String(t.id))
+		if err != nil {
+			return errorReply(jsonrpc.CodeInternalError, "The server %q sent a %s result that is not an object", t.up.Name, method)
+		}
+		result = out
+	}
+	t.adopt(result)
+	return &Reply{Result: result, LacksResultType: !resp.HasResultType}
+}
