@@ -294,6 +294,10 @@ func (s *Server) validateModern(r *http.Request, view string, msg *jsonrpc.Reque
 		want = msg.Name
 	case "resources/read":
 		want = msg.URI
+	case "tasks/get", "tasks/update", "tasks/cancel":
+		// ext-tasks "Streamable HTTP: Routing Headers": Mcp-Name is the
+		// task id, which a load balancer may route by.
+		want = msg.TaskID
 	default:
 		return nil
 	}

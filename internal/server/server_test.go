@@ -298,6 +298,8 @@ func TestModernRequests(t *testing.T) {
 			400, jsonrpc.CodeUnsupportedProtocolVersion, "Unsupported protocol version"},
 		{"unknown method is 404", modernHeaders("nope/nope", ""), `{"jsonrpc":"2.0","id":1,"method":"nope/nope","params":{` + modernMeta + `}}`, 404, jsonrpc.CodeMethodNotFound, "nope/nope"},
 		{"modern initialize is 404", modernHeaders("initialize", ""), `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2026-07-28",` + modernMeta + `}}`, 404, jsonrpc.CodeMethodNotFound, "initialize"},
+		{"task id mismatch", modernHeaders("tasks/get", "gw-task-other"), `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"gw-task-1",` + modernMeta + `}}`, 400, jsonrpc.CodeHeaderMismatch, `"gw-task-other" does not match body value "gw-task-1"`},
+		{"task id without Mcp-Name", modernHeaders("tasks/cancel", ""), `{"jsonrpc":"2.0","id":1,"method":"tasks/cancel","params":{"taskId":"gw-task-1",` + modernMeta + `}}`, 400, jsonrpc.CodeHeaderMismatch, "Mcp-Name header is required for tasks/cancel"},
 		{"upstream's missing capability is 400", modernHeaders("needs/caps", ""), `{"jsonrpc":"2.0","id":1,"method":"needs/caps","params":{` + modernMeta + `}}`, 400, jsonrpc.CodeMissingRequiredClientCapability, "sampling"},
 	}
 	for _, tt := range tests {
