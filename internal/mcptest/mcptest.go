@@ -100,6 +100,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -254,6 +255,21 @@ func addTools(s *mcp.Server) *gates {
 				return nil, err
 			}
 			return text("released"), nil
+		})
+	s.AddTool(&mcp.Tool{Name: "sleep", Description: "returns after ms milliseconds (a long job), or when cancelled", InputSchema: schema(`"ms":{"type":"integer"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var a struct{ Ms int }
+			if err := args(req, &a); err != nil {
+				return nil, err
+			}
+			t := time.NewTimer(time.Duration(a.Ms) * time.Millisecond)
+			defer t.Stop()
+			select {
+			case <-t.C:
+				return text(fmt.Sprintf("slept %d ms", a.Ms)), nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
 		})
 	s.AddTool(&mcp.Tool{Name: "release", Description: "releases blocked calls", InputSchema: schema(`"key":{"type":"string"}`)},
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -1,0 +1,260 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/config"
+	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+)
+
+// taskHost is a host that speaks tasks in raw JSON-RPC over the
+// gateway's endpoint, in one era: the Go SDK client has no task API.
+type taskHost struct {
+	t       *testing.T
+	url     string
+	key     string // API key, "" without
+	modern  bool
+	session string // legacy
+	caps    string
+	mu      sync.Mutex
+	id      int
+}
+
+// newTaskHost connects a host. A legacy host declares the tasks
+// capability; a modern one the tasks extension, unless caps says
+// otherwise.
+func newTaskHost(ctx context.Context, t *testing.T, url, key string, modern bool, caps string) *taskHost {
+	t.Helper()
+	h := &taskHost{t: t, url: url, key: key, modern: modern, caps: caps}
+	if modern {
+		return h
+	}
+	status, header, m := postRaw(ctx, t, url, h.headers("", ""), `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":`+caps+`,"clientInfo":{"name":"task-host","version":"1"}}}`)
+	if status != http.StatusOK || m.Error != nil {
+		t.Fatalf("initialize: %d %v", status, m.Error)
+	}
+	h.session = header.Get("Mcp-Session-Id")
+	return h
+}
+
+func (h *taskHost) headers(method, name string) map[string]string {
+	hd := map[string]string{}
+	if h.key != "" {
+		hd["Authorization"] = "Bearer " + h.key
+	}
+	if h.modern {
+		hd["MCP-Protocol-Version"] = "2026-07-28"
+		hd["Mcp-Method"] = method
+		if name != "" {
+			hd["Mcp-Name"] = name
+		}
+	} else if h.session != "" {
+		hd["Mcp-Session-Id"] = h.session
+		hd["MCP-Protocol-Version"] = "2025-11-25"
+	}
+	return hd
+}
+
+// request sends method with params (a JSON object's members, without
+// braces) and returns the answer; name goes to Mcp-Name.
+func (h *taskHost) request(ctx context.Context, method, name, members string) *jsonrpc.Message {
+	h.t.Helper()
+	h.mu.Lock()
+	h.id++
+	id := h.id
+	h.mu.Unlock()
+	if h.modern {
+		meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + h.caps + `}`
+		if members == "" {
+			members = meta
+		} else {
+			members += "," + meta
+		}
+	}
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":{%s}}`, id, method, members)
+	_, _, m := postRaw(ctx, h.t, h.url, h.headers(method, name), body)
+	return m
+}
+
+func (h *taskHost) callTool(ctx context.Context, name, args, extra string) *jsonrpc.Message {
+	members := fmt.Sprintf(`"name":%q,"arguments":%s`, name, args)
+	if extra != "" {
+		members += "," + extra
+	}
+	return h.request(ctx, "tools/call", name, members)
+}
+
+func (h *taskHost) task(ctx context.Context, method, id string) *jsonrpc.Message {
+	return h.request(ctx, method, id, fmt.Sprintf(`"taskId":%q`, id))
+}
+
+// awaitTask polls tasks/get until the task is in a terminal status, and
+// returns the last answer.
+func (h *taskHost) awaitTask(ctx context.Context, id string) json.RawMessage {
+	h.t.Helper()
+	for {
+		m := h.task(ctx, "tasks/get", id)
+		if m.Error != nil {
+			h.t.Fatalf("tasks/get %s: %v", id, m.Error)
+		}
+		switch status, _ := jsonrpc.StringField(m.Result, "status"); status {
+		case "completed", "failed", "cancelled":
+			return m.Result
+		case "working", "input_required":
+		default:
+			h.t.Fatalf("tasks/get %s: status %q in %s", id, status, m.Result)
+		}
+		select {
+		case <-ctx.Done():
+			h.t.Fatalf("task %s did not end: %v", id, ctx.Err())
+		case <-time.After(100 * time.Millisecond): // the polling interval of a real host
+		}
+	}
+}
+
+// createdTask returns the gateway's task id of a tools/call answered with
+// a task, in the host's era.
+func createdTask(t *testing.T, m *jsonrpc.Message, modern bool) string {
+	t.Helper()
+	if m.Error != nil {
+		t.Fatalf("tools/call: %v", m.Error)
+	}
+	task := m.Result
+	if modern {
+		if rt, _ := jsonrpc.StringField(m.Result, "resultType"); rt != "task" {
+			t.Fatalf("modern tools/call: resultType %q, want task, in %s", rt, m.Result)
+		}
+	} else {
+		task, _ = jsonrpc.Field(m.Result, "task")
+		if _, ok := jsonrpc.Field(m.Result, "resultType"); ok {
+			t.Errorf("a legacy host got resultType: %s", m.Result)
+		}
+	}
+	id, _ := jsonrpc.StringField(task, "taskId")
+	if !strings.HasPrefix(id, "gw-task-") {
+		t.Fatalf("task id %q is not the gateway's, in %s", id, m.Result)
+	}
+	return id
+}
+
+// unknownTask checks that a task request is answered as for a task that
+// does not exist.
+func unknownTask(t *testing.T, who string, m *jsonrpc.Message) {
+	t.Helper()
+	if m.Error == nil || m.Error.Code != jsonrpc.CodeInvalidParams || !strings.Contains(m.Error.Message, "Task not found") {
+		t.Errorf("%s: %+v %s, want -32602 Task not found", who, m.Error, m.Result)
+	}
+}
+
+const (
+	taskKeyAlice = "alice-key-0123456789abcdef"
+	taskKeyBob   = "bob-key-0123456789abcdef01"
+)
+
+// TestEverythingResearchTaskThroughTheGateway runs server-everything's
+// simulate-research-query (execution.taskSupport "required", a task of
+// about four seconds) through the gateway: a legacy host and a modern
+// host with the tasks extension get the gateway's task ids, poll them to
+// the report, and cancel one upstream; a modern Go SDK host without the
+// extension gets the report as a plain call's answer; another identity
+// neither sees nor reaches the tasks.
+func TestEverythingResearchTaskThroughTheGateway(t *testing.T) {
+	dir := interopDir(t)
+	cfg := config.Default()
+	cfg.Upstreams = []config.Upstream{nodeUpstream("everything", dir, []string{npmServer(dir, "server-everything"), "stdio"}, nil)}
+	cfg.Auth.Mode = config.AuthAPIKey
+	cfg.Teams = []config.Team{{Name: "t", APIKeys: []string{taskKeyAlice, taskKeyBob}, Allow: []string{"*"}}}
+	url, _ := startGateway(t, cfg)
+	const tool = "everything__simulate-research-query"
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		alice := newTaskHost(ctx, t, url, taskKeyAlice, false, `{"tasks":{"list":{},"cancel":{}}}`)
+		bob := newTaskHost(ctx, t, url, taskKeyBob, false, `{"tasks":{"list":{},"cancel":{}}}`)
+		id := createdTask(t, alice.callTool(ctx, tool, `{"topic":"legacy gateways"}`, `"task":{"ttl":60000}`), false)
+		unknownTask(t, "another identity's tasks/get", bob.task(ctx, "tasks/get", id))
+		unknownTask(t, "another identity's tasks/result", bob.task(ctx, "tasks/result", id))
+		unknownTask(t, "another identity's tasks/cancel", bob.task(ctx, "tasks/cancel", id))
+		if m := bob.request(ctx, "tasks/list", "", ""); m.Error != nil || strings.Contains(string(m.Result), id) {
+			t.Errorf("another identity's tasks/list: %v %s", m.Error, m.Result)
+		}
+		if m := alice.request(ctx, "tasks/list", "", ""); m.Error != nil || !strings.Contains(string(m.Result), id) {
+			t.Errorf("tasks/list lacks the task: %v %s", m.Error, m.Result)
+		}
+		if final := alice.awaitTask(ctx, id); !strings.Contains(string(final), `"status":"completed"`) {
+			t.Errorf("legacy task ended as %s", final)
+		}
+		res := alice.task(ctx, "tasks/result", id)
+		if res.Error != nil || !strings.Contains(string(res.Result), "Research Report: legacy gateways") {
+			t.Fatalf("tasks/result: %v %s", res.Error, res.Result)
+		}
+		meta, _ := jsonrpc.Field(res.Result, "_meta")
+		related, _ := jsonrpc.Field(meta, "io.modelcontextprotocol/related-task")
+		if got, _ := jsonrpc.StringField(related, "taskId"); got != id {
+			t.Errorf("tasks/result related-task = %s, want the gateway's id %s", related, id)
+		}
+
+		// Cancelled upstream: the status comes from server-everything's
+		// own answer to tasks/cancel.
+		id2 := createdTask(t, alice.callTool(ctx, tool, `{"topic":"cancelled"}`, `"task":{}`), false)
+		c := alice.task(ctx, "tasks/cancel", id2)
+		if c.Error != nil || !strings.Contains(string(c.Result), `"status":"cancelled"`) || !strings.Contains(string(c.Result), id2) {
+			t.Errorf("tasks/cancel: %v %s", c.Error, c.Result)
+		}
+		if again := alice.task(ctx, "tasks/cancel", id2); again.Error == nil || again.Error.Code != jsonrpc.CodeInvalidParams {
+			t.Errorf("cancelling a cancelled task: %+v, want -32602", again.Error)
+		}
+		if g := alice.task(ctx, "tasks/get", id2); g.Error != nil || !strings.Contains(string(g.Result), `"status":"cancelled"`) {
+			t.Errorf("tasks/get after cancel: %v %s", g.Error, g.Result)
+		}
+	})
+	wg.Go(func() {
+		ext := `{"extensions":{"io.modelcontextprotocol/tasks":{}}}`
+		alice := newTaskHost(ctx, t, url, taskKeyAlice, true, ext)
+		bob := newTaskHost(ctx, t, url, taskKeyBob, true, ext)
+		id := createdTask(t, alice.callTool(ctx, tool, `{"topic":"modern gateways"}`, ""), true)
+		unknownTask(t, "another identity's modern tasks/get", bob.task(ctx, "tasks/get", id))
+		final := alice.awaitTask(ctx, id)
+		if rt, _ := jsonrpc.StringField(final, "resultType"); rt != "complete" || !strings.Contains(string(final), `"status":"completed"`) {
+			t.Errorf("modern task ended as %s", final)
+		}
+		result, _ := jsonrpc.Field(final, "result")
+		if !strings.Contains(string(result), "Research Report: modern gateways") {
+			t.Errorf("modern task result = %s", result)
+		}
+		for _, member := range []string{`"ttl"`, `"pollInterval"`} {
+			if strings.Contains(string(final), member+":") {
+				t.Errorf("a modern host got the legacy %s: %s", member, final)
+			}
+		}
+		if m := alice.task(ctx, "tasks/result", id); m.Error == nil || m.Error.Code != jsonrpc.CodeMethodNotFound {
+			t.Errorf("modern tasks/result: %+v, want -32601", m.Error)
+		}
+		noExt := newTaskHost(ctx, t, url, taskKeyAlice, true, `{}`)
+		if m := noExt.task(ctx, "tasks/get", id); m.Error == nil || m.Error.Code != jsonrpc.CodeMissingRequiredClientCapability {
+			t.Errorf("tasks/get without the extension: %+v, want -32021", m.Error)
+		}
+	})
+	wg.Go(func() {
+		// The Go SDK has no task API: the gateway runs the task for it.
+		cs, err := connectAs(t, url, "2026-07-28", taskKeyAlice)
+		if err != nil {
+			t.Errorf("connect: %v", err)
+			return
+		}
+		got, err := callText(ctx, cs, tool, map[string]any{"topic": "sdk gateways"})
+		if err != nil || !strings.Contains(got, "Research Report: sdk gateways") {
+			t.Errorf("Go SDK host: %q, %v", got, err)
+		}
+	})
+	wg.Wait()
+}
