@@ -283,8 +283,10 @@ func routerOptions(cfg *config.Config, rec recorders, onChange func(router.Chang
 // upstream whose fingerprint changed and leaves the others running. Its
 // effective tasks.after (taskAfter) counts too, since the router reads it
 // when the upstream starts: one that inherits the top-level value
-// restarts when that changes.
+// restarts when that changes, and one that writes out the value it
+// inherited does not restart.
 func fingerprint(u config.Upstream, taskAfter time.Duration) string {
+	u.Tasks = config.UpstreamTasks{} // taskAfter is what counts
 	b, _ := json.Marshal(struct {
 		Upstream  config.Upstream
 		TaskAfter time.Duration

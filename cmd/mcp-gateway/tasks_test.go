@@ -61,6 +61,13 @@ upstreams:
 			t.Errorf("%s: fingerprint changed = %v with the top-level tasks.after, want %v", u.Name, changed, want)
 		}
 	}
+
+	// What counts is the effective value: writing the inherited one out
+	// changes nothing, and restarts nothing.
+	spelt := routerOptions(parse("tasks: {after: 30s}"+strings.Replace(ups, `9/mcp"}`, `9/mcp", tasks: {after: 30s}}`, 1)), recorders{}, nil)
+	if spelt.Upstreams[0].Fingerprint != before.Upstreams[0].Fingerprint {
+		t.Errorf("inherits: fingerprint changed when its inherited tasks.after was written out")
+	}
 }
 
 // TestReloadTasks: a reload applies tasks.after (the upstreams it
