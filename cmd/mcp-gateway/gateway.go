@@ -204,9 +204,10 @@ func routerOptions(cfg *config.Config, rec recorders, onChange func(router.Chang
 		if u.TransportInferred {
 			transport = ""
 		}
+		taskAfter := u.TaskAfter(cfg.Tasks.After)
 		ups = append(ups, router.UpstreamConfig{
 			Name:        u.Name,
-			Fingerprint: fingerprint(u),
+			Fingerprint: fingerprint(u, taskAfter),
 			Connect: func(o router.ConnectOptions) (router.Upstream, error) {
 				caps := o.Capabilities
 				if caps == nil {
@@ -263,6 +264,7 @@ func routerOptions(cfg *config.Config, rec recorders, onChange func(router.Chang
 			// A stdio or HTTP+SSE server's requests come on its one
 			// stream, not on the stream of the call that caused them.
 			SharedStream: u.SharedStream(),
+			TaskAfter:    taskAfter,
 		})
 	}
 	return &router.Options{
@@ -271,14 +273,24 @@ func routerOptions(cfg *config.Config, rec recorders, onChange func(router.Chang
 		Rules:      rules,
 		ServerInfo: router.Implementation{Name: "mcp-gateway", Version: version},
 		OnChange:   onChange,
+		TaskTTL:    cfg.Tasks.TTL,
+		MaxTasks:   cfg.Tasks.MaxPerIdentity,
 		Logger:     log,
 	}
 }
 
 // fingerprint identifies an upstream's settings: a reload restarts an
-// upstream whose fingerprint changed and leaves the others running.
-func fingerprint(u config.Upstream) string {
-	b, _ := json.Marshal(u) // maps marshal in key order
+// upstream whose fingerprint changed and leaves the others running. Its
+// effective tasks.after (taskAfter) counts too, since the router reads it
+// when the upstream starts: one that inherits the top-level value
+// restarts when that changes, and one that writes out the value it
+// inherited does not restart.
+func fingerprint(u config.Upstream, taskAfter time.Duration) string {
+	u.Tasks = config.UpstreamTasks{} // taskAfter is what counts
+	b, _ := json.Marshal(struct {
+		Upstream  config.Upstream
+		TaskAfter time.Duration
+	}{u, taskAfter}) // maps marshal in key order
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }

@@ -144,6 +144,12 @@ func (g *gateway) reload(path string, current *config.Config, log *slog.Logger) 
 	if !reflect.DeepEqual(limitsOf(next), limitsOf(current)) {
 		log.Warn("limits changes (limits, teams[].limits, tools.rate) take effect at the next start")
 	}
+	// The router's task table is made once, at start; tasks.after is
+	// per upstream and applies (see fingerprint).
+	if next.Tasks.TTL != current.Tasks.TTL || next.Tasks.MaxPerIdentity != current.Tasks.MaxPerIdentity {
+		log.Warn("tasks.ttl and tasks.max_per_identity changes take effect at the next start")
+		next.Tasks.TTL, next.Tasks.MaxPerIdentity = current.Tasks.TTL, current.Tasks.MaxPerIdentity
+	}
 	// The telemetry providers, the logger and the audit log are built
 	// once, at start.
 	if next.Telemetry != current.Telemetry {

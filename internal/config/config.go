@@ -86,9 +86,16 @@ const (
 	DefaultIdleTimeout = 10 * time.Minute
 	// DefaultTaskTTL is how long a task the gateway hands a host is kept
 	// from its creation (tasks.ttl), and DefaultMaxTasks how many one
-	// identity holds at once (tasks.max_per_identity).
+	// identity holds at once (tasks.max_per_identity). MaxTaskTTL and
+	// MaxMaxTasks are the most they may be set to.
 	DefaultTaskTTL  = time.Hour
 	DefaultMaxTasks = 100
+	MaxTaskTTL      = 24 * time.Hour
+	MaxMaxTasks     = 100000
+	// MinTaskAfter and MaxTaskAfter bound tasks.after when it is set: a
+	// shorter wait would make nearly every call a task.
+	MinTaskAfter = 100 * time.Millisecond
+	MaxTaskAfter = time.Hour
 	// DefaultMaxTimeoutFactor times the timeout, at most
 	// DefaultMaxTimeoutCap, is a call's longest run while the upstream
 	// reports progress (see DefaultMaxTimeout).
@@ -228,6 +235,32 @@ type Config struct {
 
 	// Limits are the quotas and rate limits of callers. Key: limits.
 	Limits Limits
+
+	// Tasks turn long tool calls into tasks the gateway runs. Key: tasks.
+	Tasks Tasks
+}
+
+// Tasks configure the tasks the gateway runs for hosts: a tools/call
+// still running after a while becomes a task, which the host polls for
+// its result instead of holding the call open.
+type Tasks struct {
+	// After, when set, makes a tools/call still running after this long
+	// a task the gateway runs: a modern host that declared the
+	// io.modelcontextprotocol/tasks extension is answered with a task
+	// handle, and a legacy (2025-11-25) host that declared the tasks
+	// capability may run any tool of such an upstream as a task (its
+	// tools show execution.taskSupport "optional"). Key: after, a Go
+	// duration. Default 0s: off. When set, at least 100ms and at most 1h.
+	// upstreams[].tasks.after overrides it for one upstream.
+	After time.Duration
+	// TTL is how long a task, and its result, is kept from its creation;
+	// it is also the longest TTL a host may ask for. Key: ttl, a Go
+	// duration. Default 1h. Must be greater than 0 and at most 24h.
+	TTL time.Duration
+	// MaxPerIdentity is how many tasks one identity (in one team view)
+	// holds at once. Key: max_per_identity. Default 100; at least 1 and
+	// at most 100000.
+	MaxPerIdentity int
 }
 
 // PrefixMode says when exposed names carry the upstream prefix.
@@ -403,10 +436,33 @@ type Upstream struct {
 	// that ends) is brought back. Key: restart.
 	Restart Restart
 
+	// Tasks override the top-level tasks settings for this upstream.
+	// Key: tasks. See TaskAfter.
+	Tasks UpstreamTasks
+
 	// Source is the key path that defined this upstream, "upstreams[2]" or
 	// "mcpServers.GitHub". Set by Load; problem paths use it. Empty means
 	// upstreams[i], i being the index in Config.Upstreams.
 	Source string
+}
+
+// UpstreamTasks override the top-level tasks settings for one upstream.
+type UpstreamTasks struct {
+	// After replaces tasks.after for this upstream; 0s turns tasks off
+	// for it even when tasks.after is set. Key: after, a Go duration;
+	// nil when the key is absent. When set above 0, at least 100ms and at
+	// most 1h.
+	After *time.Duration
+}
+
+// TaskAfter returns how long u's tools/call runs before it becomes a
+// task: u's own tasks.after when set (even 0, which is off), else
+// global, the top-level tasks.after. 0 means never.
+func (u *Upstream) TaskAfter(global time.Duration) time.Duration {
+	if u.Tasks.After != nil {
+		return *u.Tasks.After
+	}
+	return global
 }
 
 // RelayCapabilities are the values Upstream.Relay accepts.
@@ -651,6 +707,7 @@ func Default() *Config {
 		MaxBodyBytes: DefaultMaxBodyBytes,
 		Auth:         Auth{Mode: AuthNone},
 		Telemetry:    Telemetry{LogLevel: DefaultLogLevel, Metrics: true, Audit: Audit{Arguments: AuditOmit}},
+		Tasks:        Tasks{TTL: DefaultTaskTTL, MaxPerIdentity: DefaultMaxTasks},
 	}
 }
 

@@ -461,6 +461,13 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 				}})
 			},
 			"limits": func(p string, v *yaml.Node) { d.limits(p, v, &c.Limits) },
+			"tasks": func(p string, v *yaml.Node) {
+				d.object(p, v, schema{fields: map[string]field{
+					"after":            func(p string, v *yaml.Node) { d.duration(p, v, &c.Tasks.After) },
+					"ttl":              func(p string, v *yaml.Node) { d.duration(p, v, &c.Tasks.TTL) },
+					"max_per_identity": func(p string, v *yaml.Node) { d.integer(p, v, &c.Tasks.MaxPerIdentity) },
+				}})
+			},
 			"telemetry": func(p string, v *yaml.Node) {
 				d.object(p, v, schema{fields: map[string]field{
 					"log_level":     func(p string, v *yaml.Node) { c.Telemetry.LogLevel = d.str(p, v) },
@@ -609,6 +616,16 @@ func (d *decoder) upstream(p string, n *yaml.Node) (Upstream, bool) {
 					"crash_window": func(p string, v *yaml.Node) { d.duration(p, v, &u.Restart.CrashWindow) },
 				}})
 			},
+			"tasks": func(p string, v *yaml.Node) {
+				d.object(p, v, schema{fields: map[string]field{
+					// Set when written, even 0s: it then wins over
+					// the top-level tasks.after.
+					"after": func(p string, v *yaml.Node) {
+						u.Tasks.After = new(time.Duration)
+						d.duration(p, v, u.Tasks.After)
+					},
+				}})
+			},
 		},
 		hints: upstreamHints,
 	})
@@ -631,7 +648,7 @@ func (d *decoder) mcpServers(n *yaml.Node, c *Config) {
 		return
 	}
 	hints := map[string]string{"transport": `did you mean "type"? transport is the upstreams spelling`}
-	for _, k := range []string{"name", "timeout", "session", "required", "max_tools", "relay", "max_clients", "idle_timeout", "tools", "breaker", "max_timeout", "max_in_flight", "max_queue", "restart"} {
+	for _, k := range []string{"name", "timeout", "session", "required", "max_tools", "relay", "max_clients", "idle_timeout", "tools", "breaker", "max_timeout", "max_in_flight", "max_queue", "restart", "tasks"} {
 		hints[k] = mcpServerOnlyHint
 	}
 	for _, kv := range d.pairs(p, n, 0) {

@@ -177,6 +177,7 @@ func TestLoadFull(t *testing.T) {
 			LogLevel: "debug", Metrics: false, OTLPEndpoint: "http://otel-collector:4318",
 			Audit: Audit{Enabled: true, Path: filepath.Join(dir, "logs", "audit.jsonl"), Arguments: AuditHash},
 		},
+		Tasks: Tasks{TTL: DefaultTaskTTL, MaxPerIdentity: DefaultMaxTasks},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Load(full.yaml) mismatch (-want +got):\n%s", diff)

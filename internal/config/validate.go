@@ -154,6 +154,7 @@ func (c *Config) Validate() error {
 
 	c.validateTeams(&ps)
 	c.Limits.validate(&ps)
+	c.Tasks.validate(&ps)
 
 	switch c.Auth.Mode {
 	case AuthNone, AuthJWT:
@@ -441,6 +442,37 @@ func (u *Upstream) validate(i int, ps *problems) {
 	}
 	if u.Restart.Delay > 0 && u.Restart.MaxDelay > 0 && u.Restart.MaxDelay < u.Restart.Delay {
 		ps.add(rp+".max_delay", "must be at least delay (%s)", u.Restart.Delay)
+	}
+	if u.Tasks.After != nil {
+		validateTaskAfter(ps, u.path(i, "tasks.after"), *u.Tasks.After)
+	}
+}
+
+func (t *Tasks) validate(ps *problems) {
+	validateTaskAfter(ps, "tasks.after", t.After)
+	switch {
+	case t.TTL <= 0:
+		ps.add("tasks.ttl", "must be greater than 0")
+	case t.TTL > MaxTaskTTL:
+		ps.add("tasks.ttl", "must be at most 24h")
+	}
+	switch {
+	case t.MaxPerIdentity < 1:
+		ps.add("tasks.max_per_identity", "must be at least 1")
+	case t.MaxPerIdentity > MaxMaxTasks:
+		ps.add("tasks.max_per_identity", "must be at most %d", MaxMaxTasks)
+	}
+}
+
+// validateTaskAfter checks a tasks.after at key path p: 0 is off.
+func validateTaskAfter(ps *problems, p string, after time.Duration) {
+	switch {
+	case after < 0:
+		ps.add(p, "must be 0s (off) or more")
+	case after > 0 && after < MinTaskAfter:
+		ps.add(p, "must be at least 100ms (a shorter wait would make nearly every call a task), or 0s for off")
+	case after > MaxTaskAfter:
+		ps.add(p, "must be at most 1h")
 	}
 }
 

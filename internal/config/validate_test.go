@@ -34,6 +34,7 @@ func TestDefaultIsValid(t *testing.T) {
 		Listen: "127.0.0.1:8080", Endpoint: "/mcp", Separator: "__", Prefix: PrefixAlways,
 		MaxBodyBytes: 4 << 20, Auth: Auth{Mode: AuthNone},
 		Telemetry: Telemetry{LogLevel: "info", Metrics: true, Audit: Audit{Enabled: false, Path: "", Arguments: AuditOmit}},
+		Tasks:     Tasks{After: 0, TTL: time.Hour, MaxPerIdentity: 100},
 	}
 	if diff := cmp.Diff(want, Default()); diff != "" {
 		t.Errorf("Default() mismatch (-want +got):\n%s", diff)
