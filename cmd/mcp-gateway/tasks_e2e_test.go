@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcp-gateway/mcp-gateway/internal/config"
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+	"github.com/mcp-gateway/mcp-gateway/internal/mcptest"
 )
 
 // taskHost is a host that speaks tasks in raw JSON-RPC over the
@@ -254,6 +255,78 @@ func TestEverythingResearchTaskThroughTheGateway(t *testing.T) {
 		got, err := callText(ctx, cs, tool, map[string]any{"topic": "sdk gateways"})
 		if err != nil || !strings.Contains(got, "Research Report: sdk gateways") {
 			t.Errorf("Go SDK host: %q, %v", got, err)
+		}
+	})
+	wg.Wait()
+}
+
+// TestTasksAfter: with tasks.after 2s, a ten-second call of a server
+// without task support completes as a task for a modern host with the
+// tasks extension and for a legacy host that asked for one, and as a
+// plain (long) call for a host that takes no tasks. A task the gateway
+// runs is cancelled upstream by tasks/cancel.
+func TestTasksAfter(t *testing.T) {
+	web := mcptest.NewStreamableServer(t, &mcptest.HTTPOptions{Server: mcptest.ServerOptions{Versions: mcptest.LegacyVersions()}})
+	cfg := config.Default()
+	cfg.Upstreams = []config.Upstream{httpUpstream("slow", web.URL)}
+	cfg.Tasks.After = 2 * time.Second
+	url, _ := startGateway(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const ten = `{"ms":10000}`
+
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		h := newTaskHost(ctx, t, url, "", true, `{"extensions":{"io.modelcontextprotocol/tasks":{}}}`)
+		start := time.Now()
+		id := createdTask(t, h.callTool(ctx, "slow__sleep", ten, ""), true)
+		if waited := time.Since(start); waited >= 10*time.Second {
+			t.Errorf("the handle came after %s, when the call had ended", waited)
+		}
+		final := h.awaitTask(ctx, id)
+		result, _ := jsonrpc.Field(final, "result")
+		if !strings.Contains(string(final), `"status":"completed"`) || !strings.Contains(string(result), "slept 10000 ms") {
+			t.Errorf("modern task ended as %s", final)
+		}
+	})
+	wg.Go(func() {
+		h := newTaskHost(ctx, t, url, "", false, `{"tasks":{"list":{},"cancel":{}}}`)
+		tools := h.request(ctx, "tools/list", "", "")
+		if !strings.Contains(string(tools.Result), `"taskSupport":"optional"`) {
+			t.Errorf("a legacy host that takes tasks does not see taskSupport optional: %s", tools.Result)
+		}
+		id := createdTask(t, h.callTool(ctx, "slow__sleep", ten, `"task":{"ttl":120000}`), false)
+		res := h.task(ctx, "tasks/result", id) // waits for the end
+		if res.Error != nil || !strings.Contains(string(res.Result), "slept 10000 ms") {
+			t.Errorf("legacy tasks/result: %v %s", res.Error, res.Result)
+		}
+		if final := h.task(ctx, "tasks/get", id); !strings.Contains(string(final.Result), `"status":"completed"`) {
+			t.Errorf("legacy task ended as %s", final.Result)
+		}
+
+		// A task the gateway runs is cancelled upstream.
+		id2 := createdTask(t, h.callTool(ctx, "slow__block", `{"key":"task"}`, `"task":{}`), false)
+		plain := newTaskHost(ctx, t, url, "", false, `{}`)
+		if m := plain.callTool(ctx, "slow__waiting", `{"key":"task","n":1}`, ""); m.Error != nil {
+			t.Fatalf("waiting: %v", m.Error)
+		}
+		if c := h.task(ctx, "tasks/cancel", id2); c.Error != nil || !strings.Contains(string(c.Result), `"status":"cancelled"`) {
+			t.Errorf("tasks/cancel: %v %s", c.Error, c.Result)
+		}
+		if m := plain.callTool(ctx, "slow__waiting", `{"key":"task","n":0}`, ""); m.Error != nil {
+			t.Errorf("the cancelled task's call still runs upstream: %v", m.Error)
+		}
+		if m := plain.callTool(ctx, "slow__sleep", `{"ms":1}`, `"task":{}`); m.Error == nil {
+			// A host that declared no tasks may still augment: the
+			// gateway honours what it advertised to others.
+			createdTask(t, m, false)
+		}
+	})
+	wg.Go(func() {
+		cs := connect(t, url, "2026-07-28")
+		got, err := callText(ctx, cs, "slow__sleep", map[string]any{"ms": 10000})
+		if err != nil || got != "slept 10000 ms" {
+			t.Errorf("a host without tasks: %q, %v", got, err)
 		}
 	})
 	wg.Wait()
