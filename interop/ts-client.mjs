@@ -139,7 +139,9 @@ function parseArgs(argv) {
         break;
       case '--task-ttl-ms':
         opts.taskTtlMs = Number(next());
-        if (!Number.isSafeInteger(opts.taskTtlMs) || opts.taskTtlMs <= 0) usage('--task-ttl-ms must be a positive integer');
+        if (!Number.isSafeInteger(opts.taskTtlMs) || opts.taskTtlMs <= 0) {
+          usage('--task-ttl-ms must be a positive integer');
+        }
         break;
       case '--cancel-after-created':
         opts.cancelAfterCreated = true;
@@ -194,6 +196,12 @@ function rpcError(err) {
   };
 }
 
+// recordedError turns a recorded rpcError back into an Error carrying its code
+// and data, so the summary's top-level "error" has them too.
+function recordedError(message, { code, data }) {
+  return Object.assign(new Error(message), code !== undefined ? { code } : {}, data !== undefined ? { data } : {});
+}
+
 // cancelAndGet sends tasks/cancel for taskId and then tasks/get, recording
 // both; it never throws, so the stream that follows is still recorded.
 async function cancelAndGet(client, taskId, reqOpts) {
@@ -220,7 +228,8 @@ async function callTask(client, opts, call, reqOpts) {
   // The stream polls until the task is terminal; the signal bounds the whole
   // run, so a task stuck in "working" cannot hang the test that runs us.
   const streamOpts = { ...reqOpts, task: { ttl: opts.taskTtlMs }, signal: AbortSignal.timeout(opts.timeoutMs) };
-  const stream = client.experimental.tasks.callToolStream({ name: opts.tool, arguments: opts.args }, undefined, streamOpts);
+  const params = { name: opts.tool, arguments: opts.args };
+  const stream = client.experimental.tasks.callToolStream(params, undefined, streamOpts);
   for await (const msg of stream) {
     task.events.push(msg.type);
     switch (msg.type) {
@@ -249,10 +258,10 @@ async function callTask(client, opts, call, reqOpts) {
   }
   if (opts.cancelAfterCreated) {
     if (!task.cancel) throw new Error('--cancel-after-created: the stream never reported a created task');
-    if (task.cancel.error) throw Object.assign(new Error(`tasks/cancel: ${task.cancel.error.message}`), task.cancel.error);
+    if (task.cancel.error) throw recordedError(`tasks/cancel: ${task.cancel.error.message}`, task.cancel.error);
     return 0;
   }
-  if (task.error) throw Object.assign(new Error(task.error.message), task.error);
+  if (task.error) throw recordedError(task.error.message, task.error);
   if (!task.result) throw new Error('task stream ended without a result or an error');
   if (task.result.isError && !opts.allowToolError) {
     process.stderr.write(`ts-client: tool ${opts.tool} returned isError: true\n`);

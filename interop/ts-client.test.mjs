@@ -56,11 +56,15 @@ function run(args) {
 }
 
 // scripted runs ts-client with args against a scripted Streamable HTTP server
-// that offers one tool "t" (taskSupport "optional"), records every JSON-RPC
-// request, and answers tools/call with a -32601 error (so the run exits 1);
-// it resolves with the run and the recorded requests by method.
+// that offers one tool "t" (taskSupport "optional") and records every JSON-RPC
+// request. It answers tools/call with a -32601 error (so the run exits 1),
+// except a task-augmented call with arguments {"fail": true}: that creates
+// task "s1", already completed, whose result has isError: true. It resolves
+// with the run and the recorded requests by method.
 async function scripted(args) {
   const requests = {};
+  const now = new Date().toISOString();
+  const task = { taskId: 's1', status: 'completed', ttl: 60000, createdAt: now, lastUpdatedAt: now };
   const srv = http.createServer((req, res) => {
     let body = '';
     req.on('data', (d) => (body += d));
@@ -74,7 +78,8 @@ async function scripted(args) {
       }
       if (msg.id === undefined) return res.writeHead(202).end();
       (requests[msg.method] ??= []).push(msg.params);
-      const reply = (r) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, ...r }));
+      const reply = (r) =>
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, ...r }));
       switch (msg.method) {
         case 'initialize':
           return reply({
@@ -85,10 +90,18 @@ async function scripted(args) {
             },
           });
         case 'tools/list':
-          return reply({ result: { tools: [{ name: 't', inputSchema: { type: 'object' }, execution: { taskSupport: 'optional' } }] } });
-        default:
-          return reply({ error: { code: -32601, message: `scripted: no ${msg.method}` } });
+          return reply({
+            result: { tools: [{ name: 't', inputSchema: { type: 'object' }, execution: { taskSupport: 'optional' } }] },
+          });
+        case 'tools/call':
+          if (!msg.params.task || !msg.params.arguments?.fail) break;
+          return reply({ result: { task: { ...task, status: 'working' } } });
+        case 'tasks/get':
+          return reply({ result: task });
+        case 'tasks/result':
+          return reply({ result: { content: [{ type: 'text', text: 'boom' }], isError: true } });
       }
+      return reply({ error: { code: -32601, message: `scripted: no ${msg.method}` } });
     });
   });
   await new Promise((resolve) => srv.listen(0, '127.0.0.1', resolve));
@@ -125,6 +138,25 @@ describe('ts-client against a scripted server', { concurrency: true }, () => {
       assert.equal(r.json.call.task.error.code, -32601);
       assert.equal(r.json.error.code, -32601);
     }
+  });
+  it('--task exits 2 for an isError result, 0 with --allow-tool-error', async () => {
+    const args = ['--tool', 't', '--args', '{"fail":true}', '--task'];
+    const strict = (await scripted(args)).r;
+    assert.equal(strict.code, 2, strict.err);
+    assert.deepEqual(strict.json.call.task.statuses, ['working', 'completed']);
+    assert.deepEqual(strict.json.call.task.events, ['taskCreated', 'taskStatus', 'result']);
+    assert.equal(strict.json.call.result.isError, true);
+    const lenient = (await scripted([...args, '--allow-tool-error'])).r;
+    assert.equal(lenient.code, 0, lenient.err);
+    assert.equal(lenient.json.ok, true);
+  });
+  it('--cancel-after-created exits 1 when tasks/cancel fails', async () => {
+    const { r } = await scripted(['--tool', 't', '--args', '{"fail":true}', '--task', '--cancel-after-created']);
+    assert.equal(r.code, 1, r.err);
+    assert.equal(r.json.call.task.cancel.error.code, -32601);
+    assert.equal(r.json.call.task.cancel.afterGet.status, 'completed');
+    assert.match(r.json.error.message, /^tasks\/cancel: /);
+    assert.equal(r.json.error.code, -32601);
   });
 });
 
@@ -240,7 +272,7 @@ describe('ts-client against server-everything (Streamable HTTP)', () => {
       assert.equal(task.created.status, 'working');
       assert.equal(task.events[0], 'taskCreated');
       assert.equal(task.events.at(-1), 'result');
-      assert.ok(task.events.filter((e) => e === 'taskStatus').length >= 1, `tasks/get was never polled: ${task.events}`);
+      assert.ok(task.events.includes('taskStatus'), `tasks/get was never polled: ${task.events}`);
       assert.equal(task.statuses.length, task.events.length - 1, 'one status per created/status message');
       assert.equal(task.statuses[0], 'working');
       assert.equal(task.statuses.at(-1), 'completed');
