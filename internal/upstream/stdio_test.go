@@ -440,7 +440,7 @@ func testLists(t *testing.T, ctx context.Context, c *upstream.Client) {
 	}{
 		{"tools/list", "tools", "name", []string{
 			mcptest.LongToolName, "aborted", "add", "addtool", "ask", "barrier", "big", "block", "cancellations", "capabilities",
-			"dotted.name", "echo", "elicit", "headers", "progress", "release", "roots", "sample", "touch", "waiting",
+			"dotted.name", "echo", "elicit", "headers", "progress", "release", "roots", "sample", "sleep", "touch", "waiting",
 		}},
 		{"prompts/list", "prompts", "name", []string{"greet"}},
 		{"resources/list", "resources", "uri", []string{"test://static/hello", "test://static/world"}},
