@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -246,6 +249,44 @@ func TestEverythingResearchTaskThroughTheGateway(t *testing.T) {
 		}
 	})
 	wg.Go(func() {
+		// The TypeScript SDK's own task client (callToolStream).
+		ts := func(args ...string) (tsTaskSummary, error) {
+			cmd := exec.CommandContext(ctx, node(dir), append([]string{filepath.Join(dir, "ts-client.mjs"), "--url", url}, args...)...)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil {
+				err = fmt.Errorf("%w: %s", err, stderr.String())
+			}
+			var s tsTaskSummary
+			if jerr := json.Unmarshal(out, &s); jerr != nil {
+				return s, fmt.Errorf("ts-client output %q: %v (exit: %v)", out, jerr, err)
+			}
+			return s, err
+		}
+		alice, bob := "Authorization: Bearer "+taskKeyAlice, "Authorization: Bearer "+taskKeyBob
+		s, err := ts("--header", alice, "--tool", tool, "--args", `{"topic":"typescript gateways"}`, "--task", "--list-tasks")
+		if err != nil {
+			t.Errorf("ts-client --task: %v %+v", err, s)
+			return
+		}
+		id := s.Call.Task.TaskID
+		if !strings.HasPrefix(id, "gw-task-") || len(s.Call.Task.Statuses) == 0 || s.Call.Task.Statuses[len(s.Call.Task.Statuses)-1] != "completed" ||
+			len(s.Call.Result.Content) == 0 || !strings.Contains(s.Call.Result.Content[0].Text, "Research Report: typescript gateways") {
+			t.Errorf("ts-client task: %+v", s.Call)
+		}
+		if !slices.ContainsFunc(s.Tasks, func(tk tsTask) bool { return tk.TaskID == id && tk.Status == "completed" }) {
+			t.Errorf("ts-client tasks/list = %+v, want %s completed", s.Tasks, id)
+		}
+		if s, _ := ts("--header", bob, "--get-task", id); s.GetTask.Error == nil || s.GetTask.Error.Code != jsonrpc.CodeInvalidParams {
+			t.Errorf("another identity's ts-client tasks/get: %+v", s.GetTask)
+		}
+		s, err = ts("--header", alice, "--tool", tool, "--args", `{"topic":"to cancel"}`, "--task", "--cancel-after-created")
+		if err != nil || s.Call.Task.Cancel.Result.Status != "cancelled" || s.Call.Task.Cancel.AfterGet.Status != "cancelled" {
+			t.Errorf("ts-client --cancel-after-created: %v %+v", err, s.Call.Task.Cancel)
+		}
+	})
+	wg.Go(func() {
 		// The Go SDK has no task API: the gateway runs the task for it.
 		cs, err := connectAs(t, url, "2026-07-28", taskKeyAlice)
 		if err != nil {
@@ -331,3 +372,22 @@ func TestTasksAfter(t *testing.T) {
 	})
 	wg.Wait()
 }
+
+// tsTaskSummary is what interop/ts-client.mjs prints of its task options.
+type tsTaskSummary struct {
+	Call struct {
+		Task struct {
+			TaskID   string
+			Statuses []string
+			Cancel   struct{ Result, AfterGet tsTask }
+		}
+		Result struct{ Content []struct{ Text string } }
+	}
+	Tasks   []tsTask
+	GetTask struct {
+		Result tsTask
+		Error  *jsonrpc.Error
+	}
+}
+
+type tsTask struct{ TaskID, Status string }

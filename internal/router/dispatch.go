@@ -403,6 +403,9 @@ func routed(reply *Reply, u *upstreamState, original string) *Reply {
 // on.
 func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, in *jsonrpc.Request, out *jsonrpc.Outgoing, subject string) *Reply {
 	method := out.Method
+	if in.Task != nil && method != "tools/call" {
+		out.Set("task", nil) // ignored (see callTool for tools/call)
+	}
 	interactive := slices.Contains(interactiveMethods, method)
 	modernUp := u.isModern() // read once: a re-list may change it
 	if (in.HasRequestState || in.InputResponses != nil) && !(c.Modern() && interactive && in.HasRequestState) {

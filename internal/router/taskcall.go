@@ -31,8 +31,10 @@ import (
 //
 // Anything else runs as before: a task-augmented call of a tool that
 // does not run as a task is refused (-32601, 2025-11-25 "Tool-Level
-// Negotiation"), and params.task is refused where no revision defines it
-// (a modern request, a method other than tools/call), never passed to an
+// Negotiation"), and params.task is ignored where no revision reads it
+// (a modern request, a method other than tools/call: 2025-11-25
+// "Behavior Requirements" has receivers ignore it there, and hosts send
+// it on tasks/get), and taken out of the request, never passed to an
 // upstream that could make a task the gateway does not know of.
 
 // taskSupportOf reads a 2025-11-25 tool definition's
@@ -91,27 +93,23 @@ func askedTTL(task json.RawMessage) int64 {
 	return ms
 }
 
-// checkTaskParam refuses params.task where no revision defines it.
+// checkTaskParam refuses a legacy tools/call whose task augmentation is
+// not an object.
 func checkTaskParam(c *Caller, req *jsonrpc.Request) *Reply {
-	if req.Task == nil {
+	if req.Task == nil || c.Modern() || req.Method != "tools/call" || req.Task[0] == '{' {
 		return nil
 	}
-	switch {
-	case c.Modern():
-		return errorReply(jsonrpc.CodeInvalidParams, "Invalid params: params.task is not part of protocol version %s: declare the %s extension, and the server decides which calls become tasks", c.ProtocolVersion, extTasks)
-	case req.Method != "tools/call":
-		return errorReply(jsonrpc.CodeInvalidParams, "Invalid params: %s cannot be task-augmented: only tools/call can", req.Method)
-	case len(req.Task) == 0 || req.Task[0] != '{':
-		return errorReply(jsonrpc.CodeInvalidParams, "Invalid params: params.task must be an object")
-	}
-	return nil
+	return errorReply(jsonrpc.CodeInvalidParams, "Invalid params: params.task must be an object")
 }
 
 // callTool routes a tools/call, as a task where it becomes one.
 func (r *Router) callTool(ctx context.Context, c *Caller, e *entry, req *jsonrpc.Request, out *jsonrpc.Outgoing) *Reply {
 	u, name := e.up, e.exposed
 	upstreamTasks := (e.taskSupport == "optional" || e.taskSupport == "required") && runsTasks(u)
-	asked := req.Task != nil // a legacy host's (checkTaskParam)
+	asked := req.Task != nil && !c.Modern()
+	if req.Task != nil && c.Modern() {
+		out.Set("task", nil) // 2026-07-28 has none: tasks are the server's choice
+	}
 	switch {
 	case asked && upstreamTasks:
 		return r.remoteTask(ctx, c, e, req, out, true)
