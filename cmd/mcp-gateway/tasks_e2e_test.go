@@ -172,7 +172,9 @@ const (
 func TestEverythingResearchTaskThroughTheGateway(t *testing.T) {
 	dir := interopDir(t)
 	cfg := config.Default()
-	cfg.Upstreams = []config.Upstream{nodeUpstream("everything", dir, []string{npmServer(dir, "server-everything"), "stdio"}, nil)}
+	asks := nodeUpstream("asks", dir, []string{npmServer(dir, "server-everything"), "stdio"}, nil)
+	asks.Relay = []string{"elicitation"} // its research asks for clarification
+	cfg.Upstreams = []config.Upstream{nodeUpstream("everything", dir, []string{npmServer(dir, "server-everything"), "stdio"}, nil), asks}
 	cfg.Auth.Mode = config.AuthAPIKey
 	cfg.Teams = []config.Team{{Name: "t", APIKeys: []string{taskKeyAlice, taskKeyBob}, Allow: []string{"*"}}}
 	url, _ := startGateway(t, cfg)
@@ -243,6 +245,48 @@ func TestEverythingResearchTaskThroughTheGateway(t *testing.T) {
 		if m := alice.task(ctx, "tasks/result", id); m.Error == nil || m.Error.Code != jsonrpc.CodeMethodNotFound {
 			t.Errorf("modern tasks/result: %+v, want -32601", m.Error)
 		}
+		// A legacy upstream's task that needs input: its elicitation,
+		// sent on the tasks/result the gateway opens, is the modern
+		// host's inputRequests, answered with tasks/update.
+		asker := newTaskHost(ctx, t, url, taskKeyAlice, true, `{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`)
+		id = createdTask(t, asker.callTool(ctx, "asks__simulate-research-query", `{"topic":"python","ambiguous":true}`, ""), true)
+		var key string
+		for key == "" {
+			m := asker.task(ctx, "tasks/get", id)
+			if m.Error != nil {
+				t.Fatalf("tasks/get: %v", m.Error)
+			}
+			status, _ := jsonrpc.StringField(m.Result, "status")
+			if status == "completed" || status == "failed" {
+				t.Fatalf("the ambiguous research ended without asking: %s", m.Result)
+			}
+			if requests, ok := jsonrpc.Field(m.Result, "inputRequests"); ok && status == "input_required" {
+				var asked map[string]struct{ Method string }
+				if err := json.Unmarshal(requests, &asked); err != nil || len(asked) != 1 {
+					t.Fatalf("inputRequests = %s", requests)
+				}
+				for k, a := range asked {
+					if a.Method != "elicitation/create" || strings.Contains(string(requests), `"taskId":"`) && !strings.Contains(string(requests), id) {
+						t.Errorf("input request %s: %s", k, requests)
+					}
+					key = k
+				}
+				continue
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatal(ctx.Err())
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		if m := asker.request(ctx, "tasks/update", id, fmt.Sprintf(`"taskId":%q,"inputResponses":{%q:{"action":"accept","content":{"interpretation":"programming"}}}`, id, key)); m.Error != nil || string(m.Result) != `{"resultType":"complete"}` {
+			t.Errorf("tasks/update: %v %s", m.Error, m.Result)
+		}
+		final = asker.awaitTask(ctx, id)
+		if !strings.Contains(string(final), "Research Report: python (programming)") {
+			t.Errorf("the clarified research ended as %s", final)
+		}
+
 		noExt := newTaskHost(ctx, t, url, taskKeyAlice, true, `{}`)
 		if m := noExt.task(ctx, "tasks/get", id); m.Error == nil || m.Error.Code != jsonrpc.CodeMissingRequiredClientCapability {
 			t.Errorf("tasks/get without the extension: %+v, want -32021", m.Error)
