@@ -96,7 +96,7 @@ func askedTTL(task json.RawMessage) int64 {
 // checkTaskParam refuses a legacy tools/call whose task augmentation is
 // not an object.
 func checkTaskParam(c *Caller, req *jsonrpc.Request) *Reply {
-	if req.Task == nil || c.Modern() || req.Method != "tools/call" || req.Task[0] == '{' {
+	if req.Task == nil || c.Modern() || !c.knowsTasks() || req.Method != "tools/call" || req.Task[0] == '{' {
 		return nil
 	}
 	return errorReply(jsonrpc.CodeInvalidParams, "Invalid params: params.task must be an object")
@@ -106,9 +106,11 @@ func checkTaskParam(c *Caller, req *jsonrpc.Request) *Reply {
 func (r *Router) callTool(ctx context.Context, c *Caller, e *entry, req *jsonrpc.Request, out *jsonrpc.Outgoing) *Reply {
 	u, name := e.up, e.exposed
 	upstreamTasks := (e.taskSupport == "optional" || e.taskSupport == "required") && runsTasks(u)
-	asked := req.Task != nil && !c.Modern()
-	if req.Task != nil && c.Modern() {
-		out.Set("task", nil) // 2026-07-28 has none: tasks are the server's choice
+	asked := req.Task != nil && !c.Modern() && c.knowsTasks()
+	if req.Task != nil && !asked {
+		// 2026-07-28 has none (tasks are the server's choice), and a
+		// revision before tasks none either.
+		out.Set("task", nil)
 	}
 	switch {
 	case asked && upstreamTasks:

@@ -1,6 +1,7 @@
 package router
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"slices"
@@ -62,12 +63,20 @@ func terminal(status string) bool {
 	return status == taskCompleted || status == taskFailed || status == taskCancelled
 }
 
-// takesTasks reports whether the host can receive a task: a legacy host
-// that declared the tasks capability, or a modern request that declared
-// the tasks extension.
+// tasksVersion is the first revision with tasks.
+const tasksVersion = "2025-11-25"
+
+// knowsTasks reports whether the caller's revision has tasks: 2025-11-25
+// and later (earlier hosts get -32601 for tasks/*, and no tasks
+// capability).
+func (c *Caller) knowsTasks() bool { return c.ProtocolVersion >= tasksVersion }
+
+// takesTasks reports whether the host can receive a task: a 2025-11-25
+// host that declared the tasks capability, or a modern request that
+// declared the tasks extension.
 func (c *Caller) takesTasks() bool {
 	if !c.Modern() {
-		return c.declares("tasks")
+		return c.knowsTasks() && c.declares("tasks")
 	}
 	ext, ok := jsonrpc.Field(c.Capabilities, "extensions")
 	if !ok {
@@ -472,6 +481,8 @@ func (r *Router) tooManyTasks() *Reply {
 // and tasks/list.
 func (r *Router) taskRequest(ctx context.Context, c *Caller, req *jsonrpc.Request) *Reply {
 	switch {
+	case !c.knowsTasks():
+		return errorReply(jsonrpc.CodeMethodNotFound, "Method not found: %s is not part of protocol version %s (tasks came with %s)", req.Method, c.ProtocolVersion, tasksVersion)
 	case c.Modern() && (req.Method == "tasks/result" || req.Method == "tasks/list"):
 		return errorReply(jsonrpc.CodeMethodNotFound, "Method not found: %s is not part of protocol version %s (poll tasks/get)", req.Method, c.ProtocolVersion)
 	case !c.Modern() && req.Method == "tasks/update":
@@ -629,6 +640,9 @@ func relatedTo(result json.RawMessage, id string) json.RawMessage {
 		meta = json.RawMessage(`{}`)
 	}
 	meta = jsonrpc.DeleteField(meta, metaRelatedTask)
+	if id == "" && len(bytes.TrimSpace(bytes.Trim(bytes.TrimSpace(meta), "{}"))) == 0 { // nothing else was in _meta
+		return jsonrpc.DeleteField(result, "_meta")
+	}
 	if id != "" {
 		if m, err := jsonrpc.SetField(meta, metaRelatedTask, json.RawMessage(`{"taskId":`+string(jsonrpc.String(id))+`}`)); err == nil {
 			meta = m
