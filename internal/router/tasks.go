@@ -707,11 +707,12 @@ func (r *Router) cancelTask(ctx context.Context, c *Caller, t *task) *Reply {
 		if resp.Error != nil {
 			return &Reply{Error: resp.Error}
 		}
-		t.adopt(resp.Result)
-	}
-	t.set(taskCancelled, "The task was cancelled by request.")
-	if t.stop != nil {
-		t.stop()
+		t.adopt(resp.Result) // what the upstream says the task is now
+	} else {
+		t.set(taskCancelled, "The task was cancelled by request.")
+		if t.stop != nil {
+			t.stop()
+		}
 	}
 	if c.Modern() {
 		return &Reply{Result: json.RawMessage(`{"resultType":"complete"}`)}
