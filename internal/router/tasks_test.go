@@ -356,3 +356,101 @@ func TestTaskStatusRendering(t *testing.T) {
 		t.Errorf("a cancelled task became %s", st.status)
 	}
 }
+
+// TestTaskResultsAreFaithfulToTheHostsEra walks the task methods from a
+// host of each revision whose schema is in the spec folder, with a
+// legacy task upstream behind: a 2025-11-25 host gets the 2025-11-25
+// Task (ttl, pollInterval) and no member only 2026-07-28 defines; a
+// modern host gets resultType on every result and the 2026-07-28 Task
+// (ttlMs, pollIntervalMs), never the legacy names; a 2025-06-18 host has
+// no tasks.
+func TestTaskResultsAreFaithfulToTheHostsEra(t *testing.T) {
+	up := legacyTaskUpstream()
+	r := startRouter(t, Options{}, map[string]*fakeUpstream{"up": up}, "up")
+	ctx := context.Background()
+	members := func(t *testing.T, raw json.RawMessage) map[string]json.RawMessage {
+		t.Helper()
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatalf("result %s: %v", raw, err)
+		}
+		return m
+	}
+	taskMembers := []string{"taskId", "status", "createdAt", "lastUpdatedAt"}
+
+	t.Run("2025-11-25", func(t *testing.T) {
+		created := r.Dispatch(ctx, aliceLegacy, request("tools/call", `{"name":"up__job","arguments":{},"task":{}}`))
+		id := taskOf(t, created, false)
+		replies := map[string]*Reply{
+			"tools/call":   created,
+			"tasks/get":    r.Dispatch(ctx, aliceLegacy, taskReq("tasks/get", id)),
+			"tasks/list":   r.Dispatch(ctx, aliceLegacy, request("tasks/list", `{}`)),
+			"tasks/result": r.Dispatch(ctx, aliceLegacy, taskReq("tasks/result", id)),
+		}
+		for method, reply := range replies {
+			if reply.Error != nil {
+				t.Fatalf("%s: %v", method, reply.Error)
+			}
+			top := members(t, reply.Result)
+			for _, k := range modernOnly {
+				if _, ok := top[k]; ok {
+					t.Errorf("%s: a legacy host got %q: %s", method, k, reply.Result)
+				}
+			}
+		}
+		task := members(t, members(t, created.Result)["task"])
+		got := members(t, replies["tasks/get"].Result)
+		for _, m := range []map[string]json.RawMessage{task, got} {
+			for _, k := range append(taskMembers, "ttl") {
+				if _, ok := m[k]; !ok {
+					t.Errorf("a 2025-11-25 Task lacks %q: %v", k, m)
+				}
+			}
+			for _, k := range []string{"ttlMs", "pollIntervalMs", "result", "error", "inputRequests"} {
+				if _, ok := m[k]; ok {
+					t.Errorf("a 2025-11-25 Task has %q: %v", k, m)
+				}
+			}
+		}
+	})
+	t.Run(ModernVersion, func(t *testing.T) {
+		created := r.Dispatch(ctx, aliceModern, request("tools/call", `{"name":"up__must","arguments":{}}`))
+		id := taskOf(t, created, true)
+		replies := map[string]*Reply{
+			"tools/call":   created,
+			"tasks/get":    r.Dispatch(ctx, aliceModern, taskReq("tasks/get", id)),
+			"tasks/update": r.Dispatch(ctx, aliceModern, request("tasks/update", `{"taskId":"`+id+`","inputResponses":{}}`)),
+			"tasks/cancel": r.Dispatch(ctx, aliceModern, taskReq("tasks/cancel", id)),
+		}
+		for method, reply := range replies {
+			if reply.Error != nil {
+				t.Fatalf("%s: %v", method, reply.Error)
+			}
+			top := members(t, reply.Result)
+			if _, ok := top["resultType"]; !ok && !reply.LacksResultType {
+				t.Errorf("%s: a modern host gets no resultType: %s", method, reply.Result)
+			}
+			for _, k := range []string{"ttl", "pollInterval", "task"} {
+				if _, ok := top[k]; ok {
+					t.Errorf("%s: a modern host got the legacy %q: %s", method, k, reply.Result)
+				}
+			}
+		}
+		for _, method := range []string{"tools/call", "tasks/get"} {
+			m := members(t, replies[method].Result)
+			for _, k := range append(taskMembers, "ttlMs") {
+				if _, ok := m[k]; !ok {
+					t.Errorf("%s: a 2026-07-28 Task lacks %q: %s", method, k, replies[method].Result)
+				}
+			}
+		}
+	})
+	t.Run("2025-06-18", func(t *testing.T) {
+		old := &Caller{ProtocolVersion: "2025-06-18", Session: "s-old", Capabilities: json.RawMessage(`{"tasks":{}}`)}
+		for _, method := range []string{"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"} {
+			if reply := r.Dispatch(ctx, old, taskReq(method, "gw-task-x")); reply.Error == nil || reply.Error.Code != jsonrpc.CodeMethodNotFound {
+				t.Errorf("%s: %+v, want -32601", method, reply.Error)
+			}
+		}
+	})
+}
