@@ -86,6 +86,19 @@ func (c *Caller) takesTasks() bool {
 	return ok && string(v) != "null"
 }
 
+// taskOwner is who a task belongs to: the caller's identity and view;
+// without authentication, a legacy host's session (2025-11-25 "Task
+// Isolation and Access Control": bound to the context there is, so that
+// one anonymous session neither lists nor reaches another's tasks, nor
+// fills their bound). An anonymous modern host has neither: its task ids
+// are bearer tokens of 128 random bits.
+func taskOwner(c *Caller) string {
+	if c.Principal == "" && c.Session != "" {
+		return c.owner() + "\x00session:" + c.Session
+	}
+	return c.owner()
+}
+
 // task is one task the gateway handed a host.
 type task struct {
 	id      string
@@ -453,7 +466,7 @@ func (r *Router) newTask(c *Caller, u *upstreamState, subject string, ttlMs int6
 	}
 	now := time.Now()
 	return &task{
-		id: "gw-task-" + randomTag(), owner: c.owner(), up: u, subject: subject,
+		id: "gw-task-" + randomTag(), owner: taskOwner(c), up: u, subject: subject,
 		created: now, expires: now.Add(ttl), status: taskWorking, updated: now, pollMs: taskPollMs,
 		done: make(chan struct{}), asked: make(chan struct{}, 1),
 	}
@@ -500,7 +513,7 @@ func (r *Router) taskRequest(ctx context.Context, c *Caller, req *jsonrpc.Reques
 	if !req.HasTaskID {
 		return errorReply(jsonrpc.CodeInvalidParams, "Invalid params: %s needs params.taskId (a string)", req.Method)
 	}
-	t := r.tasks.get(req.TaskID, c.owner())
+	t := r.tasks.get(req.TaskID, taskOwner(c))
 	if t == nil {
 		return errorReply(jsonrpc.CodeInvalidParams, "Failed to retrieve task: Task not found (unknown, expired, or not this caller's)")
 	}
@@ -544,7 +557,7 @@ func (r *Router) listTasks(c *Caller, req *jsonrpc.Request) *Reply {
 		return errorReply(jsonrpc.CodeInvalidParams, "Invalid cursor: the gateway returns every task in one page")
 	}
 	out := []byte(`{"tasks":[`)
-	for i, t := range r.tasks.list(c.owner()) {
+	for i, t := range r.tasks.list(taskOwner(c)) {
 		if i > 0 {
 			out = append(out, ',')
 		}

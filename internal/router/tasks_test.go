@@ -461,3 +461,24 @@ func TestTaskResultsAreFaithfulToTheHostsEra(t *testing.T) {
 		}
 	})
 }
+
+// TestAnonymousTasksAreTheSessions: without authentication a legacy
+// session's tasks are its own: another session neither reaches nor lists
+// them.
+func TestAnonymousTasksAreTheSessions(t *testing.T) {
+	up := legacyTaskUpstream()
+	r := startRouter(t, Options{}, map[string]*fakeUpstream{"up": up}, "up")
+	ctx := context.Background()
+	one := &Caller{ProtocolVersion: "2025-11-25", Session: "s-1", Capabilities: json.RawMessage(`{"tasks":{}}`)}
+	two := &Caller{ProtocolVersion: "2025-11-25", Session: "s-2", Capabilities: json.RawMessage(`{"tasks":{}}`)}
+	id := taskOf(t, r.Dispatch(ctx, one, request("tools/call", `{"name":"up__job","arguments":{},"task":{}}`)), false)
+	if reply := r.Dispatch(ctx, two, taskReq("tasks/get", id)); reply.Error == nil || reply.Error.Code != jsonrpc.CodeInvalidParams {
+		t.Errorf("another anonymous session's tasks/get: %+v %s", reply.Error, reply.Result)
+	}
+	if reply := r.Dispatch(ctx, two, request("tasks/list", `{}`)); string(reply.Result) != `{"tasks":[]}` {
+		t.Errorf("another anonymous session's tasks/list = %s", reply.Result)
+	}
+	if reply := r.Dispatch(ctx, one, request("tasks/list", `{}`)); !strings.Contains(string(reply.Result), id) {
+		t.Errorf("the session's own tasks/list = %s", reply.Result)
+	}
+}
