@@ -46,6 +46,13 @@ const (
 	metaRelatedTask = "io.modelcontextprotocol/related-task"
 )
 
+// TasksExtension is the tasks extension's identifier, for the fronts.
+const TasksExtension = extTasks
+
+// TakesTasks reports whether the caller can receive tasks (see
+// takesTasks).
+func (c *Caller) TakesTasks() bool { return c.takesTasks() }
+
 // taskPollMs is the polling interval the gateway suggests for the tasks
 // it runs itself.
 const taskPollMs = 1000

@@ -186,6 +186,22 @@ func TestModernListen(t *testing.T) {
 	}
 }
 
+// TestListenForTasks: task notifications are acknowledged as none (the
+// gateway sends none: hosts poll), and refused with -32021 to a host
+// that did not declare the tasks extension.
+func TestListenForTasks(t *testing.T) {
+	ts, _, _ := newTestServerWith(t, nil)
+	withExt := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
+	body := `{"jsonrpc":"2.0","id":43,"method":"subscriptions/listen","params":{` + withExt + `,"notifications":{"taskIds":["gw-task-a"]}}}`
+	stream := openStream(t, post(t, ts, modernHeaders("subscriptions/listen", ""), body))
+	if ack := stream.next(); !strings.Contains(string(ack.Params), `"notifications":{"taskIds":[]}`) {
+		t.Errorf("ack = %s, want no task ids agreed to", ack.Params)
+	}
+	stream.resp.Body.Close()
+	body = `{"jsonrpc":"2.0","id":44,"method":"subscriptions/listen","params":{` + modernMeta + `,"notifications":{"taskIds":["gw-task-a"]}}}`
+	wantError(t, do(t, ts, "POST", modernHeaders("subscriptions/listen", ""), body), 400, jsonrpc.CodeMissingRequiredClientCapability, "io.modelcontextprotocol/tasks")
+}
+
 func TestCancellationReachesTheDispatcher(t *testing.T) {
 	ts, d, _ := newTestServerWith(t, nil)
 	started := make(chan struct{}, 2)

@@ -209,6 +209,10 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request, caller *router.C
 		writeError(w, http.StatusBadRequest, msg.ID, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: %v", err))
 		return
 	}
+	if e := f.refuse(caller); e != nil {
+		writeError(w, http.StatusBadRequest, msg.ID, e)
+		return
+	}
 	f.ResourceSubscriptions = distinct(f.ResourceSubscriptions)
 	release, quota := s.takeStream(policy.Identity{ID: caller.Principal, Team: caller.View})
 	if release == nil {
@@ -278,6 +282,21 @@ type listenFilter struct {
 	PromptsListChanged    bool     `json:"promptsListChanged"`
 	ResourcesListChanged  bool     `json:"resourcesListChanged"`
 	ResourceSubscriptions []string `json:"resourceSubscriptions"`
+	// TaskIDs asks for notifications/tasks (the tasks extension), which
+	// the gateway does not send: hosts poll tasks/get. The acknowledgement
+	// says so with an empty list.
+	TaskIDs []string `json:"taskIds"`
+}
+
+// refuse is the error for a filter the caller may not ask for: task
+// notifications without the tasks extension (ext-tasks "Task Status
+// Notifications": -32021); nil when it may.
+func (f *listenFilter) refuse(caller *router.Caller) *jsonrpc.Error {
+	if f.TaskIDs == nil || caller.TakesTasks() {
+		return nil
+	}
+	data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{router.TasksExtension: map[string]any{}}}})
+	return &jsonrpc.Error{Code: jsonrpc.CodeMissingRequiredClientCapability, Message: "Missing required client capability: taskIds needs the extension " + router.TasksExtension, Data: data}
 }
 
 func parseListenFilter(params json.RawMessage) (*listenFilter, error) {
@@ -320,6 +339,9 @@ func (f *listenFilter) acknowledge(subscribe func(uri string) bool) json.RawMess
 			}
 		}
 		ack["resourceSubscriptions"] = acked
+	}
+	if f.TaskIDs != nil {
+		ack["taskIds"] = []string{}
 	}
 	params, _ := json.Marshal(map[string]any{"notifications": ack})
 	return params

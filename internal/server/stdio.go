@@ -475,6 +475,10 @@ func (st *Stdio) listen(ctx context.Context, caller *router.Caller, msg *jsonrpc
 		st.send(ctx, jsonrpc.AppendError(nil, msg.ID, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "Invalid params: %v", err)))
 		return
 	}
+	if e := f.refuse(caller); e != nil {
+		st.send(ctx, jsonrpc.AppendError(nil, msg.ID, e))
+		return
+	}
 	l := f.listener(msg.ID, "stdio-listen-"+string(msg.ID))
 	st.mu.Lock()
 	st.listeners[string(msg.ID)] = l
