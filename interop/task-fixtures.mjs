@@ -35,7 +35,10 @@
 // a plain call (it makes the task and waits on it itself); a "required" one
 // refuses such a call.
 
+import fs from 'node:fs';
 import http from 'node:http';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
@@ -325,7 +328,8 @@ async function main() {
   await server.connect(transport);
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) {
+// Run only as a program: task-fixtures.test.mjs may import createServer.
+if (process.argv[1] && fs.realpathSync(path.resolve(process.argv[1])) === fs.realpathSync(fileURLToPath(import.meta.url))) {
   main().catch((err) => {
     process.stderr.write(`task-fixtures: ${err?.message ?? err}\n`);
     process.exit(2);

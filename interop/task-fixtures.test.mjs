@@ -6,26 +6,44 @@
 //   interop/node_modules/node/bin/node --test interop/task-fixtures.test.mjs
 
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const FIXTURES = path.join(HERE, 'task-fixtures.mjs');
 
-// connect starts the fixtures with args; onElicit answers elicitations.
-async function connect(args = [], onElicit = async () => ({ action: 'decline' })) {
+// connect starts the fixtures with args over stdio (or connects to url);
+// onElicit answers elicitations.
+async function connect(args = [], onElicit = async () => ({ action: 'decline' }), url = '') {
   const client = new Client(
     { name: 'task-fixtures-test', version: '1.0.0' },
     { capabilities: { elicitation: {}, tasks: { requests: { elicitation: { create: {} } } } } },
   );
   client.setRequestHandler(ElicitRequestSchema, (req) => onElicit(req.params));
-  await client.connect(new StdioClientTransport({ command: process.execPath, args: [FIXTURES, ...args], stderr: 'pipe' }));
+  const transport = url
+    ? new StreamableHTTPClientTransport(new URL(url))
+    : new StdioClientTransport({ command: process.execPath, args: [FIXTURES, ...args], stderr: 'pipe' });
+  await client.connect(transport);
   return client;
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
 }
 
 // startTask makes a task of a tools/call and returns its id.
@@ -165,6 +183,43 @@ describe('task-fixtures.mjs --task-support optional', { timeout: 30000 }, () => 
       assert.equal(tools.find((t) => t.name === 'slow_compute').execution.taskSupport, 'optional');
       const r = await client.callTool({ name: 'slow_compute', arguments: { seconds: 0, label: 'plain' } });
       assert.equal(textOf(r), 'plain: done after 0s');
+    } finally {
+      await client.close();
+    }
+  });
+});
+
+describe('task-fixtures.mjs --http', { timeout: 30000 }, () => {
+  let child;
+  let url;
+  before(async () => {
+    const addr = `127.0.0.1:${await freePort()}`;
+    child = spawn(process.execPath, [FIXTURES, '--http', addr], { stdio: ['ignore', 'ignore', 'pipe'] });
+    // It says where it listens once it does.
+    await new Promise((resolve, reject) => {
+      let err = '';
+      child.stderr.on('data', (d) => {
+        err += d;
+        if (err.includes(`http://${addr}/mcp`)) resolve();
+      });
+      child.on('exit', (code) => reject(new Error(`task-fixtures --http exited ${code}: ${err}`)));
+    });
+    url = `http://${addr}/mcp`;
+  });
+  after(async () => {
+    if (child.exitCode === null) {
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    }
+  });
+
+  it('serves a session per client: a plain call, and a task that elicits', async () => {
+    const client = await connect([], async () => ({ action: 'accept', content: { confirm: true } }), url);
+    try {
+      assert.equal(textOf(await client.callTool({ name: 'greet', arguments: { name: 'HTTP' } })), 'Hello, HTTP!');
+      const id = await startTask(client, 'confirm_delete', { filename: 'h.txt' });
+      assert.equal(textOf(await client.experimental.tasks.getTaskResult(id, CallToolResultSchema)), 'Deleted h.txt');
     } finally {
       await client.close();
     }
