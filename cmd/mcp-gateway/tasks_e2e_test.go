@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -172,7 +174,9 @@ const (
 func TestEverythingResearchTaskThroughTheGateway(t *testing.T) {
 	dir := interopDir(t)
 	cfg := config.Default()
-	cfg.Upstreams = []config.Upstream{nodeUpstream("everything", dir, []string{npmServer(dir, "server-everything"), "stdio"}, nil)}
+	asks := nodeUpstream("asks", dir, []string{npmServer(dir, "server-everything"), "stdio"}, nil)
+	asks.Relay = []string{"elicitation"} // its research asks for clarification
+	cfg.Upstreams = []config.Upstream{nodeUpstream("everything", dir, []string{npmServer(dir, "server-everything"), "stdio"}, nil), asks}
 	cfg.Auth.Mode = config.AuthAPIKey
 	cfg.Teams = []config.Team{{Name: "t", APIKeys: []string{taskKeyAlice, taskKeyBob}, Allow: []string{"*"}}}
 	url, _ := startGateway(t, cfg)
@@ -243,6 +247,48 @@ func TestEverythingResearchTaskThroughTheGateway(t *testing.T) {
 		if m := alice.task(ctx, "tasks/result", id); m.Error == nil || m.Error.Code != jsonrpc.CodeMethodNotFound {
 			t.Errorf("modern tasks/result: %+v, want -32601", m.Error)
 		}
+		// A legacy upstream's task that needs input: its elicitation,
+		// sent on the tasks/result the gateway opens, is the modern
+		// host's inputRequests, answered with tasks/update.
+		asker := newTaskHost(ctx, t, url, taskKeyAlice, true, `{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`)
+		id = createdTask(t, asker.callTool(ctx, "asks__simulate-research-query", `{"topic":"python","ambiguous":true}`, ""), true)
+		var key string
+		for key == "" {
+			m := asker.task(ctx, "tasks/get", id)
+			if m.Error != nil {
+				t.Fatalf("tasks/get: %v", m.Error)
+			}
+			status, _ := jsonrpc.StringField(m.Result, "status")
+			if status == "completed" || status == "failed" {
+				t.Fatalf("the ambiguous research ended without asking: %s", m.Result)
+			}
+			if requests, ok := jsonrpc.Field(m.Result, "inputRequests"); ok && status == "input_required" {
+				var asked map[string]struct{ Method string }
+				if err := json.Unmarshal(requests, &asked); err != nil || len(asked) != 1 {
+					t.Fatalf("inputRequests = %s", requests)
+				}
+				for k, a := range asked {
+					if a.Method != "elicitation/create" || strings.Contains(string(requests), `"taskId":"`) && !strings.Contains(string(requests), id) {
+						t.Errorf("input request %s: %s", k, requests)
+					}
+					key = k
+				}
+				continue
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatal(ctx.Err())
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		if m := asker.request(ctx, "tasks/update", id, fmt.Sprintf(`"taskId":%q,"inputResponses":{%q:{"action":"accept","content":{"interpretation":"programming"}}}`, id, key)); m.Error != nil || string(m.Result) != `{"resultType":"complete"}` {
+			t.Errorf("tasks/update: %v %s", m.Error, m.Result)
+		}
+		final = asker.awaitTask(ctx, id)
+		if !strings.Contains(string(final), "Research Report: python (programming)") {
+			t.Errorf("the clarified research ended as %s", final)
+		}
+
 		noExt := newTaskHost(ctx, t, url, taskKeyAlice, true, `{}`)
 		if m := noExt.task(ctx, "tasks/get", id); m.Error == nil || m.Error.Code != jsonrpc.CodeMissingRequiredClientCapability {
 			t.Errorf("tasks/get without the extension: %+v, want -32021", m.Error)
@@ -391,3 +437,134 @@ type tsTaskSummary struct {
 }
 
 type tsTask struct{ TaskID, Status string }
+
+// TestTaskAsksAfterTheHandle: a call the gateway made a task asks its
+// host for input after the host got its task (the upstream elicits once
+// released). A modern host finds the request in tasks/get's
+// inputRequests and answers with tasks/update; a legacy host is asked on
+// its tasks/result, the request naming the gateway's task. Both calls
+// then complete with the answer.
+func TestTaskAsksAfterTheHandle(t *testing.T) {
+	web := mcptest.NewStreamableServer(t, &mcptest.HTTPOptions{Server: mcptest.ServerOptions{Versions: mcptest.LegacyVersions()}})
+	cfg := config.Default()
+	cfg.Upstreams = []config.Upstream{httpUpstream("up", web.URL)}
+	cfg.Tasks.After = 300 * time.Millisecond
+	url, _ := startGateway(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	plain := newTaskHost(ctx, t, url, "", false, `{}`)
+	release := func(key string) {
+		if m := plain.callTool(ctx, "up__waiting", fmt.Sprintf(`{"key":%q,"n":1}`, key), ""); m.Error != nil {
+			t.Fatalf("waiting: %v", m.Error)
+		}
+		if m := plain.callTool(ctx, "up__release", fmt.Sprintf(`{"key":%q}`, key), ""); m.Error != nil || !strings.Contains(string(m.Result), `"1"`) {
+			t.Fatalf("release: %v %s", m.Error, m.Result)
+		}
+	}
+
+	t.Run("modern", func(t *testing.T) {
+		h := newTaskHost(ctx, t, url, "", true, `{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`)
+		id := createdTask(t, h.callTool(ctx, "up__elicit", `{"message":"who?","after_key":"modern"}`, ""), true)
+		release("modern")
+		var key string
+		for key == "" {
+			m := h.task(ctx, "tasks/get", id)
+			if status, _ := jsonrpc.StringField(m.Result, "status"); status == "input_required" {
+				requests, _ := jsonrpc.Field(m.Result, "inputRequests")
+				var asked map[string]struct{ Method string }
+				if err := json.Unmarshal(requests, &asked); err != nil || len(asked) != 1 {
+					t.Fatalf("inputRequests = %s", m.Result)
+				}
+				for k := range asked {
+					key = k
+				}
+				continue
+			} else if status != "working" {
+				t.Fatalf("tasks/get: %v %s", m.Error, m.Result)
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatal(ctx.Err())
+			case <-time.After(50 * time.Millisecond): // a host's polling interval
+			}
+		}
+		if m := h.request(ctx, "tasks/update", id, fmt.Sprintf(`"taskId":%q,"inputResponses":{%q:{"action":"accept","content":{"name":"Ada"}}}`, id, key)); m.Error != nil {
+			t.Fatalf("tasks/update: %v", m.Error)
+		}
+		final := h.awaitTask(ctx, id)
+		if !strings.Contains(string(final), `accept {\"name\":\"Ada\"}`) {
+			t.Errorf("modern task ended as %s", final)
+		}
+	})
+	t.Run("legacy", func(t *testing.T) {
+		h := newTaskHost(ctx, t, url, "", false, `{"elicitation":{},"tasks":{"list":{},"cancel":{}}}`)
+		id := createdTask(t, h.callTool(ctx, "up__elicit", `{"message":"who?","after_key":"legacy"}`, `"task":{}`), false)
+		release("legacy")
+		// tasks/result: the elicitation comes on its stream, and the
+		// answer goes back as a POST of its own.
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":99,"method":"tasks/result","params":{"taskId":%q}}`, id)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range h.headers("", "") {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+		var result *jsonrpc.Message
+		for result == nil && sc.Scan() {
+			data, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok {
+				continue
+			}
+			m, err := jsonrpc.Decode([]byte(data))
+			if err != nil {
+				t.Fatalf("event %q: %v", data, err)
+			}
+			switch {
+			case m.Method == "elicitation/create":
+				meta, _ := jsonrpc.Field(m.Params, "_meta")
+				related, _ := jsonrpc.Field(meta, "io.modelcontextprotocol/related-task")
+				if got, _ := jsonrpc.StringField(related, "taskId"); got != id {
+					t.Errorf("the elicitation names task %s, want the gateway's %s", related, id)
+				}
+				answer := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"name":"Grace"}}}`, m.ID)
+				if status, _, _ := postRawStatus(ctx, t, url, h.headers("", ""), answer); status != http.StatusAccepted {
+					t.Fatalf("answering the elicitation: %d", status)
+				}
+			case m.Method == "":
+				result = m
+			}
+		}
+		if result == nil || result.Error != nil || !strings.Contains(string(result.Result), `accept {\"name\":\"Grace\"}`) {
+			t.Fatalf("tasks/result = %+v (scan: %v)", result, sc.Err())
+		}
+	})
+}
+
+// postRawStatus posts a message that gets no JSON-RPC answer (a
+// response to the gateway's request) and returns the HTTP status.
+func postRawStatus(ctx context.Context, t *testing.T, url string, headers map[string]string, body string) (int, http.Header, []byte) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, b
+}

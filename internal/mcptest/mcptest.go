@@ -347,11 +347,19 @@ func addTools(s *mcp.Server) *gates {
 			}
 			return text(fmt.Sprintf("error: content %T", res.Content)), nil
 		})
-	s.AddTool(&mcp.Tool{Name: "elicit", Description: "asks the client for a name", InputSchema: schema(`"message":{"type":"string"}`)},
+	s.AddTool(&mcp.Tool{Name: "elicit", Description: "asks the client for a name (after calls of release with after_key, when given)", InputSchema: schema(`"message":{"type":"string"},"after_key":{"type":"string"}`)},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			var a struct{ Message string }
+			var a struct {
+				Message  string
+				AfterKey string `json:"after_key"`
+			}
 			if err := args(req, &a); err != nil {
 				return nil, err
+			}
+			if a.AfterKey != "" {
+				if err := g.block(ctx, a.AfterKey); err != nil {
+					return nil, err
+				}
 			}
 			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{
 				Message: a.Message,

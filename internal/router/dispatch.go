@@ -832,16 +832,17 @@ func (r *Router) setLogLevel(ctx context.Context, c *Caller, v *view, req *jsonr
 	return &Reply{Result: json.RawMessage(`{}`), LacksResultType: true}
 }
 
-// capabilitiesJSON is what the gateway offers hosts. It is fixed, so that
-// a host sees the same capabilities whichever upstreams are up: a feature
-// no upstream offers simply lists nothing.
-// A legacy host is told of tasks (2025-11-25 "Server Capabilities": the
-// gateway lists and cancels the tasks it hands out, and tools/call may
-// be task-augmented: which tools, their execution.taskSupport says); a
+// The capabilities the gateway offers hosts, per revision. They are
+// fixed, so that a host sees the same capabilities whichever upstreams
+// are up: a feature no upstream offers simply lists nothing. A
+// 2025-11-25 host is told of tasks ("Server Capabilities": the gateway
+// lists and cancels the tasks it hands out, and tools/call may be
+// task-augmented, for the tools whose execution.taskSupport says so); a
 // modern host of the tasks extension (ext-tasks "Capability
-// Negotiation"), whose tasks the gateway polls and cancels.
+// Negotiation"); an earlier legacy host of neither.
 const (
-	capabilitiesJSON       = `{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"completions":{},"logging":{},"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}}`
+	capabilitiesJSON       = `{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"completions":{},"logging":{}}`
+	tasksCapabilitiesJSON  = `{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"completions":{},"logging":{},"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}}`
 	modernCapabilitiesJSON = `{"tools":{"listChanged":true},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"completions":{},"logging":{},"extensions":{"` + extTasks + `":{}}}`
 )
 
@@ -849,7 +850,11 @@ const (
 func (r *Router) InitializeResult(version string) json.RawMessage {
 	out := []byte(`{"protocolVersion":`)
 	out = jsonrpc.AppendString(out, version)
-	out = append(out, `,"capabilities":`+capabilitiesJSON+`,"serverInfo":`...)
+	caps := capabilitiesJSON
+	if version >= tasksVersion {
+		caps = tasksCapabilitiesJSON
+	}
+	out = append(out, `,"capabilities":`+caps+`,"serverInfo":`...)
 	out = r.appendServerInfo(out)
 	if ins := r.instructions(); ins != "" {
 		out = append(out, `,"instructions":`...)

@@ -49,8 +49,10 @@ type call struct {
 	token     string
 	// taskID, when set, is the gateway's id of the task the call serves
 	// (a tasks/result): the upstream's requests for the task name it in
-	// their related-task _meta instead of the upstream's own.
+	// their related-task _meta instead of the upstream's own. task, when
+	// set, is that task, whose host is asked by polling (see collect).
 	taskID string
+	task   *task
 }
 
 // startCall registers a call and rewrites its request for the upstream:
@@ -158,6 +160,13 @@ func (cl *call) Request(ctx context.Context, req *jsonrpc.Message) *jsonrpc.Mess
 		return cl.parked.requestInput(ctx, req, capability)
 	}
 	caller := cl.getCaller()
+	if cl.task != nil {
+		if !caller.declares(capability) {
+			return &jsonrpc.Message{Error: jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
+				"The host did not declare the %s capability, so the gateway cannot relay %s", capability, req.Method)}
+		}
+		return cl.task.ask(ctx, req.Method, req.Params)
+	}
 	if caller.Host == nil || !caller.declares(capability) {
 		return &jsonrpc.Message{Error: jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
 			"The host did not declare the %s capability, so the gateway cannot relay %s", capability, req.Method)}
@@ -341,7 +350,7 @@ func (r *Router) upstreamRequest(ctx context.Context, u *upstreamState, calls *c
 	}
 	cl := calls.oneHost(func(cl *call) bool {
 		c := cl.getCaller()
-		return (c.Host != nil || cl.parked != nil) && c.declares(capability)
+		return (c.Host != nil || cl.parked != nil || cl.task != nil) && c.declares(capability)
 	})
 	if cl == nil {
 		r.log.Warn("upstream request with no host to answer it", keyUpstream, u.Name, keyMethod, req.Method)

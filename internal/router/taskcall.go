@@ -3,7 +3,7 @@ package router
 import (
 	"context"
 	"encoding/json"
-	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -96,7 +96,7 @@ func askedTTL(task json.RawMessage) int64 {
 // checkTaskParam refuses a legacy tools/call whose task augmentation is
 // not an object.
 func checkTaskParam(c *Caller, req *jsonrpc.Request) *Reply {
-	if req.Task == nil || c.Modern() || req.Method != "tools/call" || req.Task[0] == '{' {
+	if req.Task == nil || c.Modern() || !c.knowsTasks() || req.Method != "tools/call" || req.Task[0] == '{' {
 		return nil
 	}
 	return errorReply(jsonrpc.CodeInvalidParams, "Invalid params: params.task must be an object")
@@ -106,9 +106,11 @@ func checkTaskParam(c *Caller, req *jsonrpc.Request) *Reply {
 func (r *Router) callTool(ctx context.Context, c *Caller, e *entry, req *jsonrpc.Request, out *jsonrpc.Outgoing) *Reply {
 	u, name := e.up, e.exposed
 	upstreamTasks := (e.taskSupport == "optional" || e.taskSupport == "required") && runsTasks(u)
-	asked := req.Task != nil && !c.Modern()
-	if req.Task != nil && c.Modern() {
-		out.Set("task", nil) // 2026-07-28 has none: tasks are the server's choice
+	asked := req.Task != nil && !c.Modern() && c.knowsTasks()
+	if req.Task != nil && !asked {
+		// 2026-07-28 has none (tasks are the server's choice), and a
+		// revision before tasks none either.
+		out.Set("task", nil)
 	}
 	switch {
 	case asked && upstreamTasks:
@@ -258,27 +260,34 @@ func (r *Router) gatewayTask(ctx context.Context, c *Caller, u *upstreamState, r
 	}
 	callCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	t.stop = stop
-	host := &taskHost{t: t, inner: c.Host}
+	host := &taskHost{t: t, inner: c.Host, answered: make(chan *Reply, 1)}
 	bc := *c
 	bc.Host = host
 	if wait == 0 {
 		host.detach()
 	}
-	answered := make(chan *Reply, 1)
 	// The request (req, out) stays in use after this returns: the fronts
 	// give each message a buffer of its own, which nothing reuses.
 	if !r.spawn(func() {
 		defer stop()
 		reply := r.forward(callCtx, &bc, u, req, out, name)
-		if reply.Result != nil && reply.src != nil && reply.src.Members != 0 {
-			r.fitEra(&bc, "tools/call", reply)
+		for round := 0; ; round++ {
+			if reply.Result != nil && reply.src != nil && reply.src.Members != 0 {
+				r.fitEra(&bc, "tools/call", reply)
+			}
+			if host.deliver(reply) {
+				return // the host's request got it: no task
+			}
+			if reply.Result == nil || !isInputRequired(reply.Result) || round == maxInputRounds {
+				break
+			}
+			reply = r.answerAsTask(callCtx, &bc, u, t, req, out, name, reply)
 		}
-		answered <- reply
 		switch {
 		case reply.Error != nil:
 			t.finish(nil, reply.Error, false)
-		case reply.src != nil && reply.src.ResultType == "input_required" || reply.src == nil && isInputRequired(reply.Result):
-			t.finish(nil, jsonrpc.NewError(jsonrpc.CodeInternalError, "The server %q asked for input after the call became a task, which the gateway cannot relay", u.Name), false)
+		case isInputRequired(reply.Result):
+			t.finish(nil, jsonrpc.NewError(jsonrpc.CodeInternalError, "The server %q asked for input more than %d times", u.Name, maxInputRounds), false)
 		default:
 			t.finish(bytesClone(reply.Result), nil, reply.ToolError)
 		}
@@ -292,25 +301,73 @@ func (r *Router) gatewayTask(ctx context.Context, c *Caller, u *upstreamState, r
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
-	case reply := <-answered:
+	case reply := <-host.answered:
 		return reply
 	case <-ctx.Done():
 		stop()
 		return errorReply(jsonrpc.CodeInternalError, "The request was cancelled")
 	case <-timer.C:
 	}
-	host.detach()
+	if reply, ok := host.detach(); ok {
+		return reply // it came as the wait ended
+	}
 	if !r.register(t) {
-		// No room for another task: the host waits, as for a plain call.
-		select {
-		case reply := <-answered:
-			return reply
-		case <-ctx.Done():
-			stop()
-			return errorReply(jsonrpc.CodeInternalError, "The request was cancelled")
-		}
+		// No room for another task: the host gets an error now rather
+		// than a handle it could not poll; the call is stopped.
+		stop()
+		return r.tooManyTasks()
 	}
 	return r.created(c, t, nil)
+}
+
+// answerAsTask answers, through the task, a call's input_required
+// result that came after the call became a task: each input request
+// waits as the task's ask (tasks/update, or a legacy host's
+// tasks/result), and the call is retried with the answers and its
+// requestState, as the host would have.
+func (r *Router) answerAsTask(ctx context.Context, c *Caller, u *upstreamState, t *task, req *jsonrpc.Request, out *jsonrpc.Outgoing, name string, reply *Reply) *Reply {
+	requests, _ := jsonrpc.Field(reply.Result, "inputRequests")
+	var asks map[string]struct {
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if err := json.Unmarshal(requests, &asks); err != nil || len(asks) == 0 {
+		return errorReply(jsonrpc.CodeInternalError, "The server %q sent inputRequests the gateway cannot read", u.Name)
+	}
+	answers := make(map[string]json.RawMessage, len(asks))
+	var mu sync.Mutex
+	var failed *jsonrpc.Error
+	var wg sync.WaitGroup
+	for _, key := range slices.Sorted(mapKeys(asks)) {
+		a := asks[key]
+		wg.Go(func() {
+			resp := t.ask(ctx, a.Method, a.Params)
+			mu.Lock()
+			defer mu.Unlock()
+			if resp.Error != nil {
+				failed = resp.Error
+				return
+			}
+			answers[key] = resp.Result
+		})
+	}
+	wg.Wait()
+	if failed != nil {
+		return &Reply{Error: failed}
+	}
+	state, _ := jsonrpc.Field(reply.Result, "requestState")
+	inputs, _ := json.Marshal(answers)
+	again := req.Outgoing()
+	again.Set("requestState", bytesClone(state))
+	again.Set("inputResponses", inputs)
+	retry, err := jsonrpc.DecodeRequest(again.AppendRequest(nil, json.RawMessage("0")))
+	if err != nil {
+		return errorReply(jsonrpc.CodeInternalError, "Internal error: the retry of %s: %v", name, err)
+	}
+	retryOut := retry.Outgoing()
+	original, _ := out.StringParam("name")
+	retryOut.Set("name", jsonrpc.String(original))
+	return r.forward(ctx, c, u, retry, retryOut, name)
 }
 
 func isInputRequired(result json.RawMessage) bool {
@@ -325,18 +382,44 @@ func isToolError(result json.RawMessage) bool {
 
 // taskHost stands for the host of a call the gateway runs as a task:
 // until the host has its task, what the call sends goes to the host's
-// request; after, the request is over, and progress becomes the task's
-// status message.
+// request, and so does its answer; after, the request is over: progress
+// becomes the task's status message, requests wait as the task's asks,
+// and the answer is the task's.
 type taskHost struct {
-	t     *task
-	mu    sync.Mutex // guards inner, and is held while it is used
+	t  *task
+	mu sync.Mutex // guards inner and gone, and is held while inner is used
+	// inner is the host's request, nil once gone.
 	inner Host
+	gone  bool
+	// answered takes the answer while the request waits for it.
+	answered chan *Reply
 }
 
-func (h *taskHost) detach() {
+// detach ends the host's request's part: it returns the answer that
+// reached it just before, if one did.
+func (h *taskHost) detach() (*Reply, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.inner = nil
+	h.inner, h.gone = nil, true
+	select {
+	case reply := <-h.answered:
+		return reply, true
+	default:
+		return nil, false
+	}
+}
+
+// deliver hands the call's answer to the host's request if it still
+// waits; false when the answer is the task's.
+func (h *taskHost) deliver(reply *Reply) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.gone {
+		return false
+	}
+	h.answered <- reply // buffered for one: sent once
+	h.gone = true
+	return true
 }
 
 func (h *taskHost) Notify(method string, params json.RawMessage) {
@@ -365,7 +448,8 @@ func (h *taskHost) Request(ctx context.Context, method string, params json.RawMe
 	inner := h.inner
 	h.mu.Unlock()
 	if inner == nil {
-		return nil, fmt.Errorf("%w: the call became a task, and its request is over", ErrHostUnreachable)
+		// The host has its task: the request waits for its answer there.
+		return h.t.ask(ctx, method, params), nil
 	}
 	return inner.Request(ctx, method, params)
 }

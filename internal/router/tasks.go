@@ -1,6 +1,7 @@
 package router
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"slices"
@@ -62,12 +63,20 @@ func terminal(status string) bool {
 	return status == taskCompleted || status == taskFailed || status == taskCancelled
 }
 
-// takesTasks reports whether the host can receive a task: a legacy host
-// that declared the tasks capability, or a modern request that declared
-// the tasks extension.
+// tasksVersion is the first revision with tasks.
+const tasksVersion = "2025-11-25"
+
+// knowsTasks reports whether the caller's revision has tasks: 2025-11-25
+// and later (earlier hosts get -32601 for tasks/*, and no tasks
+// capability).
+func (c *Caller) knowsTasks() bool { return c.ProtocolVersion >= tasksVersion }
+
+// takesTasks reports whether the host can receive a task: a 2025-11-25
+// host that declared the tasks capability, or a modern request that
+// declared the tasks extension.
 func (c *Caller) takesTasks() bool {
 	if !c.Modern() {
-		return c.declares("tasks")
+		return c.knowsTasks() && c.declares("tasks")
 	}
 	ext, ok := jsonrpc.Field(c.Capabilities, "extensions")
 	if !ok {
@@ -106,6 +115,163 @@ type task struct {
 	done chan struct{}
 	// stop cancels the call the gateway runs (nil for a remote task).
 	stop context.CancelFunc
+	// asks are the upstream's requests for the task (an elicitation)
+	// that wait for the host, by the key the host answers them with;
+	// asked is signalled when one is added. collecting is set while a
+	// tasks/result is open upstream to receive a legacy upstream's asks
+	// for a modern host (see collect).
+	asks       map[string]*taskAsk
+	nextAsk    int
+	asked      chan struct{}
+	collecting bool
+}
+
+// taskAsk is one request an upstream made for a task, waiting for the
+// host's answer.
+type taskAsk struct {
+	method string
+	params json.RawMessage
+	answer chan *jsonrpc.Message
+	// relaying is set while a legacy host's tasks/result carries it to
+	// the host.
+	relaying bool
+}
+
+// ask makes an upstream's request for the task wait for the host: a
+// modern host finds it in tasks/get's inputRequests and answers with
+// tasks/update; a legacy host is asked it on its tasks/result (see
+// relayAsks). A task the gateway runs shows input_required meanwhile.
+func (t *task) ask(ctx context.Context, method string, params json.RawMessage) *jsonrpc.Message {
+	// The request names the gateway's task, never the upstream's.
+	a := &taskAsk{method: method, params: relatedTo(bytesClone(params), t.id), answer: make(chan *jsonrpc.Message, 1)}
+	t.mu.Lock()
+	if terminal(t.status) {
+		t.mu.Unlock()
+		return &jsonrpc.Message{Error: jsonrpc.NewError(jsonrpc.CodeInternalError, "The task is %s", t.status)}
+	}
+	if t.asks == nil {
+		t.asks = map[string]*taskAsk{}
+	}
+	t.nextAsk++
+	key := "gw-input-" + strconv.Itoa(t.nextAsk)
+	t.asks[key] = a
+	if t.remote == "" {
+		t.setLocked(taskInputRequired, "")
+	}
+	select {
+	case t.asked <- struct{}{}:
+	default:
+	}
+	t.mu.Unlock()
+	defer func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		delete(t.asks, key)
+		if len(t.asks) == 0 && t.remote == "" && t.status == taskInputRequired {
+			t.setLocked(taskWorking, "")
+		}
+	}()
+	select {
+	case resp := <-a.answer:
+		return resp
+	case <-t.done:
+		return &jsonrpc.Message{Error: jsonrpc.NewError(jsonrpc.CodeInternalError, "The task ended before the host answered %s", method)}
+	case <-ctx.Done():
+		return &jsonrpc.Message{Error: jsonrpc.NewError(jsonrpc.CodeInternalError, "The host did not answer %s in time", method)}
+	}
+}
+
+// answer hands a modern host's inputResponses to the asks they name;
+// keys that name no outstanding ask are ignored (ext-tasks "Task Update
+// Requests").
+func (t *task) answer(responses json.RawMessage) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for key, a := range t.asks {
+		v, ok := jsonrpc.Field(responses, key)
+		if !ok || string(v) == "null" {
+			continue
+		}
+		select {
+		case a.answer <- &jsonrpc.Message{Result: bytesClone(v)}:
+		default: // answered already
+		}
+	}
+}
+
+// inputRequests writes the outstanding asks as a 2026-07-28
+// inputRequests map; nil when there are none.
+func (t *task) inputRequests() []byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.asks) == 0 {
+		return nil
+	}
+	out := []byte{'{'}
+	for i, key := range slices.Sorted(mapKeys(t.asks)) {
+		a := t.asks[key]
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = jsonrpc.AppendString(out, key)
+		out = append(out, `:{"method":`...)
+		out = jsonrpc.AppendString(out, a.method)
+		if len(a.params) > 0 {
+			out = append(out, `,"params":`...)
+			out = append(out, a.params...)
+		}
+		out = append(out, '}')
+	}
+	return append(out, '}')
+}
+
+// relayAsks asks a legacy host, on its tasks/result, each outstanding ask
+// of the task that no other tasks/result carries yet, until the task
+// ends or the request does.
+func (r *Router) relayAsks(ctx context.Context, c *Caller, t *task) {
+	for {
+		t.mu.Lock()
+		var keys []string
+		for key, a := range t.asks {
+			if !a.relaying {
+				a.relaying = true
+				keys = append(keys, key)
+			}
+		}
+		asks := make([]*taskAsk, len(keys))
+		for i, k := range keys {
+			asks[i] = t.asks[k]
+		}
+		t.mu.Unlock()
+		for _, a := range asks {
+			go func() {
+				var resp *jsonrpc.Message
+				if c.Host != nil {
+					m, err := c.Host.Request(ctx, a.method, relatedTo(a.params, t.id))
+					if err == nil {
+						resp = m
+					}
+				}
+				if resp == nil {
+					t.mu.Lock()
+					a.relaying = false // asked again on the next tasks/result
+					t.mu.Unlock()
+					return
+				}
+				select {
+				case a.answer <- resp:
+				default:
+				}
+			}()
+		}
+		select {
+		case <-t.asked:
+		case <-t.done:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 func (t *task) snapshot() taskState {
@@ -289,7 +455,7 @@ func (r *Router) newTask(c *Caller, u *upstreamState, subject string, ttlMs int6
 	return &task{
 		id: "gw-task-" + randomTag(), owner: c.owner(), up: u, subject: subject,
 		created: now, expires: now.Add(ttl), status: taskWorking, updated: now, pollMs: taskPollMs,
-		done: make(chan struct{}),
+		done: make(chan struct{}), asked: make(chan struct{}, 1),
 	}
 }
 
@@ -315,6 +481,8 @@ func (r *Router) tooManyTasks() *Reply {
 // and tasks/list.
 func (r *Router) taskRequest(ctx context.Context, c *Caller, req *jsonrpc.Request) *Reply {
 	switch {
+	case !c.knowsTasks():
+		return errorReply(jsonrpc.CodeMethodNotFound, "Method not found: %s is not part of protocol version %s (tasks came with %s)", req.Method, c.ProtocolVersion, tasksVersion)
 	case c.Modern() && (req.Method == "tasks/result" || req.Method == "tasks/list"):
 		return errorReply(jsonrpc.CodeMethodNotFound, "Method not found: %s is not part of protocol version %s (poll tasks/get)", req.Method, c.ProtocolVersion)
 	case !c.Modern() && req.Method == "tasks/update":
@@ -359,9 +527,9 @@ func (r *Router) taskMethod(ctx context.Context, c *Caller, t *task, req *jsonrp
 		if t.remote != "" && t.remoteModern {
 			return r.remoteModern(ctx, c, t, "tasks/update", req.InputResponses)
 		}
-		// The gateway's own tasks and legacy upstreams' never ask for
-		// input this way: nothing is outstanding, so the responses are
-		// ignored (ext-tasks "Task Update Requests").
+		if req.InputResponses != nil {
+			t.answer(req.InputResponses)
+		}
 		return &Reply{Result: json.RawMessage(`{"resultType":"complete"}`)}
 	case "tasks/cancel":
 		return r.cancelTask(ctx, c, t)
@@ -392,6 +560,15 @@ func (r *Router) listTasks(c *Caller, req *jsonrpc.Request) *Reply {
 // (ext-tasks "Task Status": failed means a JSON-RPC error).
 func (r *Router) renderTask(c *Caller, t *task, st taskState, detailed bool) json.RawMessage {
 	status := st.status
+	var inputs []byte
+	if status == taskInputRequired && c.Modern() {
+		// inputRequests must hold what the task waits for: until the
+		// upstream's request has reached the gateway, the task is shown
+		// as working.
+		if inputs = t.inputRequests(); inputs == nil {
+			status = taskWorking
+		}
+	}
 	if !c.Modern() && status == taskCompleted && st.result != nil && isToolError(st.result) {
 		status = taskFailed
 	}
@@ -420,6 +597,9 @@ func (r *Router) renderTask(c *Caller, t *task, st taskState, detailed bool) jso
 		out = append(out, `,"ttlMs":`+ttl+`,"pollIntervalMs":`+poll...)
 		if detailed {
 			switch {
+			case inputs != nil:
+				out = append(out, `,"inputRequests":`...)
+				out = append(out, inputs...)
 			case status == taskCompleted && st.result != nil:
 				out = append(out, `,"result":`...)
 				out = append(out, withResultType(st.result)...)
@@ -460,6 +640,9 @@ func relatedTo(result json.RawMessage, id string) json.RawMessage {
 		meta = json.RawMessage(`{}`)
 	}
 	meta = jsonrpc.DeleteField(meta, metaRelatedTask)
+	if id == "" && len(bytes.TrimSpace(bytes.Trim(bytes.TrimSpace(meta), "{}"))) == 0 { // nothing else was in _meta
+		return jsonrpc.DeleteField(result, "_meta")
+	}
 	if id != "" {
 		if m, err := jsonrpc.SetField(meta, metaRelatedTask, json.RawMessage(`{"taskId":`+string(jsonrpc.String(id))+`}`)); err == nil {
 			meta = m
@@ -482,9 +665,15 @@ func (r *Router) taskResult(ctx context.Context, c *Caller, t *task) *Reply {
 			}
 		}
 	} else {
+		relayed := make(chan struct{})
+		go func() {
+			defer close(relayed)
+			r.relayAsks(ctx, c, t)
+		}()
 		select {
 		case <-t.done:
 		case <-ctx.Done():
+			<-relayed
 			return errorReply(jsonrpc.CodeInternalError, "The request was cancelled")
 		}
 	}
@@ -518,11 +707,12 @@ func (r *Router) cancelTask(ctx context.Context, c *Caller, t *task) *Reply {
 		if resp.Error != nil {
 			return &Reply{Error: resp.Error}
 		}
-		t.adopt(resp.Result)
-	}
-	t.set(taskCancelled, "The task was cancelled by request.")
-	if t.stop != nil {
-		t.stop()
+		t.adopt(resp.Result) // what the upstream says the task is now
+	} else {
+		t.set(taskCancelled, "The task was cancelled by request.")
+		if t.stop != nil {
+			t.stop()
+		}
 	}
 	if c.Modern() {
 		return &Reply{Result: json.RawMessage(`{"resultType":"complete"}`)}
@@ -582,10 +772,48 @@ func (r *Router) refreshRemote(ctx context.Context, c *Caller, t *task) *jsonrpc
 		return resp.Error
 	}
 	t.adopt(resp.Result)
-	if st := t.snapshot(); c.Modern() && (st.status == taskCompleted || st.status == taskFailed) {
+	st := t.snapshot()
+	switch {
+	case c.Modern() && (st.status == taskCompleted || st.status == taskFailed):
 		return r.fetchRemoteResult(ctx, c, t)
+	case c.Modern() && st.status == taskInputRequired:
+		r.collect(c, t)
 	}
 	return nil
+}
+
+// collect opens a tasks/result to a legacy upstream whose task needs
+// input, for a modern host: the legacy upstream sends its requests for
+// the task on that stream (2025-11-25 "Input Required Status"), and
+// they wait as the task's asks for the host's tasks/update. The
+// tasks/result stays open until the task ends (its result is then
+// kept) or expires.
+func (r *Router) collect(c *Caller, t *task) {
+	t.mu.Lock()
+	if t.collecting {
+		t.mu.Unlock()
+		return
+	}
+	t.collecting = true
+	t.mu.Unlock()
+	bc := *c
+	bc.Host = nil
+	if !r.spawn(func() {
+		defer func() {
+			t.mu.Lock()
+			t.collecting = false
+			t.mu.Unlock()
+		}()
+		ctx, cancel := context.WithDeadline(r.life, t.expires)
+		defer cancel()
+		if e := r.fetchRemoteResult(ctx, &bc, t); e != nil {
+			r.log.Info("task result not received", keyUpstream, t.up.Name, "name", t.subject, keyErr, e)
+		}
+	}) {
+		t.mu.Lock()
+		t.collecting = false
+		t.mu.Unlock()
+	}
 }
 
 // fetchRemoteResult asks a legacy upstream for its task's result
@@ -597,6 +825,9 @@ func (r *Router) fetchRemoteResult(ctx context.Context, c *Caller, t *task) *jso
 	out := jsonrpc.NewOutgoing("tasks/result", append(params, '}'))
 	cl := r.startCall(c, t.up, t.calls, &jsonrpc.Request{}, out)
 	cl.taskID = t.id
+	if c.Host == nil {
+		cl.task = t // asks wait for the host's tasks/update
+	}
 	defer cl.end()
 	for {
 		resp, err := t.client.Send(upstream.WithCallHandler(ctx, cl), out)

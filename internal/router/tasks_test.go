@@ -1,0 +1,456 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+)
+
+// legacyTaskUpstream is a 2025-11-25 upstream whose tool "job" runs as a
+// task (taskSupport optional) with the upstream's id "up-7", and whose
+// tool "plain" does not. It records the task ids it is asked about.
+func legacyTaskUpstream() *fakeUpstream {
+	f := &fakeUpstream{
+		capabilities: `{"tools":{},"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}}`,
+		lists: map[string][]string{"tools/list": {
+			`{"name":"job","inputSchema":{"type":"object"},"execution":{"taskSupport":"optional"}}`,
+			`{"name":"must","inputSchema":{"type":"object"},"execution":{"taskSupport":"required"}}`,
+			`{"name":"plain","inputSchema":{"type":"object"}}`,
+		}},
+	}
+	var mu sync.Mutex
+	status := "working"
+	f.answer = func(method string, params json.RawMessage) (*jsonrpc.Message, error) {
+		task := func(s string) string {
+			return `{"taskId":"up-7","status":"` + s + `","createdAt":"2025-11-25T10:00:00Z","lastUpdatedAt":"2025-11-25T10:00:00Z","ttl":60000,"pollInterval":250}`
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		switch method {
+		case "tools/call":
+			if _, ok := jsonrpc.Field(params, "task"); ok {
+				return &jsonrpc.Message{Result: json.RawMessage(`{"task":` + task("working") + `,"_meta":{"io.modelcontextprotocol/model-immediate-response":"started","io.modelcontextprotocol/related-task":{"taskId":"up-7"}}}`)}, nil
+			}
+			return &jsonrpc.Message{Result: json.RawMessage(`{"content":[{"type":"text","text":"plain"}]}`)}, nil
+		case "tasks/get":
+			return &jsonrpc.Message{Result: json.RawMessage(task(status))}, nil
+		case "tasks/result":
+			status = "completed"
+			return &jsonrpc.Message{Result: json.RawMessage(`{"content":[{"type":"text","text":"done"}],"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"up-7"}}}`)}, nil
+		case "tasks/cancel":
+			status = "cancelled"
+			return &jsonrpc.Message{Result: json.RawMessage(task(status))}, nil
+		}
+		return &jsonrpc.Message{Error: jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "no %s", method)}, nil
+	}
+	return f
+}
+
+// taskOf reads the gateway's task id of an answer that created one.
+func taskOf(t *testing.T, reply *Reply, modern bool) string {
+	t.Helper()
+	if reply.Error != nil {
+		t.Fatalf("reply error: %v", reply.Error)
+	}
+	task := reply.Result
+	if !modern {
+		task, _ = jsonrpc.Field(reply.Result, "task")
+	}
+	id, _ := jsonrpc.StringField(task, "taskId")
+	if !strings.HasPrefix(id, "gw-task-") || len(id) < len("gw-task-")+22 {
+		t.Fatalf("task id %q is not the gateway's, in %s", id, reply.Result)
+	}
+	return id
+}
+
+func taskReq(method, id string) *jsonrpc.Request {
+	return request(method, `{"taskId":"`+id+`"}`)
+}
+
+var (
+	aliceLegacy = &Caller{ProtocolVersion: "2025-11-25", Session: "s-alice", Principal: "alice", Capabilities: json.RawMessage(`{"tasks":{}}`)}
+	bobLegacy   = &Caller{ProtocolVersion: "2025-11-25", Session: "s-bob", Principal: "bob", Capabilities: json.RawMessage(`{"tasks":{}}`)}
+	aliceModern = &Caller{ProtocolVersion: ModernVersion, Principal: "alice", Capabilities: json.RawMessage(`{"extensions":{"io.modelcontextprotocol/tasks":{}}}`)}
+)
+
+// TestUpstreamTaskIsTheCallersAlone: a legacy upstream's task reaches the
+// host under an unguessable gateway id; the upstream's id never does, in
+// the created task, tasks/get, tasks/list or tasks/result's related-task;
+// another identity, or the same identity in another view, finds no such
+// task whatever it asks.
+func TestUpstreamTaskIsTheCallersAlone(t *testing.T) {
+	up := legacyTaskUpstream()
+	r := startRouter(t, Options{}, map[string]*fakeUpstream{"up": up}, "up")
+	ctx := context.Background()
+
+	created := r.Dispatch(ctx, aliceLegacy, request("tools/call", `{"name":"up__job","arguments":{},"task":{"ttl":999999999}}`))
+	id := taskOf(t, created, false)
+	if !strings.Contains(string(created.Result), `/model-immediate-response":"started"`) {
+		t.Errorf("the upstream's _meta did not pass: %s", created.Result)
+	}
+	sent := up.recorded()[0].Params
+	if !strings.Contains(sent, `"task":{"ttl":3600000}`) {
+		t.Errorf("the upstream was asked for %s, want the ttl capped at the gateway's hour", sent)
+	}
+
+	for _, c := range []*Caller{bobLegacy, {ProtocolVersion: "2025-11-25", Session: "s-anon", Capabilities: json.RawMessage(`{"tasks":{}}`)}} {
+		for _, method := range []string{"tasks/get", "tasks/result", "tasks/cancel"} {
+			if reply := r.Dispatch(ctx, c, taskReq(method, id)); reply.Error == nil || reply.Error.Code != jsonrpc.CodeInvalidParams || !strings.Contains(reply.Error.Message, "Task not found") {
+				t.Errorf("%s by %q/%q: %+v %s", method, c.Principal, c.View, reply.Error, reply.Result)
+			}
+		}
+		if reply := r.Dispatch(ctx, c, request("tasks/list", `{}`)); string(reply.Result) != `{"tasks":[]}` {
+			t.Errorf("tasks/list by %q/%q = %s", c.Principal, c.View, reply.Result)
+		}
+	}
+	before := len(up.recorded())
+
+	got := r.Dispatch(ctx, aliceLegacy, taskReq("tasks/get", id))
+	if got.Error != nil || !strings.Contains(string(got.Result), `"taskId":"`+id+`"`) || !strings.Contains(string(got.Result), `"pollInterval":250`) {
+		t.Errorf("tasks/get = %v %s", got.Error, got.Result)
+	}
+	if calls := up.recorded(); len(calls) != before+1 || calls[before].Method != "tasks/get" || calls[before].Params != `{"taskId":"up-7"}` {
+		t.Errorf("the upstream was asked %+v, want tasks/get of its own id", calls[before:])
+	}
+	list := r.Dispatch(ctx, aliceLegacy, request("tasks/list", `{}`))
+	if !strings.Contains(string(list.Result), id) {
+		t.Errorf("tasks/list = %s, want %s", list.Result, id)
+	}
+	res := r.Dispatch(ctx, aliceLegacy, taskReq("tasks/result", id))
+	if res.Error != nil || !strings.Contains(string(res.Result), `/related-task":{"taskId":"`+id+`"}`) {
+		t.Errorf("tasks/result = %v %s", res.Error, res.Result)
+	}
+	for _, reply := range []*Reply{created, got, list, res} {
+		if strings.Contains(string(reply.Result), "up-7") {
+			t.Errorf("the upstream's task id reached the host: %s", reply.Result)
+		}
+	}
+	if reply := r.Dispatch(ctx, aliceLegacy, taskReq("tasks/get", "gw-task-guessed")); reply.Error == nil || reply.Error.Code != jsonrpc.CodeInvalidParams {
+		t.Errorf("a guessed id: %+v", reply.Error)
+	}
+	if reply := r.Dispatch(ctx, aliceLegacy, request("tasks/get", `{}`)); reply.Error == nil || !strings.Contains(reply.Error.Message, "needs params.taskId") {
+		t.Errorf("tasks/get without an id: %+v", reply.Error)
+	}
+}
+
+// TestModernHostPollsALegacyTask: a modern host with the extension gets a
+// legacy upstream's task as a 2026-07-28 handle and, once it is done,
+// the result inline; tasks/cancel is acknowledged with an empty result;
+// the 2025-11-25 members never reach it.
+func TestModernHostPollsALegacyTask(t *testing.T) {
+	up := legacyTaskUpstream()
+	r := startRouter(t, Options{}, map[string]*fakeUpstream{"up": up}, "up")
+	ctx := context.Background()
+
+	created := r.Dispatch(ctx, aliceModern, request("tools/call", `{"name":"up__must","arguments":{}}`))
+	id := taskOf(t, created, true)
+	if rt, _ := jsonrpc.StringField(created.Result, "resultType"); rt != "task" {
+		t.Errorf("created = %s, want resultType task", created.Result)
+	}
+	if sent := up.recorded()[0].Params; !strings.Contains(sent, `"task":{}`) {
+		t.Errorf("a required task tool was called as %s, without a task", sent)
+	}
+	got := r.Dispatch(ctx, aliceModern, taskReq("tasks/get", id))
+	if got.Error != nil || !strings.Contains(string(got.Result), `"status":"working"`) || strings.Contains(string(got.Result), `"result"`) {
+		t.Errorf("tasks/get while working = %v %s", got.Error, got.Result)
+	}
+	// The upstream finishes (its tasks/result makes the fake completed).
+	up.answer("tasks/result", nil)
+	done := r.Dispatch(ctx, aliceModern, taskReq("tasks/get", id))
+	for _, want := range []string{`"resultType":"complete"`, `"status":"completed"`, `"result":{"resultType":"complete","content":[{"type":"text","text":"done"}]}`, `"ttlMs":`, `"pollIntervalMs":250`} {
+		if !strings.Contains(string(done.Result), want) {
+			t.Errorf("tasks/get when done = %s, want %s", done.Result, want)
+		}
+	}
+	for _, legacy := range []string{`"ttl":`, `"pollInterval":`, "related-task", "up-7"} {
+		if strings.Contains(string(done.Result), legacy) {
+			t.Errorf("tasks/get when done = %s, has %s", done.Result, legacy)
+		}
+	}
+	if reply := r.Dispatch(ctx, aliceModern, taskReq("tasks/cancel", id)); string(reply.Result) != `{"resultType":"complete"}` {
+		t.Errorf("modern tasks/cancel of a finished task = %v %s, want the empty acknowledgement", reply.Error, reply.Result)
+	}
+	for _, method := range []string{"tasks/result", "tasks/list"} {
+		if reply := r.Dispatch(ctx, aliceModern, taskReq(method, id)); reply.Error == nil || reply.Error.Code != jsonrpc.CodeMethodNotFound {
+			t.Errorf("modern %s: %+v, want -32601", method, reply.Error)
+		}
+	}
+	noExt := &Caller{ProtocolVersion: ModernVersion, Principal: "alice", Capabilities: json.RawMessage(`{}`)}
+	if reply := r.Dispatch(ctx, noExt, taskReq("tasks/get", id)); reply.Error == nil || reply.Error.Code != jsonrpc.CodeMissingRequiredClientCapability {
+		t.Errorf("tasks/get without the extension: %+v, want -32021", reply.Error)
+	}
+	// Without the extension, a required task tool is still callable: the
+	// gateway waits for the task's result.
+	plainly := r.Dispatch(ctx, noExt, request("tools/call", `{"name":"up__must","arguments":{}}`))
+	if plainly.Error != nil || !strings.Contains(string(plainly.Result), `"text":"done"`) || strings.Contains(string(plainly.Result), "related-task") {
+		t.Errorf("a host without tasks calling a required task tool = %v %s", plainly.Error, plainly.Result)
+	}
+}
+
+// TestTaskParamIsHeardOnlyWhereItIsDefined: params.task reaches an
+// upstream only as the gateway's own augmentation of a legacy host's
+// tools/call; a tool that does not run as a task refuses it (-32601); a
+// modern host's, or one on another method, is ignored and removed; a
+// host before 2025-11-25 has no tasks at all.
+func TestTaskParamIsHeardOnlyWhereItIsDefined(t *testing.T) {
+	up := legacyTaskUpstream()
+	up.lists["prompts/list"] = []string{`{"name":"p"}`}
+	r := startRouter(t, Options{}, map[string]*fakeUpstream{"up": up}, "up")
+	ctx := context.Background()
+
+	if reply := r.Dispatch(ctx, aliceLegacy, request("tools/call", `{"name":"up__plain","arguments":{},"task":{}}`)); reply.Error == nil || reply.Error.Code != jsonrpc.CodeMethodNotFound || !strings.Contains(reply.Error.Message, "does not run as a task") {
+		t.Errorf("task on a tool without task support: %+v %s", reply.Error, reply.Result)
+	}
+	if reply := r.Dispatch(ctx, aliceLegacy, request("tools/call", `{"name":"up__job","arguments":{},"task":7}`)); reply.Error == nil || reply.Error.Code != jsonrpc.CodeInvalidParams {
+		t.Errorf("task that is not an object: %+v", reply.Error)
+	}
+	r.Dispatch(ctx, aliceModern, request("tools/call", `{"name":"up__plain","arguments":{},"task":{"ttl":1}}`))
+	r.Dispatch(ctx, aliceLegacy, request("prompts/get", `{"name":"up__p","task":{}}`))
+	old := &Caller{ProtocolVersion: "2025-06-18", Session: "s-old", Capabilities: json.RawMessage(`{"tasks":{}}`)}
+	r.Dispatch(ctx, old, request("tools/call", `{"name":"up__job","arguments":{},"task":{}}`))
+	for _, c := range up.recorded() {
+		if strings.Contains(c.Params, `"task"`) {
+			t.Errorf("the upstream got %s %s", c.Method, c.Params)
+		}
+	}
+	if reply := r.Dispatch(ctx, old, taskReq("tasks/get", "gw-task-x")); reply.Error == nil || reply.Error.Code != jsonrpc.CodeMethodNotFound {
+		t.Errorf("tasks/get from a 2025-06-18 host: %+v, want -32601", reply.Error)
+	}
+	for version, want := range map[string]bool{"2025-06-18": false, "2025-11-25": true} {
+		if got := strings.Contains(string(r.InitializeResult(version)), `"tasks":`); got != want {
+			t.Errorf("initialize %s offers tasks: %v, want %v", version, got, want)
+		}
+	}
+	if !strings.Contains(string(r.DiscoverResult()), `"extensions":{"io.modelcontextprotocol/tasks":{}}`) {
+		t.Errorf("server/discover does not offer the tasks extension: %s", r.DiscoverResult())
+	}
+}
+
+// TestModernUpstreamTaskHandle: a modern upstream's own task handle
+// reaches a modern host under a gateway id; tasks/get, tasks/update and
+// tasks/cancel reach the upstream with its id, their answers the host
+// with the gateway's. A handle given to a host that did not declare the
+// extension is refused.
+func TestModernUpstreamTaskHandle(t *testing.T) {
+	up := &fakeUpstream{
+		version:      ModernVersion,
+		capabilities: `{"tools":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`,
+		lists:        map[string][]string{"tools/list": tools("build")},
+	}
+	up.answer = func(method string, params json.RawMessage) (*jsonrpc.Message, error) {
+		switch method {
+		case "tools/call":
+			return &jsonrpc.Message{Result: json.RawMessage(`{"resultType":"task","taskId":"up-9","status":"working","createdAt":"2026-07-28T00:00:00Z","lastUpdatedAt":"2026-07-28T00:00:00Z","ttlMs":60000,"pollIntervalMs":100}`)}, nil
+		case "tasks/get":
+			return &jsonrpc.Message{Result: json.RawMessage(`{"resultType":"complete","taskId":"up-9","status":"input_required","createdAt":"2026-07-28T00:00:00Z","lastUpdatedAt":"2026-07-28T00:00:00Z","ttlMs":60000,"inputRequests":{"k":{"method":"elicitation/create","params":{"message":"ok?"}}},"x-vendor":1}`)}, nil
+		case "tasks/update", "tasks/cancel":
+			return &jsonrpc.Message{Result: json.RawMessage(`{"resultType":"complete"}`)}, nil
+		}
+		return &jsonrpc.Message{Error: jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "no %s", method)}, nil
+	}
+	r := startRouter(t, Options{}, map[string]*fakeUpstream{"up": up}, "up")
+	ctx := context.Background()
+
+	created := r.Dispatch(ctx, aliceModern, request("tools/call", `{"name":"up__build","arguments":{}}`))
+	id := taskOf(t, created, true)
+	got := r.Dispatch(ctx, aliceModern, taskReq("tasks/get", id))
+	if got.Error != nil || !strings.Contains(string(got.Result), `"taskId":"`+id+`"`) || !strings.Contains(string(got.Result), `"x-vendor":1`) || strings.Contains(string(got.Result), "up-9") {
+		t.Errorf("tasks/get = %v %s", got.Error, got.Result)
+	}
+	r.Dispatch(ctx, aliceModern, request("tasks/update", `{"taskId":"`+id+`","inputResponses":{"k":{"action":"accept"}}}`))
+	r.Dispatch(ctx, aliceModern, taskReq("tasks/cancel", id))
+	calls := up.recorded()
+	var seen []string
+	for _, c := range calls[1:] {
+		seen = append(seen, c.Method+" "+c.Params)
+	}
+	want := []string{
+		`tasks/get {"taskId":"up-9","_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}}`,
+		`tasks/update {"taskId":"up-9","inputResponses":{"k":{"action":"accept"}},"_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}}`,
+		`tasks/cancel {"taskId":"up-9","_meta":{"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}}`,
+	}
+	if strings.Join(seen, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the upstream was sent\n%s\nwant\n%s", strings.Join(seen, "\n"), strings.Join(want, "\n"))
+	}
+	bob := &Caller{ProtocolVersion: ModernVersion, Principal: "bob", Capabilities: aliceModern.Capabilities}
+	if reply := r.Dispatch(ctx, bob, taskReq("tasks/get", id)); reply.Error == nil || reply.Error.Code != jsonrpc.CodeInvalidParams {
+		t.Errorf("another identity's tasks/get: %+v", reply.Error)
+	}
+	noExt := &Caller{ProtocolVersion: ModernVersion, Capabilities: json.RawMessage(`{}`)}
+	if reply := r.Dispatch(ctx, noExt, request("tools/call", `{"name":"up__build","arguments":{}}`)); reply.Error == nil || !strings.Contains(reply.Error.Message, "did not declare") {
+		t.Errorf("a task handle for a host without the extension: %+v %s", reply.Error, reply.Result)
+	}
+}
+
+// TestTaskStoreBoundsAndExpiry: a caller holds at most MaxTasks live
+// tasks (others are not affected); an expired task is found by nobody,
+// and a call the gateway still runs for it is stopped.
+func TestTaskStoreBoundsAndExpiry(t *testing.T) {
+	var s taskStore
+	mk := func(owner string, expires time.Time) *task {
+		return &task{id: "gw-task-" + randomTag(), owner: owner, expires: expires, done: make(chan struct{})}
+	}
+	later := time.Now().Add(time.Hour)
+	a1, a2 := mk("alice", later), mk("alice", later)
+	if !s.add(a1, 2) || !s.add(a2, 2) {
+		t.Fatal("two tasks did not fit a bound of two")
+	}
+	if s.add(mk("alice", later), 2) {
+		t.Error("a third task of one caller fit a bound of two")
+	}
+	if !s.add(mk("bob", later), 2) {
+		t.Error("another caller's task did not fit: one caller's tasks bound everyone's")
+	}
+	stopped := false
+	a1.expires = time.Now().Add(-time.Second)
+	a1.stop = func() { stopped = true }
+	if s.get(a1.id, "alice") != nil {
+		t.Error("an expired task was found")
+	}
+	if !stopped {
+		t.Error("the call of an expired task was not stopped")
+	}
+	if got := s.list("alice"); len(got) != 1 || got[0] != a2 {
+		t.Errorf("alice's tasks = %v, want the live one", got)
+	}
+	if !s.add(mk("alice", later), 2) {
+		t.Error("an expired task still counted against the bound")
+	}
+	if s.get(a2.id, "bob") != nil {
+		t.Error("bob found alice's task")
+	}
+}
+
+// TestTaskStatusRendering: a tool result with isError is "failed" to a
+// legacy host and "completed" with its result to a modern one; a JSON-RPC
+// error is "failed" with the error for a modern host; a cancelled task
+// stays cancelled whatever its call then returns.
+func TestTaskStatusRendering(t *testing.T) {
+	r := &Router{}
+	now := time.Now()
+	mk := func() *task {
+		return &task{id: "gw-task-x", created: now, expires: now.Add(time.Minute), status: taskWorking, updated: now, pollMs: 1000, done: make(chan struct{})}
+	}
+	tk := mk()
+	tk.finish(json.RawMessage(`{"content":[],"isError":true}`), nil, true)
+	if got := string(r.renderTask(aliceLegacy, tk, tk.snapshot(), false)); !strings.Contains(got, `"status":"failed"`) || !strings.Contains(got, `"ttl":60000`) {
+		t.Errorf("legacy view of an isError result: %s", got)
+	}
+	if got := string(r.renderTask(aliceModern, tk, tk.snapshot(), true)); !strings.Contains(got, `"status":"completed"`) || !strings.Contains(got, `"result":{"resultType":"complete","content":[],"isError":true}`) || !strings.Contains(got, `"ttlMs":60000`) {
+		t.Errorf("modern view of an isError result: %s", got)
+	}
+	tk = mk()
+	tk.finish(nil, jsonrpc.NewError(-32603, "boom"), false)
+	if got := string(r.renderTask(aliceModern, tk, tk.snapshot(), true)); !strings.Contains(got, `"status":"failed"`) || !strings.Contains(got, `"error":{"code":-32603,"message":"boom"}`) {
+		t.Errorf("modern view of a failed call: %s", got)
+	}
+	tk = mk()
+	tk.set(taskCancelled, "")
+	tk.finish(json.RawMessage(`{"content":[]}`), nil, false)
+	if st := tk.snapshot(); st.status != taskCancelled {
+		t.Errorf("a cancelled task became %s", st.status)
+	}
+}
+
+// TestTaskResultsAreFaithfulToTheHostsEra walks the task methods from a
+// host of each revision whose schema is in the spec folder, with a
+// legacy task upstream behind: a 2025-11-25 host gets the 2025-11-25
+// Task (ttl, pollInterval) and no member only 2026-07-28 defines; a
+// modern host gets resultType on every result and the 2026-07-28 Task
+// (ttlMs, pollIntervalMs), never the legacy names; a 2025-06-18 host has
+// no tasks.
+func TestTaskResultsAreFaithfulToTheHostsEra(t *testing.T) {
+	up := legacyTaskUpstream()
+	r := startRouter(t, Options{}, map[string]*fakeUpstream{"up": up}, "up")
+	ctx := context.Background()
+	members := func(t *testing.T, raw json.RawMessage) map[string]json.RawMessage {
+		t.Helper()
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatalf("result %s: %v", raw, err)
+		}
+		return m
+	}
+	taskMembers := []string{"taskId", "status", "createdAt", "lastUpdatedAt"}
+
+	t.Run("2025-11-25", func(t *testing.T) {
+		created := r.Dispatch(ctx, aliceLegacy, request("tools/call", `{"name":"up__job","arguments":{},"task":{}}`))
+		id := taskOf(t, created, false)
+		replies := map[string]*Reply{
+			"tools/call":   created,
+			"tasks/get":    r.Dispatch(ctx, aliceLegacy, taskReq("tasks/get", id)),
+			"tasks/list":   r.Dispatch(ctx, aliceLegacy, request("tasks/list", `{}`)),
+			"tasks/result": r.Dispatch(ctx, aliceLegacy, taskReq("tasks/result", id)),
+		}
+		for method, reply := range replies {
+			if reply.Error != nil {
+				t.Fatalf("%s: %v", method, reply.Error)
+			}
+			top := members(t, reply.Result)
+			for _, k := range modernOnly {
+				if _, ok := top[k]; ok {
+					t.Errorf("%s: a legacy host got %q: %s", method, k, reply.Result)
+				}
+			}
+		}
+		task := members(t, members(t, created.Result)["task"])
+		got := members(t, replies["tasks/get"].Result)
+		for _, m := range []map[string]json.RawMessage{task, got} {
+			for _, k := range append(taskMembers, "ttl") {
+				if _, ok := m[k]; !ok {
+					t.Errorf("a 2025-11-25 Task lacks %q: %v", k, m)
+				}
+			}
+			for _, k := range []string{"ttlMs", "pollIntervalMs", "result", "error", "inputRequests"} {
+				if _, ok := m[k]; ok {
+					t.Errorf("a 2025-11-25 Task has %q: %v", k, m)
+				}
+			}
+		}
+	})
+	t.Run(ModernVersion, func(t *testing.T) {
+		created := r.Dispatch(ctx, aliceModern, request("tools/call", `{"name":"up__must","arguments":{}}`))
+		id := taskOf(t, created, true)
+		replies := map[string]*Reply{
+			"tools/call":   created,
+			"tasks/get":    r.Dispatch(ctx, aliceModern, taskReq("tasks/get", id)),
+			"tasks/update": r.Dispatch(ctx, aliceModern, request("tasks/update", `{"taskId":"`+id+`","inputResponses":{}}`)),
+			"tasks/cancel": r.Dispatch(ctx, aliceModern, taskReq("tasks/cancel", id)),
+		}
+		for method, reply := range replies {
+			if reply.Error != nil {
+				t.Fatalf("%s: %v", method, reply.Error)
+			}
+			top := members(t, reply.Result)
+			if _, ok := top["resultType"]; !ok && !reply.LacksResultType {
+				t.Errorf("%s: a modern host gets no resultType: %s", method, reply.Result)
+			}
+			for _, k := range []string{"ttl", "pollInterval", "task"} {
+				if _, ok := top[k]; ok {
+					t.Errorf("%s: a modern host got the legacy %q: %s", method, k, reply.Result)
+				}
+			}
+		}
+		for _, method := range []string{"tools/call", "tasks/get"} {
+			m := members(t, replies[method].Result)
+			for _, k := range append(taskMembers, "ttlMs") {
+				if _, ok := m[k]; !ok {
+					t.Errorf("%s: a 2026-07-28 Task lacks %q: %s", method, k, replies[method].Result)
+				}
+			}
+		}
+	})
+	t.Run("2025-06-18", func(t *testing.T) {
+		old := &Caller{ProtocolVersion: "2025-06-18", Session: "s-old", Capabilities: json.RawMessage(`{"tasks":{}}`)}
+		for _, method := range []string{"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"} {
+			if reply := r.Dispatch(ctx, old, taskReq(method, "gw-task-x")); reply.Error == nil || reply.Error.Code != jsonrpc.CodeMethodNotFound {
+				t.Errorf("%s: %+v, want -32601", method, reply.Error)
+			}
+		}
+	})
+}
