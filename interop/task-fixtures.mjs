@@ -102,8 +102,10 @@ async function settle(store, taskId, status, result) {
 
 // taskTool registers a task tool whose work runs in the background: run gets
 // (args, taskId, store, sendRequest) and returns the result to store (or
-// stores it itself and returns undefined).
-function taskTool(server, name, config, taskSupport, run) {
+// stores it itself and returns undefined). Work that throws (an
+// elicitation the host refused, say) fails the task with that error, which
+// its tasks/result then returns.
+function taskTool(server, taskStore, name, config, taskSupport, run) {
   server.experimental.tasks.registerToolTask(
     name,
     { ...config, execution: { taskSupport } },
@@ -115,7 +117,8 @@ function taskTool(server, name, config, taskSupport, run) {
         run(args, taskId, store, extra.sendRequest)
           .then((result) => (result ? settle(store, taskId, 'completed', result) : undefined))
           .catch(async (err) => {
-            if (await isLive(store, taskId)) await store.updateTaskStatus(taskId, 'failed', String(err?.message ?? err));
+            const e = err instanceof McpError ? err : new McpError(ErrorCode.InternalError, String(err?.message ?? err));
+            if (await isLive(store, taskId)) await taskStore.fail(taskId, e);
           })
           .catch((err) => process.stderr.write(`task-fixtures: ${name} ${taskId}: ${err?.message ?? err}\n`));
         return { task };
@@ -168,6 +171,7 @@ export function createServer({ taskSupport = 'required' } = {}) {
 
   taskTool(
     server,
+    taskStore,
     'slow_compute',
     {
       description: 'Sleeps for the given seconds as a task, then reports done; cancellable meanwhile.',
@@ -183,6 +187,7 @@ export function createServer({ taskSupport = 'required' } = {}) {
 
   taskTool(
     server,
+    taskStore,
     'failing_job',
     { description: 'A task that ends, after about a second, in a tool error (isError).', inputSchema: {} },
     taskSupport,
@@ -196,6 +201,7 @@ export function createServer({ taskSupport = 'required' } = {}) {
 
   taskTool(
     server,
+    taskStore,
     'protocol_error_job',
     { description: 'A task that fails with a JSON-RPC error (as a server crash would).', inputSchema: {} },
     taskSupport,
@@ -212,6 +218,7 @@ export function createServer({ taskSupport = 'required' } = {}) {
 
   taskTool(
     server,
+    taskStore,
     'confirm_delete',
     {
       description: 'Asks the user to confirm deleting a file (elicitation during the task), then reports.',
@@ -233,6 +240,7 @@ export function createServer({ taskSupport = 'required' } = {}) {
 
   taskTool(
     server,
+    taskStore,
     'multi_input',
     { description: 'Asks two questions at once (two elicitations in parallel), then reports both answers.', inputSchema: {} },
     taskSupport,

@@ -151,6 +151,20 @@ describe('task-fixtures.mjs over stdio', { timeout: 60000 }, () => {
     assert.equal(textOf(await client.experimental.tasks.getTaskResult(id, CallToolResultSchema)), 'Kept b.txt (decline)');
   });
 
+  it('confirm_delete fails with the error of an elicitation the host refused', async () => {
+    elicit = async () => {
+      throw new Error('no one to ask');
+    };
+    const id = await startTask(client, 'confirm_delete', { filename: 'c.txt' });
+    const err = await client.experimental.tasks.getTaskResult(id, CallToolResultSchema).then(
+      () => assert.fail('tasks/result returned a result'),
+      (e) => e,
+    );
+    assert.ok(err instanceof McpError, String(err));
+    assert.match(err.message, /no one to ask/);
+    assert.equal((await client.experimental.tasks.getTask(id)).status, 'failed');
+  });
+
   it('multi_input has two elicitations pending at once', async () => {
     // Neither is answered until both have arrived: with one at a time the
     // test would hang rather than pass.
