@@ -246,7 +246,7 @@ func (r *Router) relayAsks(ctx context.Context, c *Caller, t *task) {
 		for _, a := range asks {
 			go func() {
 				var resp *jsonrpc.Message
-				if c.Host != nil {
+				if c.Host != nil && c.declares(requiredCapability(a.method)) {
 					m, err := c.Host.Request(ctx, a.method, relatedTo(a.params, t.id))
 					if err == nil {
 						resp = m
@@ -816,24 +816,51 @@ func (r *Router) collect(c *Caller, t *task) {
 	}
 }
 
-// fetchRemoteResult asks a legacy upstream for its task's result
-// (tasks/result, which waits for the task to end) and keeps it. What the
-// upstream asks the host meanwhile (an elicitation for the task) goes to
-// the host as in any call, tied to the gateway's task id.
+// fetchRemoteResult waits for a legacy upstream's task to end and keeps
+// its result. While the task works it polls tasks/get at the upstream's
+// pollInterval (a tasks/result held open for long would time out, and
+// count against the upstream's breaker, on a server that says nothing
+// meanwhile); once the task has ended or needs input it asks tasks/result.
+// What the upstream asks meanwhile (an elicitation for the task) goes to
+// the host as in any call, tied to the gateway's task id, or, for a host
+// that is asked by polling (c.Host nil), waits as the task's ask.
 func (r *Router) fetchRemoteResult(ctx context.Context, c *Caller, t *task) *jsonrpc.Error {
 	params := jsonrpc.AppendString([]byte(`{"taskId":`), t.remote)
 	out := jsonrpc.NewOutgoing("tasks/result", append(params, '}'))
 	cl := r.startCall(c, t.up, t.calls, &jsonrpc.Request{}, out)
 	cl.taskID, cl.remoteTask = t.id, t.remote
 	if c.Host == nil {
-		cl.task = t // asks wait for the host's tasks/update
+		cl.task = t
 	}
 	defer cl.end()
 	for {
+		st := t.snapshot()
+		if st.result != nil || st.failure != nil {
+			return nil
+		}
+		if st.status == taskWorking {
+			wait := time.NewTimer(time.Duration(min(max(st.pollMs, 100), 5000)) * time.Millisecond)
+			select {
+			case <-wait.C:
+			case <-ctx.Done():
+				wait.Stop()
+				return jsonrpc.NewError(jsonrpc.CodeInternalError, "The request was cancelled")
+			}
+			resp, err := r.sendTask(ctx, c, t, "tasks/get", nil)
+			switch {
+			case err != nil:
+				return r.unavailable(ctx, t.up, "tasks/get", t.subject, err).Error
+			case resp.Error != nil:
+				return resp.Error
+			}
+			t.adopt(resp.Result)
+			continue
+		}
 		resp, err := t.client.Send(upstream.WithCallHandler(ctx, cl), out)
 		switch {
 		case err != nil && isTimeout(err) && ctx.Err() == nil:
-			continue // tasks/result waits for the task: ask again
+			t.set(taskWorking, "") // still going: poll again
+			continue
 		case err != nil:
 			return r.unavailable(ctx, t.up, "tasks/result", t.subject, err).Error
 		case resp.Error != nil:

@@ -11,9 +11,10 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 )
 
-// legacyTaskUpstream is a 2025-11-25 upstream whose tool "job" runs as a
-// task (taskSupport optional) with the upstream's id "up-7", and whose
-// tool "plain" does not. It records the task ids it is asked about.
+// legacyTaskUpstream is a 2025-11-25 upstream whose tools "job" and
+// "must" run as a task (taskSupport optional and required) with the
+// upstream's id "up-7", which is done once polled, and whose tool
+// "plain" does not.
 func legacyTaskUpstream() *fakeUpstream {
 	f := &fakeUpstream{
 		capabilities: `{"tools":{},"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}}`,
@@ -34,11 +35,17 @@ func legacyTaskUpstream() *fakeUpstream {
 		switch method {
 		case "tools/call":
 			if _, ok := jsonrpc.Field(params, "task"); ok {
+				status = "working"
 				return &jsonrpc.Message{Result: json.RawMessage(`{"task":` + task("working") + `,"_meta":{"io.modelcontextprotocol/model-immediate-response":"started","io.modelcontextprotocol/related-task":{"taskId":"up-7"}}}`)}, nil
 			}
 			return &jsonrpc.Message{Result: json.RawMessage(`{"content":[{"type":"text","text":"plain"}]}`)}, nil
 		case "tasks/get":
-			return &jsonrpc.Message{Result: json.RawMessage(task(status))}, nil
+			// The job ends after one poll.
+			got := task(status)
+			if status == "working" {
+				status = "completed"
+			}
+			return &jsonrpc.Message{Result: json.RawMessage(got)}, nil
 		case "tasks/result":
 			status = "completed"
 			return &jsonrpc.Message{Result: json.RawMessage(`{"content":[{"type":"text","text":"done"}],"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"up-7"}}}`)}, nil
