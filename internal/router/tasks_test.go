@@ -490,7 +490,7 @@ func (h *paramsHost) last() string {
 // that task's, under the gateway's id of it, every time; it never goes
 // out on the other task's tasks/result.
 func TestTaskRequestsGoToTheirTask(t *testing.T) {
-	arrived := make(chan string, 2)
+	arrived := make(chan string, 4) // each tasks/result: its arrival upstream, its failure
 	release := make(chan struct{})
 	up := &fakeUpstream{
 		capabilities: `{"tools":{},"tasks":{"requests":{"tools":{"call":{}}}}}`,
@@ -506,6 +506,10 @@ func TestTaskRequestsGoToTheirTask(t *testing.T) {
 			id := "up-" + string(rune('0'+made))
 			mu.Unlock()
 			return &jsonrpc.Message{Result: json.RawMessage(`{"task":{"taskId":"` + id + `","status":"working","createdAt":"2025-11-25T10:00:00Z","lastUpdatedAt":"2025-11-25T10:00:00Z","ttl":60000}}`)}, nil
+		case "tasks/get":
+			// Both wait for the host: the gateway goes on to tasks/result.
+			id, _ := jsonrpc.StringField(params, "taskId")
+			return &jsonrpc.Message{Result: json.RawMessage(`{"taskId":"` + id + `","status":"input_required","createdAt":"2025-11-25T10:00:00Z","lastUpdatedAt":"2025-11-25T10:00:00Z","ttl":60000}`)}, nil
 		case "tasks/result":
 			id, _ := jsonrpc.StringField(params, "taskId")
 			arrived <- id
@@ -529,11 +533,15 @@ func TestTaskRequestsGoToTheirTask(t *testing.T) {
 		wg.Go(func() {
 			if res := r.Dispatch(ctx, alice, taskReq("tasks/result", id)); res.Error != nil {
 				t.Errorf("tasks/result: %v", res.Error)
+				arrived <- "" // never reached the upstream
 			}
 		})
 	}
-	<-arrived
-	<-arrived
+	for range 2 {
+		if <-arrived == "" {
+			t.FailNow()
+		}
+	}
 	// Which of the two open calls a guess would pick varies: ask often.
 	for i := range 20 {
 		remote := []string{"up-1", "up-2"}[i%2]
