@@ -14,6 +14,9 @@
 #      scenarios listed in interop/live-traffic.txt; and once with an upstream
 #      of each host's own era (matched), where nothing is excluded. The
 #      gateway's config has no relay key: the defaults must pass.
+#   6. the tasks-extension scenarios of conformance 0.2.x through the gateway
+#      over a legacy (2025-11-25) task server, interop/task-fixtures.mjs: any
+#      failing check fails the run, except those in interop/tasks-exclusions.txt
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -39,4 +42,6 @@ go build -o bin/mcp-gateway ./cmd/mcp-gateway
 interop/conformance.sh ci --gateway-cmd bin/mcp-gateway --upstream stateful --work interop/.results/legacy-upstream
 interop/conformance.sh ci --gateway-cmd bin/mcp-gateway --upstream stateless --work interop/.results/modern-upstream
 interop/conformance.sh ci --gateway-cmd bin/mcp-gateway --upstream matched --work interop/.results/matched-upstream
+echo "== conformance: the tasks scenarios through the gateway over a legacy task server"
+interop/conformance.sh tasks --gateway-cmd bin/mcp-gateway --work interop/.results/tasks
 echo "== all tests passed"

@@ -37,6 +37,19 @@
 //       `go run` compile time included.
 //   ci [gateway-go options]     direct-go, gateway-go, compare; exit 1 on a
 //       regression, 2 when a suite or the gateway could not run.
+//   tasks [--gateway-cmd CMD] [--task-support required|optional] [--scenarios a,b]
+//         [--exclusions FILE] [--out F]
+//       runs the tasks-extension scenarios of 0.2.0-alpha.12 (the `tasks-*`
+//       ones `list --server` tags [extension]; they speak 2026-07-28) one
+//       CLI run each, through a gateway whose single stdio upstream is the
+//       legacy (2025-11-25) interop/task-fixtures.mjs, so every task goes
+//       through the gateway's translation of the eras. Writes F (default
+//       WORK/tasks.json) and F minus .json plus .tsv (one row per check),
+//       prints every check. Exit 1 when a check fails (or a scenario does not
+//       finish) unless tasks-exclusions.txt (or FILE) names the scenario or
+//       the scenario:check-id, 2 when nothing could run. --scenario-timeout-ms
+//       defaults to 30000 here (a scenario that polls a stuck task for its
+//       10 s should fail its checks, not the CLI's deadline).
 //
 // Common options: --work DIR (default interop/.results), --suite-timeout-ms N
 // (default 90000: the whole CLI run is killed after it), --scenario-timeout-ms N
@@ -58,6 +71,8 @@ const CLI = {
 };
 const GO_SERVER = path.join(HERE, '.bin', 'everything-server');
 const DEFAULT_EXCLUSIONS = path.join(HERE, 'live-traffic.txt');
+const TASK_FIXTURES = path.join(HERE, 'task-fixtures.mjs');
+const TASKS_EXCLUSIONS = path.join(HERE, 'tasks-exclusions.txt');
 const NO_EXCLUSIONS = path.join(HERE, 'no-exclusions.txt');
 
 // era says which URL a suite is pointed at: servers such as the Go SDK's
@@ -634,18 +649,38 @@ async function startGatewayFor(opts, dir, upstreamMode) {
   } else {
     die(`--upstream wants stateful, stateless, matched or stdio, not ${upstreamMode}`);
   }
+  const gw = await startGateway(opts, dir, {
+    comment: 'gateway-go: one upstream, names unprefixed',
+    name: 'everything',
+    upstreamYaml,
+    what: `upstream ${upstreamMode}`,
+  });
+  return {
+    url: gw.url,
+    stop: async () => {
+      await gw.stop();
+      if (upstream) await upstream.proc.stop();
+    },
+  };
+}
+
+// startGateway writes dir/gateway.yaml with one upstream (prefix:
+// on_conflict, so its names stay unprefixed as the suites expect), starts
+// `CMD serve` on a free port and returns its MCP URL once /readyz says ready.
+async function startGateway(opts, dir, { comment, name, upstreamYaml, what }) {
+  fs.mkdirSync(dir, { recursive: true });
   const port = await freePort();
   const listen = `127.0.0.1:${port}`;
   const config = path.join(dir, 'gateway.yaml');
   fs.writeFileSync(
     config,
     [
-      `# written by interop/conformance.mjs gateway-go: one upstream, names unprefixed`,
+      `# written by interop/conformance.mjs ${comment}`,
       `listen: ${listen}`,
       `endpoint: /mcp`,
       `prefix: on_conflict`,
       `upstreams:`,
-      `  - name: everything`,
+      `  - name: ${name}`,
       upstreamYaml + `    required: true`,
       `    session: per-client`,
       `auth:`,
@@ -657,11 +692,10 @@ async function startGatewayFor(opts, dir, upstreamMode) {
   );
   const cmd = (opts.gatewayCmd ?? 'go run ./cmd/mcp-gateway').split(/\s+/).filter(Boolean);
   const args = [...cmd.slice(1), 'serve', '--config', config, '--listen', listen];
-  log(`gateway: ${cmd[0]} ${args.join(' ')} (cwd ${REPO}), upstream ${upstreamMode}`);
+  log(`gateway: ${cmd[0]} ${args.join(' ')} (cwd ${REPO}), ${what}`);
   const gw = startProc('gateway', cmd[0], args, { cwd: REPO, logFile: path.join(dir, 'gateway.log') });
   const stop = async () => {
     await gw.stop();
-    if (upstream) await upstream.proc.stop();
     log(`gateway log: ${path.join(dir, 'gateway.log')}`);
   };
   try {
@@ -694,6 +728,171 @@ async function gatewayGo(opts) {
   } finally {
     for (const g of Object.values(gateways)) await g.stop();
   }
+}
+
+// ------------------------------------------------------------ tasks scenarios
+
+// parseExtensionList reads `conformance list --server` (0.2.x) for the
+// tasks-extension scenarios: the tasks-* lines tagged [extension].
+export function parseExtensionList(stdout) {
+  const names = [];
+  for (const line of stdout.split('\n')) {
+    const m = line.match(/^\s+- (tasks-\S+) \[extension\]\s*$/);
+    if (m && !names.includes(m[1])) names.push(m[1]);
+  }
+  return names;
+}
+
+function tasksScenarios() {
+  const r = spawnSync(nodeBin(), [CLI.next, 'list', '--server'], { encoding: 'utf8', timeout: 60000 });
+  if (r.status !== 0) throw new Error(`list --server failed: ${r.stderr || r.stdout}`);
+  const names = parseExtensionList(r.stdout);
+  if (names.length === 0) throw new Error(`list --server listed no tasks-* [extension] scenarios:\n${r.stdout}`);
+  return names;
+}
+
+// readScenarioChecks reads the one result folder a `--scenario S` run
+// writes under resultsDir: its checks, or null when it wrote none.
+export function readScenarioChecks(resultsDir, scenario) {
+  if (!fs.existsSync(resultsDir)) return null;
+  const dirs = fs
+    .readdirSync(resultsDir)
+    .filter((d) => RESULT_DIR_RE.test(d) && d.match(RESULT_DIR_RE)[1] === scenario)
+    .sort();
+  if (dirs.length === 0) return null;
+  const f = path.join(resultsDir, dirs[dirs.length - 1], 'checks.json');
+  if (!fs.existsSync(f)) return null;
+  const checks = JSON.parse(fs.readFileSync(f, 'utf8'));
+  if (!Array.isArray(checks)) throw new Error(`${f}: not a JSON array`);
+  return checks;
+}
+
+// judgeTasks gives each scenario's checks a verdict against the exclusions:
+// a FAILURE check is "fail" unless the scenario or scenario:check-id is
+// excluded ("excluded"); a scenario that wrote no checks is one failing
+// check, "scenario-did-not-finish". Exclusions that excuse nothing are
+// reported as stale. code is 1 when anything fails unexcused.
+export function judgeTasks(scenarios, ex) {
+  const failures = [];
+  const excused = [];
+  const used = new Set();
+  for (const [name, sc] of Object.entries(scenarios)) {
+    const checks = sc.checks ?? [{ id: 'scenario-did-not-finish', status: 'FAILURE', errorMessage: sc.reason ?? 'no checks.json' }];
+    for (const c of checks) {
+      if (c.status !== 'FAILURE') continue;
+      const line = `  ${name} ${c.id}: ${(c.errorMessage ?? c.description ?? 'failed').replace(/\s+/g, ' ')}`;
+      const why = ex.scenarios.get(name) ?? ex.checks.get(`${name}:${c.id}`);
+      if (why === undefined) {
+        failures.push(line);
+        continue;
+      }
+      used.add(ex.scenarios.has(name) ? name : `${name}:${c.id}`);
+      excused.push(`${line} [excluded: ${why}]`);
+    }
+  }
+  const stale = [...ex.scenarios.keys(), ...ex.checks.keys()].filter((k) => !used.has(k));
+  return { code: failures.length > 0 ? 1 : 0, failures, excused, stale };
+}
+
+async function runTasks(opts) {
+  const dir = path.join(opts.workDir, opts.label);
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.mkdirSync(dir, { recursive: true });
+  const names = opts.scenarios ?? tasksScenarios();
+  const fixtureArgs = [TASK_FIXTURES, '--task-support', opts.taskSupport];
+  const gw = await startGateway(opts, dir, {
+    comment: 'tasks: the legacy task fixtures as the one stdio upstream, names unprefixed',
+    name: 'fixtures',
+    upstreamYaml: `    command: ${yamlString(nodeBin())}\n    args: ${JSON.stringify(fixtureArgs)}\n`,
+    what: `upstream ${path.relative(REPO, TASK_FIXTURES)} --task-support ${opts.taskSupport}`,
+  });
+  const resultsDir = path.join(dir, 'results');
+  const result = {
+    label: opts.label,
+    tool: `@modelcontextprotocol/conformance@${cliVersion('next')}`,
+    createdAt: new Date().toISOString(),
+    upstream: `node ${path.relative(REPO, TASK_FIXTURES)} --task-support ${opts.taskSupport}`,
+    url: gw.url,
+    scenarios: {},
+  };
+  const started = Date.now();
+  try {
+    for (const name of names) {
+      const args = [CLI.next, 'server', '--url', gw.url, '--scenario', name, '--timeout', String(opts.scenarioTimeoutMs), '-o', resultsDir];
+      const t0 = Date.now();
+      const p = startProc(`conformance ${name}`, nodeBin(), args, { cwd: dir, logFile: path.join(dir, `${name}.txt`) });
+      // The CLI kills a scenario at --timeout; this is for a CLI that hangs.
+      const timer = setTimeout(() => p.stop(), opts.scenarioTimeoutMs + 30000);
+      const exitCode = await p.done;
+      clearTimeout(timer);
+      let checks = null;
+      let reason;
+      try {
+        checks = readScenarioChecks(resultsDir, name);
+      } catch (err) {
+        reason = err.message;
+      }
+      if (!checks) {
+        const crash = p.out.match(/^Failed to run scenario \S+: (.*)$/m);
+        reason ??= crash ? `scenario crashed: ${crash[1]}` : `no checks.json (CLI exit ${exitCode})`;
+      }
+      const counts = {};
+      for (const c of checks ?? []) counts[c.status] = (counts[c.status] ?? 0) + 1;
+      result.scenarios[name] = {
+        durationMs: Date.now() - t0,
+        exitCode,
+        counts,
+        ...(reason ? { reason } : {}),
+        checks: checks?.map((c) => ({ id: c.id, status: c.status, ...(c.errorMessage ? { errorMessage: c.errorMessage } : {}) })) ?? null,
+      };
+      log(`tasks: ${name} in ${((Date.now() - t0) / 1000).toFixed(1)} s: ${Object.entries(counts).map(([k, v]) => `${v} ${k}`).join(', ') || reason}`);
+    }
+  } finally {
+    await gw.stop();
+  }
+  result.durationMs = Date.now() - started;
+  writeTasksResults(result, opts.out);
+  let ex;
+  try {
+    ex = loadExclusions(opts.exclusions);
+  } catch (err) {
+    die(err.message);
+  }
+  const j = judgeTasks(result.scenarios, ex);
+  printTasks(result, j, path.relative(process.cwd(), opts.exclusions) || opts.exclusions);
+  const ranAny = Object.values(result.scenarios).some((s) => s.checks);
+  return ranAny ? j.code : 2;
+}
+
+function writeTasksResults(result, out) {
+  fs.mkdirSync(path.dirname(out), { recursive: true });
+  fs.writeFileSync(out, JSON.stringify(result, null, 2) + '\n');
+  const rows = [['scenario', 'check', 'status', 'message'].join('\t')];
+  for (const [name, sc] of Object.entries(result.scenarios)) {
+    if (!sc.checks) rows.push([name, '-', 'ERROR', sc.reason].join('\t'));
+    for (const c of sc.checks ?? []) rows.push([name, c.id, c.status, (c.errorMessage ?? '').replace(/[\t\n]/g, ' ')].join('\t'));
+  }
+  const tsv = out.replace(/\.json$/, '') + '.tsv';
+  fs.writeFileSync(tsv, rows.join('\n') + '\n');
+  log(`wrote ${out} and ${tsv}`);
+}
+
+function printTasks(result, j, exclusionsLabel) {
+  const out = [`\n${result.label}: ${result.tool} tasks scenarios through the gateway, upstream ${result.upstream}`];
+  const w = Math.max(8, ...Object.values(result.scenarios).flatMap((s) => (s.checks ?? []).map((c) => c.id.length))) + 2;
+  for (const [name, sc] of Object.entries(result.scenarios)) {
+    out.push(`${name} (${(sc.durationMs / 1000).toFixed(1)} s)`);
+    if (!sc.checks) out.push(`  ${pad('-', w)}ERROR    ${sc.reason}`);
+    for (const c of sc.checks ?? []) {
+      out.push(`  ${pad(c.id, w)}${pad(c.status, 9)}${c.status === 'SUCCESS' ? '' : (c.errorMessage ?? '').replace(/\s+/g, ' ')}`);
+    }
+  }
+  out.push(`${(result.durationMs / 1000).toFixed(1)} s in all`);
+  if (j.excused.length) out.push(`\nexcused by ${exclusionsLabel}:`, ...j.excused);
+  if (j.stale.length) out.push(`\nnote: ${exclusionsLabel} excuses nothing for: ${j.stale.join(', ')} (remove it?)`);
+  if (j.failures.length) out.push(`\nFAILING through the gateway:`, ...j.failures);
+  else out.push(`\nno unexcused failures`);
+  process.stdout.write(out.join('\n') + '\n');
 }
 
 // ------------------------------------------------------------------- main
@@ -777,8 +976,23 @@ async function main() {
       log(`ci: ${((Date.now() - started) / 1000).toFixed(1)} s in all`);
       return d.exitCode || g.exitCode || c;
     }
+    case 'tasks': {
+      const f = parseFlags(rest, { ...COMMON, gatewayCmd: 'str', readyTimeoutMs: 'int', taskSupport: 'str', scenarios: 'str' });
+      requireInstalled();
+      const o = commonOpts({ ...f, scenarioTimeoutMs: f.scenarioTimeoutMs ?? 30000 }, 'tasks');
+      const taskSupport = f.taskSupport ?? 'required';
+      if (!['required', 'optional'].includes(taskSupport)) die(`--task-support wants required or optional, not ${taskSupport}`);
+      return runTasks({
+        ...o,
+        gatewayCmd: f.gatewayCmd,
+        readyTimeoutMs: f.readyTimeoutMs ?? 180000,
+        taskSupport,
+        scenarios: f.scenarios ? f.scenarios.split(',').filter(Boolean) : undefined,
+        exclusions: path.resolve(f.exclusions ?? TASKS_EXCLUSIONS),
+      });
+    }
     default:
-      die('usage: conformance.mjs run|show|compare|direct-go|gateway-go|ci [options] (see the header of this file)');
+      die('usage: conformance.mjs run|show|compare|direct-go|gateway-go|ci|tasks [options] (see the header of this file)');
   }
 }
 

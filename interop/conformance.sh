@@ -7,6 +7,7 @@
 #   interop/conformance.sh gateway-go [--upstream stateful|stateless|stdio] [--gateway-cmd CMD]
 #   interop/conformance.sh compare .results/direct.json .results/gateway.json
 #   interop/conformance.sh ci                             # all of the above, exit 1 on regressions
+#   interop/conformance.sh tasks [--gateway-cmd CMD]      # tasks scenarios via the gateway over task-fixtures.mjs
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 "$here/setup.sh"

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { compare, loadExclusions, parseList, readResultsDir, summarizeChecks } from './conformance.mjs';
+import { compare, judgeTasks, loadExclusions, parseExtensionList, parseList, readResultsDir, readScenarioChecks, summarizeChecks } from './conformance.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 
@@ -207,5 +207,94 @@ describe('compare', () => {
       { suite: '2025-11-25', scenario: 'ping', verdict: 'regression' },
     ]);
     assert.match(got.text, /REGRESSIONS/);
+  });
+});
+
+describe('tasks scenarios', () => {
+  it('parseExtensionList picks the tasks-* [extension] server scenarios', () => {
+    const out = [
+      'Server scenarios (test against a server):',
+      '  - server-initialize [2025-06-18,2025-11-25]',
+      '  - tasks-lifecycle [extension]',
+      '  - tasks-mrtr-input [extension]',
+      '  - input-required-result-basic-elicitation [2026-07-28]',
+      '  - auth-thing [extension]',
+      '  - tasks-lifecycle [extension]',
+      '',
+    ].join('\n');
+    assert.deepEqual(parseExtensionList(out), ['tasks-lifecycle', 'tasks-mrtr-input']);
+  });
+
+  it('readScenarioChecks reads the newest result folder of that scenario only', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'conformance-test-'));
+    const write = (d, checks) => {
+      fs.mkdirSync(path.join(dir, d), { recursive: true });
+      if (checks) fs.writeFileSync(path.join(dir, d, 'checks.json'), JSON.stringify(checks));
+    };
+    write('server-tasks-lifecycle-2026-01-01T00-00-00-000Z', [{ id: 'old', status: 'FAILURE' }]);
+    write('server-tasks-lifecycle-2026-01-02T00-00-00-000Z', [{ id: 'new', status: 'SUCCESS' }]);
+    write('server-tasks-lifecycle-extra-2026-01-03T00-00-00-000Z', [{ id: 'other', status: 'SUCCESS' }]);
+    write('server-tasks-mrtr-input-2026-01-01T00-00-00-000Z', null);
+    assert.deepEqual(readScenarioChecks(dir, 'tasks-lifecycle'), [{ id: 'new', status: 'SUCCESS' }]);
+    assert.equal(readScenarioChecks(dir, 'tasks-mrtr-input'), null);
+    assert.equal(readScenarioChecks(dir, 'tasks-wire-fields'), null);
+    assert.equal(readScenarioChecks(path.join(dir, 'missing'), 'tasks-lifecycle'), null);
+  });
+
+  const ex = (scenarios = {}, checks = {}) => ({ scenarios: new Map(Object.entries(scenarios)), checks: new Map(Object.entries(checks)) });
+  const sc = (...checks) => ({ checks: checks.map(([id, status]) => ({ id, status, errorMessage: `${id} said ${status}` })) });
+  const cases = [
+    {
+      name: 'success, warning, info and skipped pass',
+      scenarios: { a: sc(['x', 'SUCCESS'], ['y', 'WARNING'], ['z', 'INFO'], ['s', 'SKIPPED']) },
+      ex: ex(),
+      code: 0,
+      failures: 0,
+    },
+    { name: 'a failing check fails', scenarios: { a: sc(['x', 'SUCCESS'], ['y', 'FAILURE']) }, ex: ex(), code: 1, failures: 1 },
+    { name: 'a check excluded by scenario:check passes', scenarios: { a: sc(['y', 'FAILURE']) }, ex: ex({}, { 'a:y': 'why' }), code: 0, failures: 0 },
+    { name: 'a whole scenario excluded passes', scenarios: { a: sc(['y', 'FAILURE'], ['z', 'FAILURE']) }, ex: ex({ a: 'why' }), code: 0, failures: 0 },
+    {
+      name: 'excluding one check leaves another failing',
+      scenarios: { a: sc(['y', 'FAILURE'], ['z', 'FAILURE']) },
+      ex: ex({}, { 'a:y': 'why' }),
+      code: 1,
+      failures: 1,
+    },
+    {
+      name: 'an exclusion of another scenario excuses nothing',
+      scenarios: { a: sc(['y', 'FAILURE']) },
+      ex: ex({}, { 'b:y': 'why' }),
+      code: 1,
+      failures: 1,
+      stale: ['b:y'],
+    },
+    { name: 'a scenario without checks fails', scenarios: { a: { checks: null, reason: 'scenario crashed: boom' } }, ex: ex(), code: 1, failures: 1 },
+  ];
+  for (const tc of cases) {
+    it(`judgeTasks: ${tc.name}`, () => {
+      const j = judgeTasks(tc.scenarios, tc.ex);
+      assert.equal(j.code, tc.code);
+      assert.equal(j.failures.length, tc.failures, j.failures.join('\n'));
+      assert.deepEqual(j.stale, tc.stale ?? []);
+    });
+  }
+
+  it('judgeTasks reports the check and its message, and exclusions that excuse nothing', () => {
+    const j = judgeTasks({ a: sc(['y', 'FAILURE']), b: { checks: null, reason: 'no checks.json (CLI exit 1)' } }, ex({ c: 'gone' }, { 'a:y': 'known' }));
+    assert.deepEqual(j.failures, ['  b scenario-did-not-finish: no checks.json (CLI exit 1)']);
+    assert.deepEqual(j.excused, ['  a y: y said FAILURE [excluded: known]']);
+    assert.deepEqual(j.stale, ['c']);
+  });
+
+  it('tasks-exclusions.txt names only tasks scenarios the pinned CLI knows', () => {
+    const x = loadExclusions(path.join(HERE, 'tasks-exclusions.txt'));
+    const node = path.join(HERE, 'node_modules', 'node', 'bin', 'node');
+    const r = spawnSync(node, [path.join(HERE, 'node_modules', 'conformance-next', 'dist', 'index.js'), 'list', '--server'], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const known = new Set(parseExtensionList(r.stdout));
+    assert.ok(known.size > 0);
+    const unknown = [...x.scenarios.keys(), ...[...x.checks.keys()].map((k) => k.split(':')[0])].filter((n) => !known.has(n));
+    assert.deepEqual(unknown, []);
   });
 });

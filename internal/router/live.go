@@ -49,10 +49,12 @@ type call struct {
 	token     string
 	// taskID, when set, is the gateway's id of the task the call serves
 	// (a tasks/result): the upstream's requests for the task name it in
-	// their related-task _meta instead of the upstream's own. task, when
-	// set, is that task, whose host is asked by polling (see collect).
-	taskID string
-	task   *task
+	// their related-task _meta instead of the upstream's own, remoteTask.
+	// task, when set, is that task, whose host is asked by polling (see
+	// collect).
+	taskID     string
+	remoteTask string
+	task       *task
 }
 
 // startCall registers a call and rewrites its request for the upstream:
@@ -332,7 +334,9 @@ func (r *Router) upstreamNotification(u *upstreamState, calls *callSet, n *jsonr
 }
 
 // upstreamRequest answers a request an upstream sent outside any call's
-// own stream. On a shared stdio connection nothing says which call it
+// own stream. One that names a task (related-task) goes to the
+// tasks/result open for that task on this connection. Otherwise, on a
+// shared stdio connection nothing says which call it
 // serves: it goes to the host whose calls in flight can answer it, and
 // the host gate (hostGate) makes sure that is one host. Should several
 // hosts still qualify (a request outside any call, say), the gateway
@@ -347,6 +351,9 @@ func (r *Router) upstreamRequest(ctx context.Context, u *upstreamState, calls *c
 	}
 	if e := u.notRelayed(req.Method, capability); e != nil {
 		return &jsonrpc.Message{Error: e}
+	}
+	if cl := calls.forTask(req.Params); cl != nil {
+		return cl.Request(ctx, req)
 	}
 	cl := calls.oneHost(func(cl *call) bool {
 		c := cl.getCaller()

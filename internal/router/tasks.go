@@ -848,7 +848,7 @@ func (r *Router) fetchRemoteResult(ctx context.Context, c *Caller, t *task) *jso
 	params := jsonrpc.AppendString([]byte(`{"taskId":`), t.remote)
 	out := jsonrpc.NewOutgoing("tasks/result", append(params, '}'))
 	cl := r.startCall(c, t.up, t.calls, &jsonrpc.Request{}, out)
-	cl.taskID = t.id
+	cl.taskID, cl.remoteTask = t.id, t.remote
 	if c.Host == nil {
 		cl.task = t
 	}
@@ -897,6 +897,28 @@ func (r *Router) fetchRemoteResult(ctx context.Context, c *Caller, t *task) *jso
 }
 
 func bytesClone(b []byte) json.RawMessage { return append(json.RawMessage(nil), b...) }
+
+// forTask returns the tasks/result in flight on this connection for the
+// upstream task that params' related-task names; nil when params name
+// none, or no such call is open. A legacy upstream sends its requests
+// for a task on the stream of a tasks/result (2025-11-25 "Input Required
+// Status"), which stdio does not tell apart: the task they name does.
+func (s *callSet) forTask(params json.RawMessage) *call {
+	meta, _ := jsonrpc.Field(params, "_meta")
+	related, _ := jsonrpc.Field(meta, metaRelatedTask)
+	id, _ := jsonrpc.StringField(related, "taskId")
+	if id == "" {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for cl := range s.calls {
+		if cl.remoteTask == id {
+			return cl
+		}
+	}
+	return nil
+}
 
 // remoteModern passes a modern host's tasks/get, tasks/update or
 // tasks/cancel to the modern upstream whose task it is, with the

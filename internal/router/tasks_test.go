@@ -482,3 +482,97 @@ func TestAnonymousTasksAreTheSessions(t *testing.T) {
 		t.Errorf("the session's own tasks/list = %s", reply.Result)
 	}
 }
+
+// paramsHost is a Host that records each request's params and answers
+// with an accepted elicitation.
+type paramsHost struct {
+	mu     sync.Mutex
+	params []string
+}
+
+func (h *paramsHost) Notify(string, json.RawMessage) {}
+
+func (h *paramsHost) Request(_ context.Context, _ string, params json.RawMessage) (*jsonrpc.Message, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.params = append(h.params, string(params))
+	return &jsonrpc.Message{Result: json.RawMessage(`{"action":"accept","content":{}}`)}, nil
+}
+
+func (h *paramsHost) last() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.params[len(h.params)-1]
+}
+
+// TestTaskRequestsGoToTheirTask: with two tasks/result of one legacy
+// session open on a connection, a request the upstream sends outside
+// either stream (stdio) for one task (related-task) reaches the host as
+// that task's, under the gateway's id of it, every time; it never goes
+// out on the other task's tasks/result.
+func TestTaskRequestsGoToTheirTask(t *testing.T) {
+	arrived := make(chan string, 4) // each tasks/result: its arrival upstream, its failure
+	release := make(chan struct{})
+	up := &fakeUpstream{
+		capabilities: `{"tools":{},"tasks":{"requests":{"tools":{"call":{}}}}}`,
+		lists:        map[string][]string{"tools/list": {`{"name":"must","inputSchema":{"type":"object"},"execution":{"taskSupport":"required"}}`}},
+	}
+	var mu sync.Mutex
+	made := 0
+	up.answer = func(method string, params json.RawMessage) (*jsonrpc.Message, error) {
+		switch method {
+		case "tools/call":
+			mu.Lock()
+			made++
+			id := "up-" + string(rune('0'+made))
+			mu.Unlock()
+			return &jsonrpc.Message{Result: json.RawMessage(`{"task":{"taskId":"` + id + `","status":"working","createdAt":"2025-11-25T10:00:00Z","lastUpdatedAt":"2025-11-25T10:00:00Z","ttl":60000}}`)}, nil
+		case "tasks/get":
+			// Both wait for the host: the gateway goes on to tasks/result.
+			id, _ := jsonrpc.StringField(params, "taskId")
+			return &jsonrpc.Message{Result: json.RawMessage(`{"taskId":"` + id + `","status":"input_required","createdAt":"2025-11-25T10:00:00Z","lastUpdatedAt":"2025-11-25T10:00:00Z","ttl":60000}`)}, nil
+		case "tasks/result":
+			id, _ := jsonrpc.StringField(params, "taskId")
+			arrived <- id
+			<-release
+			return &jsonrpc.Message{Result: json.RawMessage(`{"content":[{"type":"text","text":"done ` + id + `"}]}`)}, nil
+		}
+		return &jsonrpc.Message{Error: jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "no %s", method)}, nil
+	}
+	r := startRouter(t, Options{}, map[string]*fakeUpstream{"up": up}, "up")
+	host := &paramsHost{}
+	alice := &Caller{ProtocolVersion: "2025-11-25", Session: "s-alice", Principal: "alice", Host: host, Capabilities: json.RawMessage(`{"tasks":{},"elicitation":{}}`)}
+	ctx := context.Background()
+	ids := map[string]string{} // upstream id -> gateway id
+	for _, remote := range []string{"up-1", "up-2"} {
+		ids[remote] = taskOf(t, r.Dispatch(ctx, alice, request("tools/call", `{"name":"up__must","arguments":{},"task":{}}`)), false)
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer close(release) // first: the tasks/result end, also after a failure
+	for _, id := range ids {
+		wg.Go(func() {
+			if res := r.Dispatch(ctx, alice, taskReq("tasks/result", id)); res.Error != nil {
+				t.Errorf("tasks/result: %v", res.Error)
+				arrived <- "" // never reached the upstream
+			}
+		})
+	}
+	for range 2 {
+		if <-arrived == "" {
+			t.FailNow()
+		}
+	}
+	// Which of the two open calls a guess would pick varies: ask often.
+	for i := range 20 {
+		remote := []string{"up-1", "up-2"}[i%2]
+		resp := up.handlers.Request(ctx, &jsonrpc.Message{ID: json.RawMessage("7"), Method: "elicitation/create",
+			Params: json.RawMessage(`{"message":"ok?","requestedSchema":{"type":"object"},"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"` + remote + `"}}}`)})
+		if resp.Error != nil {
+			t.Fatalf("elicitation for %s: %v", remote, resp.Error)
+		}
+		if got := host.last(); !strings.Contains(got, `"taskId":"`+ids[remote]+`"`) {
+			t.Fatalf("the elicitation for %s (the gateway's %s) reached the host as %s", remote, ids[remote], got)
+		}
+	}
+}
