@@ -18,10 +18,11 @@ import (
 //     required, and the tasks.requests.tools.call capability): the
 //     upstream makes the task, the host gets the gateway's id for it.
 //   - A call of a tool that only runs as a task (taskSupport required),
-//     from a host that did not ask for one: the gateway asks the upstream
-//     for a task and, for a modern host that declared the tasks
-//     extension, hands the host a task handle; any other host waits, and
-//     gets the result as from a plain call.
+//     from a host that did not ask for one, or of a tool that may
+//     (optional) from a modern host that declared the tasks extension:
+//     the gateway asks the upstream for a task and, for such a modern
+//     host, hands the host a task handle; any other host waits, and gets
+//     the result as from a plain call.
 //   - With tasks.after set for the upstream: a legacy host's
 //     task-augmented call of any other tool runs as a task of the
 //     gateway's; a modern host's call (with the extension) still running
@@ -124,7 +125,10 @@ func (r *Router) callTool(ctx context.Context, c *Caller, e *entry, req *jsonrpc
 			support = "absent"
 		}
 		return errorReply(jsonrpc.CodeMethodNotFound, "Method not found: the tool %s does not run as a task (its execution.taskSupport is %s); call it without params.task", name, support)
-	case e.taskSupport == "required" && upstreamTasks:
+	case e.taskSupport == "required" && upstreamTasks,
+		upstreamTasks && c.Modern() && c.takesTasks():
+		// A modern host that takes tasks gets the upstream's task for a
+		// tool that may run as one: the server's choice, made here.
 		out.Set("task", json.RawMessage(`{}`))
 		return r.remoteTask(ctx, c, e, req, out, c.Modern() && c.takesTasks())
 	case c.Modern() && u.TaskAfter > 0 && c.takesTasks() && !directsTasks(u):
