@@ -841,7 +841,7 @@ func (r *Router) fetchRemoteResult(ctx context.Context, c *Caller, t *task) *jso
 	params := jsonrpc.AppendString([]byte(`{"taskId":`), t.remote)
 	out := jsonrpc.NewOutgoing("tasks/result", append(params, '}'))
 	cl := r.startCall(c, t.up, t.calls, &jsonrpc.Request{}, out)
-	cl.taskID = t.id
+	cl.taskID, cl.upTaskID = t.id, t.remote
 	if c.Host == nil {
 		cl.task = t
 	}

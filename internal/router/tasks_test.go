@@ -482,3 +482,56 @@ func TestAnonymousTasksAreTheSessions(t *testing.T) {
 		t.Errorf("the session's own tasks/list = %s", reply.Result)
 	}
 }
+
+// TestRelatedTaskNamesOnlyTheGatewaysTask: the related-task _meta that
+// ties a message to a task names the gateway's id towards the host and
+// the upstream's own towards the upstream, whatever the other side put
+// there. A legacy upstream's log message about its task (2025-11-25
+// "Associating Task-Related Messages": every message about a task names
+// it) reaches the host with the gateway's id, never the upstream's; the
+// host's answer to the upstream's elicitation, which names a task the
+// host made up (another caller's upstream id, say), reaches the upstream
+// naming the upstream's own task; a related-task in a host's own request
+// never reaches an upstream.
+func TestRelatedTaskNamesOnlyTheGatewaysTask(t *testing.T) {
+	up := legacyTaskUpstream()
+	base := up.answer
+	answers := make(chan *jsonrpc.Message, 1)
+	up.answer = func(method string, params json.RawMessage) (*jsonrpc.Message, error) {
+		if method == "tasks/result" {
+			up.handlers.Notify(&jsonrpc.Message{Method: "notifications/message",
+				Params: json.RawMessage(`{"level":"info","data":"half way","_meta":{"io.modelcontextprotocol/related-task":{"taskId":"up-7"}}}`)})
+			answers <- up.handlers.Request(context.Background(), &jsonrpc.Message{ID: json.RawMessage("7"), Method: "elicitation/create",
+				Params: json.RawMessage(`{"message":"sure?","requestedSchema":{"type":"object"},"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"up-7"}}}`)})
+		}
+		return base(method, params)
+	}
+	r := startRouter(t, Options{}, map[string]*fakeUpstream{"up": up}, "up")
+	ctx := context.Background()
+	host := &recordingHost{answer: json.RawMessage(`{"action":"accept","content":{},"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"up-3"}}}`)}
+	alice := *aliceLegacy
+	alice.Host = host
+	alice.Capabilities = json.RawMessage(`{"tasks":{},"elicitation":{}}`)
+
+	id := taskOf(t, r.Dispatch(ctx, &alice, request("tools/call", `{"name":"up__job","arguments":{},"task":{}}`)), false)
+	if res := r.Dispatch(ctx, &alice, taskReq("tasks/result", id)); res.Error != nil {
+		t.Fatalf("tasks/result: %v", res.Error)
+	}
+	notes, asked := host.got()
+	if len(notes) != 1 || len(asked) != 1 {
+		t.Fatalf("the host got notifications %q and requests %q, want the log message and the elicitation", notes, asked)
+	}
+	if strings.Contains(notes[0], "up-7") || !strings.Contains(notes[0], `"taskId":"`+id+`"`) {
+		t.Errorf("the host was sent %s, want the related-task naming %s", notes[0], id)
+	}
+	answer := <-answers
+	if meta, _ := jsonrpc.Field(answer.Result, "_meta"); !strings.Contains(string(meta), `{"taskId":"up-7"}`) {
+		t.Errorf("the upstream got the host's answer %s, want its related-task naming the upstream's task", answer.Result)
+	}
+
+	r.Dispatch(ctx, &alice, request("tools/call", `{"name":"up__plain","arguments":{},"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"up-7"}}}`))
+	calls := up.recorded()
+	if last := calls[len(calls)-1]; last.Method != "tools/call" || strings.Contains(last.Params, "related-task") {
+		t.Errorf("the upstream got %s %s, with the host's related-task", last.Method, last.Params)
+	}
+}
