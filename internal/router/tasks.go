@@ -91,9 +91,15 @@ func (c *Caller) takesTasks() bool {
 // Isolation and Access Control": bound to the context there is, so that
 // one anonymous session neither lists nor reaches another's tasks, nor
 // fills their bound). An anonymous modern host has neither: its task ids
-// are bearer tokens of 128 random bits.
+// are bearer tokens of 128 random bits. A task is also bound to the era
+// of the host that made it: its result is kept in that era, and a modern
+// upstream's task has no tasks/result, so one identity speaking both
+// revisions finds each task only in its own.
 func taskOwner(c *Caller) string {
-	if c.Principal == "" && c.Session != "" {
+	switch {
+	case c.Modern():
+		return c.owner() + "\x00modern"
+	case c.Principal == "" && c.Session != "":
 		return c.owner() + "\x00session:" + c.Session
 	}
 	return c.owner()

@@ -535,3 +535,47 @@ func TestRelatedTaskNamesOnlyTheGatewaysTask(t *testing.T) {
 		t.Errorf("the upstream got %s %s, with the host's related-task", last.Method, last.Params)
 	}
 }
+
+// TestTasksStayInTheirEra: one identity speaking both revisions finds a
+// task only in the revision that created it. A task's result is kept in
+// that host's era, and a modern upstream's task has no tasks/result: a
+// 2025-11-25 tasks/get, tasks/result or tasks/cancel of a modern host's
+// task (or the reverse) gets "Task not found", and nothing reaches the
+// upstream.
+func TestTasksStayInTheirEra(t *testing.T) {
+	modernUp := &fakeUpstream{
+		version:      ModernVersion,
+		capabilities: `{"tools":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`,
+		lists:        map[string][]string{"tools/list": tools("build")},
+		answer: func(method string, params json.RawMessage) (*jsonrpc.Message, error) {
+			return &jsonrpc.Message{Result: json.RawMessage(`{"resultType":"task","taskId":"up-9","status":"working","createdAt":"2026-07-28T00:00:00Z","lastUpdatedAt":"2026-07-28T00:00:00Z","ttlMs":60000}`)}, nil
+		},
+	}
+	legacyUp := legacyTaskUpstream()
+	r := startRouter(t, Options{}, map[string]*fakeUpstream{"m": modernUp, "l": legacyUp}, "m", "l")
+	ctx := context.Background()
+
+	modernID := taskOf(t, r.Dispatch(ctx, aliceModern, request("tools/call", `{"name":"m__build","arguments":{}}`)), true)
+	legacyID := taskOf(t, r.Dispatch(ctx, aliceLegacy, request("tools/call", `{"name":"l__job","arguments":{},"task":{}}`)), false)
+	sent := len(modernUp.recorded()) + len(legacyUp.recorded())
+	// Bounded, so that a tasks/result which polls a task of the other era
+	// for ever fails the test instead of hanging it.
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for _, method := range []string{"tasks/get", "tasks/result", "tasks/cancel"} {
+		if reply := r.Dispatch(ctx, aliceLegacy, taskReq(method, modernID)); reply.Error == nil || !strings.Contains(reply.Error.Message, "Task not found") {
+			t.Errorf("legacy %s of a modern host's task: %+v %s", method, reply.Error, reply.Result)
+		}
+	}
+	for _, method := range []string{"tasks/get", "tasks/cancel"} {
+		if reply := r.Dispatch(ctx, aliceModern, taskReq(method, legacyID)); reply.Error == nil || !strings.Contains(reply.Error.Message, "Task not found") {
+			t.Errorf("modern %s of a legacy host's task: %+v %s", method, reply.Error, reply.Result)
+		}
+	}
+	if list := r.Dispatch(ctx, aliceLegacy, request("tasks/list", `{}`)); strings.Contains(string(list.Result), modernID) {
+		t.Errorf("a legacy tasks/list shows a modern host's task: %s", list.Result)
+	}
+	if now := len(modernUp.recorded()) + len(legacyUp.recorded()); now != sent {
+		t.Errorf("the upstreams got %d requests for tasks of another era", now-sent)
+	}
+}
