@@ -579,3 +579,26 @@ func TestTasksStayInTheirEra(t *testing.T) {
 		t.Errorf("the upstreams got %d requests for tasks of another era", now-sent)
 	}
 }
+
+// TestGatewayTaskStopsWhenItExpires: the call the gateway runs for a
+// task is stopped once the task expires, even when no request touches
+// the task store after that (an expired task holds no call, and no
+// upstream slot, until the gateway closes).
+func TestGatewayTaskStopsWhenItExpires(t *testing.T) {
+	stopped := make(chan struct{})
+	up := &fakeUpstream{lists: map[string][]string{"tools/list": tools("work")}}
+	up.answerCtx = func(ctx context.Context, method string, _ json.RawMessage) (*jsonrpc.Message, error) {
+		<-ctx.Done()
+		close(stopped)
+		return nil, ctx.Err()
+	}
+	opts := Options{Upstreams: []UpstreamConfig{{Name: "up", Connect: up.connect, Timeout: time.Hour, Relay: relayAll, TaskAfter: time.Second}}}
+	r := startRouter(t, opts, map[string]*fakeUpstream{"up": up})
+	created := r.Dispatch(context.Background(), aliceLegacy, request("tools/call", `{"name":"up__work","arguments":{},"task":{"ttl":1}}`))
+	taskOf(t, created, false)
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call of an expired task still runs")
+	}
+}
