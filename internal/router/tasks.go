@@ -467,8 +467,9 @@ func (r *Router) newTask(c *Caller, u *upstreamState, subject string, ttlMs int6
 	if ttl <= 0 {
 		ttl = config.DefaultTaskTTL
 	}
-	if asked := time.Duration(ttlMs) * time.Millisecond; asked > 0 && asked < ttl {
-		ttl = asked
+	// Compared in milliseconds: a huge ttlMs would overflow a Duration.
+	if ttlMs > 0 && ttlMs < ttl.Milliseconds() {
+		ttl = time.Duration(ttlMs) * time.Millisecond
 	}
 	now := time.Now()
 	return &task{

@@ -602,3 +602,19 @@ func TestGatewayTaskStopsWhenItExpires(t *testing.T) {
 		t.Fatal("the call of an expired task still runs")
 	}
 }
+
+// TestHugeTTLIsCapped: a ttl too large for a duration is capped at the
+// gateway's TaskTTL like any other, never wrapped around into a task that
+// expires at once (2^64 ns is 18446744073709.55 ms).
+func TestHugeTTLIsCapped(t *testing.T) {
+	up := legacyTaskUpstream()
+	r := startRouter(t, Options{}, map[string]*fakeUpstream{"up": up}, "up")
+	for _, ttl := range []string{"18446744073710", "9223372036854775807", "1e400", "-5", "2.5", `"60000"`} {
+		created := r.Dispatch(context.Background(), aliceLegacy, request("tools/call", `{"name":"up__job","arguments":{},"task":{"ttl":`+ttl+`}}`))
+		taskOf(t, created, false)
+		calls := up.recorded()
+		if sent := calls[len(calls)-1].Params; !strings.Contains(sent, `"task":{"ttl":3600000}`) {
+			t.Errorf("ttl %s: the upstream was asked for %s, want the gateway's hour", ttl, sent)
+		}
+	}
+}
