@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -352,7 +353,7 @@ func (t *task) finish(result json.RawMessage, failure *jsonrpc.Error, toolError 
 		return // cancelled
 	}
 	if t.result == nil && t.failure == nil {
-		t.result, t.failure = result, failure
+		t.result, t.failure = result, t.scrub(failure)
 	}
 	if terminal(t.status) {
 		return
@@ -525,8 +526,33 @@ func (r *Router) taskRequest(ctx context.Context, c *Caller, req *jsonrpc.Reques
 		return errorReply(jsonrpc.CodeInvalidParams, "Failed to retrieve task: Task not found (unknown, expired, or not this caller's)")
 	}
 	reply := r.taskMethod(ctx, c, t, req)
+	reply.Error = t.scrub(reply.Error)
 	reply.Upstream, reply.Original = t.up.Name, t.subject
 	return reply
+}
+
+// scrub returns an upstream's error about a remote task with the
+// upstream's task id, in its message and data, replaced by the
+// gateway's: the upstream's id never reaches the host. Data that no
+// longer reads as JSON after the replacement is left out.
+func (t *task) scrub(e *jsonrpc.Error) *jsonrpc.Error {
+	if e == nil || t.remote == "" {
+		return e
+	}
+	quoted := jsonrpc.String(t.remote)
+	inner := quoted[1 : len(quoted)-1] // as it is spelled in a JSON string
+	if !strings.Contains(e.Message, t.remote) && !bytes.Contains(e.Data, inner) {
+		return e
+	}
+	out := *e
+	out.Message = strings.ReplaceAll(e.Message, t.remote, t.id)
+	if len(e.Data) > 0 {
+		out.Data = bytes.ReplaceAll(e.Data, inner, []byte(t.id))
+		if !json.Valid(out.Data) {
+			out.Data = nil
+		}
+	}
+	return &out
 }
 
 func (r *Router) taskMethod(ctx context.Context, c *Caller, t *task, req *jsonrpc.Request) *Reply {
@@ -594,6 +620,12 @@ func (r *Router) renderTask(c *Caller, t *task, st taskState, detailed bool) jso
 	}
 	if c.Modern() && status == taskFailed && st.failure == nil && st.result != nil {
 		status = taskCompleted
+	}
+	if c.Modern() && status == taskCompleted && st.result == nil && st.failure != nil {
+		// A legacy upstream said completed, then answered tasks/result
+		// with an error: a completed task must carry its result, and
+		// what there is to carry is a JSON-RPC error.
+		status = taskFailed
 	}
 	out := []byte{'{'}
 	if c.Modern() {

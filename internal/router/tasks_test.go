@@ -618,3 +618,55 @@ func TestHugeTTLIsCapped(t *testing.T) {
 		}
 	}
 }
+
+// TestUpstreamErrorsNameTheGatewaysTask: an upstream's error about its
+// task (tasks/get, tasks/result) names the gateway's id, in its message
+// and its data, never the upstream's own.
+func TestUpstreamErrorsNameTheGatewaysTask(t *testing.T) {
+	up := legacyTaskUpstream()
+	base := up.answer
+	var mu sync.Mutex
+	failing := "tasks/get"
+	up.answer = func(method string, params json.RawMessage) (*jsonrpc.Message, error) {
+		mu.Lock()
+		fail := method == failing || method == "tasks/result"
+		mu.Unlock()
+		if fail {
+			return &jsonrpc.Message{Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Task up-7 is gone", Data: json.RawMessage(`{"taskId":"up-7"}`)}}, nil
+		}
+		return base(method, params)
+	}
+	r := startRouter(t, Options{}, map[string]*fakeUpstream{"up": up}, "up")
+	ctx := context.Background()
+	for _, c := range []*Caller{aliceLegacy, aliceModern} {
+		call := `{"name":"up__job","arguments":{},"task":{}}`
+		if c.Modern() {
+			call = `{"name":"up__must","arguments":{}}`
+		}
+		id := taskOf(t, r.Dispatch(ctx, c, request("tools/call", call)), c.Modern())
+		methods := []string{"tasks/get", "tasks/result"}
+		if c.Modern() {
+			methods = methods[:1]
+		}
+		for _, method := range methods {
+			reply := r.Dispatch(ctx, c, taskReq(method, id))
+			if reply.Error == nil {
+				t.Fatalf("%s %s: no error: %s", c.ProtocolVersion, method, reply.Result)
+			}
+			if e, _ := json.Marshal(reply.Error); strings.Contains(string(e), "up-7") || !strings.Contains(reply.Error.Message, id) || !strings.Contains(string(reply.Error.Data), id) {
+				t.Errorf("%s %s: the host got %s, want the gateway's id %s", c.ProtocolVersion, method, e, id)
+			}
+		}
+	}
+	// A modern host's tasks/get shows the failed task's error inline once
+	// the upstream's tasks/get says it is done.
+	mu.Lock()
+	failing = ""
+	mu.Unlock()
+	id := taskOf(t, r.Dispatch(ctx, aliceModern, request("tools/call", `{"name":"up__must","arguments":{}}`)), true)
+	r.Dispatch(ctx, aliceModern, taskReq("tasks/get", id)) // working; the fake is done after one poll
+	got := r.Dispatch(ctx, aliceModern, taskReq("tasks/get", id))
+	if !strings.Contains(string(got.Result), `"status":"failed"`) || strings.Contains(string(got.Result), "up-7") || !strings.Contains(string(got.Result), `"message":"Task `+id) {
+		t.Errorf("modern tasks/get of the failed task = %v %s, want its error naming %s", got.Error, got.Result, id)
+	}
+}
