@@ -670,3 +670,31 @@ func TestUpstreamErrorsNameTheGatewaysTask(t *testing.T) {
 		t.Errorf("modern tasks/get of the failed task = %v %s, want its error naming %s", got.Error, got.Result, id)
 	}
 }
+
+// TestCancelRacingTheCallsEnd: tasks/cancel, tasks/get and the end of the
+// call the gateway runs, all at once on one task: the task stays
+// cancelled whatever the call then returns.
+func TestCancelRacingTheCallsEnd(t *testing.T) {
+	up, arrived, release := blockingUpstream()
+	opts := Options{Upstreams: []UpstreamConfig{{Name: "up", Connect: up.connect, Timeout: time.Hour, Relay: relayAll, TaskAfter: time.Second}}}
+	r := startRouter(t, opts, map[string]*fakeUpstream{"up": up})
+	ctx := context.Background()
+	id := taskOf(t, r.Dispatch(ctx, aliceLegacy, request("tools/call", `{"name":"up__work","arguments":{},"task":{}}`)), false)
+	<-arrived
+	var wg sync.WaitGroup
+	wg.Go(func() { close(release) })
+	wg.Go(func() { r.Dispatch(ctx, aliceLegacy, taskReq("tasks/get", id)) })
+	cancelled := r.Dispatch(ctx, aliceLegacy, taskReq("tasks/cancel", id))
+	wg.Wait()
+	if cancelled.Error != nil {
+		// The call ended first: the task is completed, and stays so.
+		if got := r.Dispatch(ctx, aliceLegacy, taskReq("tasks/get", id)); !strings.Contains(string(got.Result), `"status":"completed"`) {
+			t.Errorf("cancel refused (%v) but the task is %s", cancelled.Error, got.Result)
+		}
+		return
+	}
+	res := r.Dispatch(ctx, aliceLegacy, taskReq("tasks/result", id))
+	if got := r.Dispatch(ctx, aliceLegacy, taskReq("tasks/get", id)); !strings.Contains(string(got.Result), `"status":"cancelled"`) || res.Error == nil {
+		t.Errorf("a cancelled task became %s (tasks/result %v %s)", got.Result, res.Error, res.Result)
+	}
+}
