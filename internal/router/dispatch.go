@@ -406,6 +406,12 @@ func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, in *j
 	if in.Task != nil && method != "tools/call" {
 		out.Set("task", nil) // ignored (see callTool for tools/call)
 	}
+	if in.Meta.Has(metaRelatedTask) {
+		// A host knows only the gateway's task ids: one it names (or
+		// makes up) must not reach an upstream, which could take it for
+		// one of its own tasks, perhaps another caller's.
+		out.SetMeta(metaRelatedTask, nil)
+	}
 	interactive := slices.Contains(interactiveMethods, method)
 	modernUp := u.isModern() // read once: a re-list may change it
 	if (in.HasRequestState || in.InputResponses != nil) && !(c.Modern() && interactive && in.HasRequestState) {

@@ -49,12 +49,13 @@ type call struct {
 	token     string
 	// taskID, when set, is the gateway's id of the task the call serves
 	// (a tasks/result): the upstream's requests for the task name it in
-	// their related-task _meta instead of the upstream's own, remoteTask.
-	// task, when set, is that task, whose host is asked by polling (see
-	// collect).
-	taskID     string
-	remoteTask string
-	task       *task
+	// their related-task _meta instead of the upstream's own. task, when
+	// set, is that task, whose host is asked by polling (see collect).
+	// upTaskID is the upstream's id of that task: the upstream's
+	// requests that name it are this call's (see callSet.forTask), and
+	// the host's answers name it instead of whatever the host put there.
+	taskID, upTaskID string
+	task             *task
 }
 
 // startCall registers a call and rewrites its request for the upstream:
@@ -129,12 +130,12 @@ func (cl *call) Notify(n *jsonrpc.Message) {
 		if err != nil {
 			return
 		}
-		host.Notify(n.Method, params)
+		host.Notify(n.Method, retagged(params, cl.taskID))
 	case "notifications/message":
 		if host == nil || !caller.wantsLog(n.Params) {
 			return
 		}
-		host.Notify(n.Method, n.Params)
+		host.Notify(n.Method, retagged(n.Params, cl.taskID))
 	default:
 		// A server may send what is not about the call on the call's
 		// stream (the Go SDK sends resources/updated there when the
@@ -167,15 +168,17 @@ func (cl *call) Request(ctx context.Context, req *jsonrpc.Message) *jsonrpc.Mess
 			return &jsonrpc.Message{Error: jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
 				"The host did not declare the %s capability, so the gateway cannot relay %s", capability, req.Method)}
 		}
-		return cl.task.ask(ctx, req.Method, req.Params)
+		return cl.hostAnswer(cl.task.ask(ctx, req.Method, req.Params))
 	}
 	if caller.Host == nil || !caller.declares(capability) {
 		return &jsonrpc.Message{Error: jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
 			"The host did not declare the %s capability, so the gateway cannot relay %s", capability, req.Method)}
 	}
-	params := req.Params
+	// The host knows only the gateway's task ids: the request names the
+	// task it serves by the gateway's (or names none).
+	params := retagged(req.Params, "")
 	if cl.taskID != "" {
-		params = relatedTo(params, cl.taskID)
+		params = relatedTo(req.Params, cl.taskID)
 	}
 	resp, err := caller.Host.Request(ctx, req.Method, params)
 	if err != nil {
@@ -183,7 +186,39 @@ func (cl *call) Request(ctx context.Context, req *jsonrpc.Message) *jsonrpc.Mess
 			keyMethod, req.Method, keySession, caller.Session, keyErr, err)
 		return &jsonrpc.Message{Error: jsonrpc.NewError(jsonrpc.CodeInternalError, "The host could not answer %s: %v", req.Method, err)}
 	}
-	return resp
+	return cl.hostAnswer(resp)
+}
+
+// hostAnswer gives the host's answer to an upstream's request the
+// related-task of the upstream's own task the call serves (2025-11-25
+// "Associating Task-Related Messages"), or none: what the host put there
+// (the gateway's id, or any id it made up) never reaches the upstream,
+// which could take it for one of its tasks, perhaps another caller's.
+func (cl *call) hostAnswer(resp *jsonrpc.Message) *jsonrpc.Message {
+	if resp == nil || resp.Result == nil {
+		return resp
+	}
+	result := retagged(resp.Result, "")
+	if cl.upTaskID != "" {
+		result = relatedTo(resp.Result, cl.upTaskID)
+	}
+	out := *resp
+	out.Result = result
+	return &out
+}
+
+// retagged returns params with its related-task _meta, when it has one,
+// naming task id instead (removed with id ""); params without one come
+// back as they are.
+func retagged(params json.RawMessage, id string) json.RawMessage {
+	meta, ok := jsonrpc.Field(params, "_meta")
+	if !ok {
+		return params
+	}
+	if _, ok := jsonrpc.Field(meta, metaRelatedTask); !ok {
+		return params
+	}
+	return relatedTo(params, id)
 }
 
 // notRelayed is the error for a server request of method, which needs

@@ -37,6 +37,8 @@ type fakeUpstream struct {
 	startGate, listGate, listEntered chan struct{}
 	// answer produces the response to a call; nil echoes the params.
 	answer func(method string, params json.RawMessage) (*jsonrpc.Message, error)
+	// answerCtx, when set, is answer with the call's context.
+	answerCtx func(ctx context.Context, method string, params json.RawMessage) (*jsonrpc.Message, error)
 
 	// closedCh, when set, is closed by the first Close.
 	closedCh chan struct{}
@@ -125,11 +127,18 @@ func (f *fakeUpstream) Close() error {
 	return nil
 }
 
-func (f *fakeUpstream) Send(_ context.Context, req *jsonrpc.Outgoing) (*jsonrpc.Message, error) {
+func (f *fakeUpstream) Send(ctx context.Context, req *jsonrpc.Outgoing) (*jsonrpc.Message, error) {
 	method, params := req.Method, req.Params()
 	f.mu.Lock()
 	f.calls = append(f.calls, recordedCall{method, string(params)})
 	f.mu.Unlock()
+	if f.answerCtx != nil {
+		m, err := f.answerCtx(ctx, method, params)
+		if err != nil {
+			return nil, err
+		}
+		return decoded(m), nil
+	}
 	if f.answer == nil {
 		return decoded(&jsonrpc.Message{ID: json.RawMessage("1"), Result: json.RawMessage(`{"echo":` + string(params) + `}`)}), nil
 	}

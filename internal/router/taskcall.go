@@ -259,11 +259,15 @@ func (r *Router) adoptModernTask(c *Caller, u *upstreamState, name string, reply
 // or expires, or the gateway closes.
 func (r *Router) gatewayTask(ctx context.Context, c *Caller, u *upstreamState, req *jsonrpc.Request, out *jsonrpc.Outgoing, name string, wait time.Duration) *Reply {
 	t := r.newTask(c, u, name, askedTTL(req.Task))
+	// The call ends when the task expires, whether or not anything looks
+	// at the task store then. stop is set before the task is in the
+	// store, where a sweep or Close reads it.
+	callCtx, stop := context.WithDeadline(context.WithoutCancel(ctx), t.expires)
+	t.stop = stop
 	if wait == 0 && !r.register(t) {
+		stop()
 		return r.tooManyTasks()
 	}
-	callCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	t.stop = stop
 	host := &taskHost{t: t, inner: c.Host, answered: make(chan *Reply, 1)}
 	bc := *c
 	bc.Host = host

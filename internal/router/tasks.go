@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -98,9 +99,15 @@ func (c *Caller) takesTasks() bool {
 // Isolation and Access Control": bound to the context there is, so that
 // one anonymous session neither lists nor reaches another's tasks, nor
 // fills their bound). An anonymous modern host has neither: its task ids
-// are bearer tokens of 128 random bits.
+// are bearer tokens of 128 random bits. A task is also bound to the era
+// of the host that made it: its result is kept in that era, and a modern
+// upstream's task has no tasks/result, so one identity speaking both
+// revisions finds each task only in its own.
 func taskOwner(c *Caller) string {
-	if c.Principal == "" && c.Session != "" {
+	switch {
+	case c.Modern():
+		return c.owner() + "\x00modern"
+	case c.Principal == "" && c.Session != "":
 		return c.owner() + "\x00session:" + c.Session
 	}
 	return c.owner()
@@ -353,7 +360,7 @@ func (t *task) finish(result json.RawMessage, failure *jsonrpc.Error, toolError 
 		return // cancelled
 	}
 	if t.result == nil && t.failure == nil {
-		t.result, t.failure = result, failure
+		t.result, t.failure = result, t.scrub(failure)
 	}
 	if terminal(t.status) {
 		return
@@ -468,8 +475,9 @@ func (r *Router) newTask(c *Caller, u *upstreamState, subject string, ttlMs int6
 	if ttl <= 0 {
 		ttl = config.DefaultTaskTTL
 	}
-	if asked := time.Duration(ttlMs) * time.Millisecond; asked > 0 && asked < ttl {
-		ttl = asked
+	// Compared in milliseconds: a huge ttlMs would overflow a Duration.
+	if ttlMs > 0 && ttlMs < ttl.Milliseconds() {
+		ttl = time.Duration(ttlMs) * time.Millisecond
 	}
 	now := time.Now()
 	return &task{
@@ -525,8 +533,33 @@ func (r *Router) taskRequest(ctx context.Context, c *Caller, req *jsonrpc.Reques
 		return errorReply(jsonrpc.CodeInvalidParams, "Failed to retrieve task: Task not found (unknown, expired, or not this caller's)")
 	}
 	reply := r.taskMethod(ctx, c, t, req)
+	reply.Error = t.scrub(reply.Error)
 	reply.Upstream, reply.Original = t.up.Name, t.subject
 	return reply
+}
+
+// scrub returns an upstream's error about a remote task with the
+// upstream's task id, in its message and data, replaced by the
+// gateway's: the upstream's id never reaches the host. Data that no
+// longer reads as JSON after the replacement is left out.
+func (t *task) scrub(e *jsonrpc.Error) *jsonrpc.Error {
+	if e == nil || t.remote == "" {
+		return e
+	}
+	quoted := jsonrpc.String(t.remote)
+	inner := quoted[1 : len(quoted)-1] // as it is spelled in a JSON string
+	if !strings.Contains(e.Message, t.remote) && !bytes.Contains(e.Data, inner) {
+		return e
+	}
+	out := *e
+	out.Message = strings.ReplaceAll(e.Message, t.remote, t.id)
+	if len(e.Data) > 0 {
+		out.Data = bytes.ReplaceAll(e.Data, inner, []byte(t.id))
+		if !json.Valid(out.Data) {
+			out.Data = nil
+		}
+	}
+	return &out
 }
 
 func (r *Router) taskMethod(ctx context.Context, c *Caller, t *task, req *jsonrpc.Request) *Reply {
@@ -594,6 +627,12 @@ func (r *Router) renderTask(c *Caller, t *task, st taskState, detailed bool) jso
 	}
 	if c.Modern() && status == taskFailed && st.failure == nil && st.result != nil {
 		status = taskCompleted
+	}
+	if c.Modern() && status == taskCompleted && st.result == nil && st.failure != nil {
+		// A legacy upstream said completed, then answered tasks/result
+		// with an error: a completed task must carry its result, and
+		// what there is to carry is a JSON-RPC error.
+		status = taskFailed
 	}
 	out := []byte{'{'}
 	if c.Modern() {
@@ -848,7 +887,7 @@ func (r *Router) fetchRemoteResult(ctx context.Context, c *Caller, t *task) *jso
 	params := jsonrpc.AppendString([]byte(`{"taskId":`), t.remote)
 	out := jsonrpc.NewOutgoing("tasks/result", append(params, '}'))
 	cl := r.startCall(c, t.up, t.calls, &jsonrpc.Request{}, out)
-	cl.taskID, cl.remoteTask = t.id, t.remote
+	cl.taskID, cl.upTaskID = t.id, t.remote
 	if c.Host == nil {
 		cl.task = t
 	}
@@ -913,7 +952,7 @@ func (s *callSet) forTask(params json.RawMessage) *call {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for cl := range s.calls {
-		if cl.remoteTask == id {
+		if cl.upTaskID == id {
 			return cl
 		}
 	}

@@ -576,3 +576,219 @@ func TestTaskRequestsGoToTheirTask(t *testing.T) {
 		}
 	}
 }
+
+// TestRelatedTaskNamesOnlyTheGatewaysTask: the related-task _meta that
+// ties a message to a task names the gateway's id towards the host and
+// the upstream's own towards the upstream, whatever the other side put
+// there. A legacy upstream's log message about its task (2025-11-25
+// "Associating Task-Related Messages": every message about a task names
+// it) reaches the host with the gateway's id, never the upstream's; the
+// host's answer to the upstream's elicitation, which names a task the
+// host made up (another caller's upstream id, say), reaches the upstream
+// naming the upstream's own task; a related-task in a host's own request
+// never reaches an upstream.
+func TestRelatedTaskNamesOnlyTheGatewaysTask(t *testing.T) {
+	up := legacyTaskUpstream()
+	base := up.answer
+	answers := make(chan *jsonrpc.Message, 1)
+	up.answer = func(method string, params json.RawMessage) (*jsonrpc.Message, error) {
+		if method == "tasks/result" {
+			up.handlers.Notify(&jsonrpc.Message{Method: "notifications/message",
+				Params: json.RawMessage(`{"level":"info","data":"half way","_meta":{"io.modelcontextprotocol/related-task":{"taskId":"up-7"}}}`)})
+			answers <- up.handlers.Request(context.Background(), &jsonrpc.Message{ID: json.RawMessage("7"), Method: "elicitation/create",
+				Params: json.RawMessage(`{"message":"sure?","requestedSchema":{"type":"object"},"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"up-7"}}}`)})
+		}
+		return base(method, params)
+	}
+	r := startRouter(t, Options{}, map[string]*fakeUpstream{"up": up}, "up")
+	ctx := context.Background()
+	host := &recordingHost{answer: json.RawMessage(`{"action":"accept","content":{},"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"up-3"}}}`)}
+	alice := *aliceLegacy
+	alice.Host = host
+	alice.Capabilities = json.RawMessage(`{"tasks":{},"elicitation":{}}`)
+
+	id := taskOf(t, r.Dispatch(ctx, &alice, request("tools/call", `{"name":"up__job","arguments":{},"task":{}}`)), false)
+	if res := r.Dispatch(ctx, &alice, taskReq("tasks/result", id)); res.Error != nil {
+		t.Fatalf("tasks/result: %v", res.Error)
+	}
+	notes, asked := host.got()
+	if len(notes) != 1 || len(asked) != 1 {
+		t.Fatalf("the host got notifications %q and requests %q, want the log message and the elicitation", notes, asked)
+	}
+	if strings.Contains(notes[0], "up-7") || !strings.Contains(notes[0], `"taskId":"`+id+`"`) {
+		t.Errorf("the host was sent %s, want the related-task naming %s", notes[0], id)
+	}
+	answer := <-answers
+	if meta, _ := jsonrpc.Field(answer.Result, "_meta"); !strings.Contains(string(meta), `{"taskId":"up-7"}`) {
+		t.Errorf("the upstream got the host's answer %s, want its related-task naming the upstream's task", answer.Result)
+	}
+
+	r.Dispatch(ctx, &alice, request("tools/call", `{"name":"up__plain","arguments":{},"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"up-7"}}}`))
+	calls := up.recorded()
+	if last := calls[len(calls)-1]; last.Method != "tools/call" || strings.Contains(last.Params, "related-task") {
+		t.Errorf("the upstream got %s %s, with the host's related-task", last.Method, last.Params)
+	}
+}
+
+// TestTasksStayInTheirEra: one identity speaking both revisions finds a
+// task only in the revision that created it. A task's result is kept in
+// that host's era, and a modern upstream's task has no tasks/result: a
+// 2025-11-25 tasks/get, tasks/result or tasks/cancel of a modern host's
+// task (or the reverse) gets "Task not found", and nothing reaches the
+// upstream.
+func TestTasksStayInTheirEra(t *testing.T) {
+	modernUp := &fakeUpstream{
+		version:      ModernVersion,
+		capabilities: `{"tools":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`,
+		lists:        map[string][]string{"tools/list": tools("build")},
+		answer: func(method string, params json.RawMessage) (*jsonrpc.Message, error) {
+			return &jsonrpc.Message{Result: json.RawMessage(`{"resultType":"task","taskId":"up-9","status":"working","createdAt":"2026-07-28T00:00:00Z","lastUpdatedAt":"2026-07-28T00:00:00Z","ttlMs":60000}`)}, nil
+		},
+	}
+	legacyUp := legacyTaskUpstream()
+	r := startRouter(t, Options{}, map[string]*fakeUpstream{"m": modernUp, "l": legacyUp}, "m", "l")
+	ctx := context.Background()
+
+	modernID := taskOf(t, r.Dispatch(ctx, aliceModern, request("tools/call", `{"name":"m__build","arguments":{}}`)), true)
+	legacyID := taskOf(t, r.Dispatch(ctx, aliceLegacy, request("tools/call", `{"name":"l__job","arguments":{},"task":{}}`)), false)
+	sent := len(modernUp.recorded()) + len(legacyUp.recorded())
+	// Bounded, so that a tasks/result which polls a task of the other era
+	// for ever fails the test instead of hanging it.
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for _, method := range []string{"tasks/get", "tasks/result", "tasks/cancel"} {
+		if reply := r.Dispatch(ctx, aliceLegacy, taskReq(method, modernID)); reply.Error == nil || !strings.Contains(reply.Error.Message, "Task not found") {
+			t.Errorf("legacy %s of a modern host's task: %+v %s", method, reply.Error, reply.Result)
+		}
+	}
+	for _, method := range []string{"tasks/get", "tasks/cancel"} {
+		if reply := r.Dispatch(ctx, aliceModern, taskReq(method, legacyID)); reply.Error == nil || !strings.Contains(reply.Error.Message, "Task not found") {
+			t.Errorf("modern %s of a legacy host's task: %+v %s", method, reply.Error, reply.Result)
+		}
+	}
+	if list := r.Dispatch(ctx, aliceLegacy, request("tasks/list", `{}`)); strings.Contains(string(list.Result), modernID) {
+		t.Errorf("a legacy tasks/list shows a modern host's task: %s", list.Result)
+	}
+	if now := len(modernUp.recorded()) + len(legacyUp.recorded()); now != sent {
+		t.Errorf("the upstreams got %d requests for tasks of another era", now-sent)
+	}
+}
+
+// TestGatewayTaskStopsWhenItExpires: the call the gateway runs for a
+// task is stopped once the task expires, even when no request touches
+// the task store after that (an expired task holds no call, and no
+// upstream slot, until the gateway closes).
+func TestGatewayTaskStopsWhenItExpires(t *testing.T) {
+	stopped := make(chan struct{})
+	up := &fakeUpstream{lists: map[string][]string{"tools/list": tools("work")}}
+	up.answerCtx = func(ctx context.Context, method string, _ json.RawMessage) (*jsonrpc.Message, error) {
+		<-ctx.Done()
+		close(stopped)
+		return nil, ctx.Err()
+	}
+	opts := Options{Upstreams: []UpstreamConfig{{Name: "up", Connect: up.connect, Timeout: time.Hour, Relay: relayAll, TaskAfter: time.Second}}}
+	r := startRouter(t, opts, map[string]*fakeUpstream{"up": up})
+	created := r.Dispatch(context.Background(), aliceLegacy, request("tools/call", `{"name":"up__work","arguments":{},"task":{"ttl":1}}`))
+	taskOf(t, created, false)
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call of an expired task still runs")
+	}
+}
+
+// TestHugeTTLIsCapped: a ttl too large for a duration is capped at the
+// gateway's TaskTTL like any other, never wrapped around into a task that
+// expires at once (2^64 ns is 18446744073709.55 ms).
+func TestHugeTTLIsCapped(t *testing.T) {
+	up := legacyTaskUpstream()
+	r := startRouter(t, Options{}, map[string]*fakeUpstream{"up": up}, "up")
+	for _, ttl := range []string{"18446744073710", "9223372036854775807", "1e400", "-5", "2.5", `"60000"`} {
+		created := r.Dispatch(context.Background(), aliceLegacy, request("tools/call", `{"name":"up__job","arguments":{},"task":{"ttl":`+ttl+`}}`))
+		taskOf(t, created, false)
+		calls := up.recorded()
+		if sent := calls[len(calls)-1].Params; !strings.Contains(sent, `"task":{"ttl":3600000}`) {
+			t.Errorf("ttl %s: the upstream was asked for %s, want the gateway's hour", ttl, sent)
+		}
+	}
+}
+
+// TestUpstreamErrorsNameTheGatewaysTask: an upstream's error about its
+// task (tasks/get, tasks/result) names the gateway's id, in its message
+// and its data, never the upstream's own.
+func TestUpstreamErrorsNameTheGatewaysTask(t *testing.T) {
+	up := legacyTaskUpstream()
+	base := up.answer
+	var mu sync.Mutex
+	failing := "tasks/get"
+	up.answer = func(method string, params json.RawMessage) (*jsonrpc.Message, error) {
+		mu.Lock()
+		fail := method == failing || method == "tasks/result"
+		mu.Unlock()
+		if fail {
+			return &jsonrpc.Message{Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Task up-7 is gone", Data: json.RawMessage(`{"taskId":"up-7"}`)}}, nil
+		}
+		return base(method, params)
+	}
+	r := startRouter(t, Options{}, map[string]*fakeUpstream{"up": up}, "up")
+	ctx := context.Background()
+	for _, c := range []*Caller{aliceLegacy, aliceModern} {
+		call := `{"name":"up__job","arguments":{},"task":{}}`
+		if c.Modern() {
+			call = `{"name":"up__must","arguments":{}}`
+		}
+		id := taskOf(t, r.Dispatch(ctx, c, request("tools/call", call)), c.Modern())
+		methods := []string{"tasks/get", "tasks/result"}
+		if c.Modern() {
+			methods = methods[:1]
+		}
+		for _, method := range methods {
+			reply := r.Dispatch(ctx, c, taskReq(method, id))
+			if reply.Error == nil {
+				t.Fatalf("%s %s: no error: %s", c.ProtocolVersion, method, reply.Result)
+			}
+			if e, _ := json.Marshal(reply.Error); strings.Contains(string(e), "up-7") || !strings.Contains(reply.Error.Message, id) || !strings.Contains(string(reply.Error.Data), id) {
+				t.Errorf("%s %s: the host got %s, want the gateway's id %s", c.ProtocolVersion, method, e, id)
+			}
+		}
+	}
+	// A modern host's tasks/get shows the failed task's error inline once
+	// the upstream's tasks/get says it is done.
+	mu.Lock()
+	failing = ""
+	mu.Unlock()
+	id := taskOf(t, r.Dispatch(ctx, aliceModern, request("tools/call", `{"name":"up__must","arguments":{}}`)), true)
+	r.Dispatch(ctx, aliceModern, taskReq("tasks/get", id)) // working; the fake is done after one poll
+	got := r.Dispatch(ctx, aliceModern, taskReq("tasks/get", id))
+	if !strings.Contains(string(got.Result), `"status":"failed"`) || strings.Contains(string(got.Result), "up-7") || !strings.Contains(string(got.Result), `"message":"Task `+id) {
+		t.Errorf("modern tasks/get of the failed task = %v %s, want its error naming %s", got.Error, got.Result, id)
+	}
+}
+
+// TestCancelRacingTheCallsEnd: tasks/cancel, tasks/get and the end of the
+// call the gateway runs, all at once on one task: the task stays
+// cancelled whatever the call then returns.
+func TestCancelRacingTheCallsEnd(t *testing.T) {
+	up, arrived, release := blockingUpstream()
+	opts := Options{Upstreams: []UpstreamConfig{{Name: "up", Connect: up.connect, Timeout: time.Hour, Relay: relayAll, TaskAfter: time.Second}}}
+	r := startRouter(t, opts, map[string]*fakeUpstream{"up": up})
+	ctx := context.Background()
+	id := taskOf(t, r.Dispatch(ctx, aliceLegacy, request("tools/call", `{"name":"up__work","arguments":{},"task":{}}`)), false)
+	<-arrived
+	var wg sync.WaitGroup
+	wg.Go(func() { close(release) })
+	wg.Go(func() { r.Dispatch(ctx, aliceLegacy, taskReq("tasks/get", id)) })
+	cancelled := r.Dispatch(ctx, aliceLegacy, taskReq("tasks/cancel", id))
+	wg.Wait()
+	if cancelled.Error != nil {
+		// The call ended first: the task is completed, and stays so.
+		if got := r.Dispatch(ctx, aliceLegacy, taskReq("tasks/get", id)); !strings.Contains(string(got.Result), `"status":"completed"`) {
+			t.Errorf("cancel refused (%v) but the task is %s", cancelled.Error, got.Result)
+		}
+		return
+	}
+	res := r.Dispatch(ctx, aliceLegacy, taskReq("tasks/result", id))
+	if got := r.Dispatch(ctx, aliceLegacy, taskReq("tasks/get", id)); !strings.Contains(string(got.Result), `"status":"cancelled"`) || res.Error == nil {
+		t.Errorf("a cancelled task became %s (tasks/result %v %s)", got.Result, res.Error, res.Result)
+	}
+}
