@@ -146,6 +146,9 @@ func (r *Router) callTool(ctx context.Context, c *Caller, e *entry, req *jsonrpc
 // without, the gateway waits for the task's result and answers with it.
 func (r *Router) remoteTask(ctx context.Context, c *Caller, e *entry, req *jsonrpc.Request, out *jsonrpc.Outgoing, handle bool) *Reply {
 	u := e.up
+	if handle && r.tasksFull(c) {
+		return r.tooManyTasks()
+	}
 	t := r.newTask(c, u, e.exposed, askedTTL(req.Task))
 	if req.Task != nil {
 		// The host's augmentation, with the ttl the gateway keeps the
@@ -243,6 +246,9 @@ func (r *Router) adoptModernTask(c *Caller, u *upstreamState, name string, reply
 	t.remote, t.remoteModern, t.client, t.calls = remote, true, reply.via, reply.viaCalls
 	t.adopt(reply.Result)
 	if !r.register(t) {
+		if resp, err := r.sendTask(context.Background(), c, t, "tasks/cancel", nil); err != nil || resp.Error != nil {
+			r.log.Warn("task not cancelled upstream", keyUpstream, u.Name, "name", name)
+		}
 		return r.tooManyTasks()
 	}
 	result, err := jsonrpc.SetField(jsonrpc.DeleteField(reply.Result, "taskId"), "taskId", jsonrpc.String(t.id))

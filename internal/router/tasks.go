@@ -403,6 +403,13 @@ func (s *taskStore) add(t *task, max int) bool {
 	return true
 }
 
+// full reports whether the owner holds max live tasks already.
+func (s *taskStore) full(owner string, max int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.dropExpiredLocked(owner, time.Now())) >= max
+}
+
 // get returns the owner's live task id; nil when there is none (unknown,
 // expired, or another caller's).
 func (s *taskStore) get(id, owner string) *task {
@@ -496,6 +503,17 @@ func (r *Router) register(t *task) bool {
 	return r.tasks.add(t, limit)
 }
 
+// tasksFull reports whether caller c holds MaxTasks live tasks: checked
+// before an upstream is asked for a task, so that none is made only to
+// be cancelled.
+func (r *Router) tasksFull(c *Caller) bool {
+	limit := r.opts.MaxTasks
+	if limit <= 0 {
+		limit = config.DefaultMaxTasks
+	}
+	return r.tasks.full(taskOwner(c), limit)
+}
+
 // tooManyTasks is the error for a caller that holds MaxTasks live tasks.
 func (r *Router) tooManyTasks() *Reply {
 	limit := r.opts.MaxTasks
@@ -539,25 +557,25 @@ func (r *Router) taskRequest(ctx context.Context, c *Caller, req *jsonrpc.Reques
 }
 
 // scrub returns an upstream's error about a remote task with the
-// upstream's task id, in its message and data, replaced by the
-// gateway's: the upstream's id never reaches the host. Data that no
-// longer reads as JSON after the replacement is left out.
+// upstream's task id replaced by the gateway's: where the data has it as
+// a string value, and in the message when the id is long enough (8
+// characters or more) to stand for itself there, so that a short id
+// ("1") does not garble the rest of the message.
 func (t *task) scrub(e *jsonrpc.Error) *jsonrpc.Error {
 	if e == nil || t.remote == "" {
 		return e
 	}
 	quoted := jsonrpc.String(t.remote)
-	inner := quoted[1 : len(quoted)-1] // as it is spelled in a JSON string
-	if !strings.Contains(e.Message, t.remote) && !bytes.Contains(e.Data, inner) {
+	inMessage := len(t.remote) >= 8 && strings.Contains(e.Message, t.remote)
+	if !inMessage && !bytes.Contains(e.Data, quoted) {
 		return e
 	}
 	out := *e
-	out.Message = strings.ReplaceAll(e.Message, t.remote, t.id)
+	if inMessage {
+		out.Message = strings.ReplaceAll(e.Message, t.remote, t.id)
+	}
 	if len(e.Data) > 0 {
-		out.Data = bytes.ReplaceAll(e.Data, inner, []byte(t.id))
-		if !json.Valid(out.Data) {
-			out.Data = nil
-		}
+		out.Data = bytes.ReplaceAll(e.Data, quoted, jsonrpc.String(t.id))
 	}
 	return &out
 }

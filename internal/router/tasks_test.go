@@ -13,7 +13,7 @@ import (
 
 // legacyTaskUpstream is a 2025-11-25 upstream whose tools "job" and
 // "must" run as a task (taskSupport optional and required) with the
-// upstream's id "up-7", which is done once polled, and whose tool
+// upstream's id "up-task-7", which is done once polled, and whose tool
 // "plain" does not.
 func legacyTaskUpstream() *fakeUpstream {
 	f := &fakeUpstream{
@@ -28,7 +28,7 @@ func legacyTaskUpstream() *fakeUpstream {
 	status := "working"
 	f.answer = func(method string, params json.RawMessage) (*jsonrpc.Message, error) {
 		task := func(s string) string {
-			return `{"taskId":"up-7","status":"` + s + `","createdAt":"2025-11-25T10:00:00Z","lastUpdatedAt":"2025-11-25T10:00:00Z","ttl":60000,"pollInterval":250}`
+			return `{"taskId":"up-task-7","status":"` + s + `","createdAt":"2025-11-25T10:00:00Z","lastUpdatedAt":"2025-11-25T10:00:00Z","ttl":60000,"pollInterval":250}`
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -36,7 +36,7 @@ func legacyTaskUpstream() *fakeUpstream {
 		case "tools/call":
 			if _, ok := jsonrpc.Field(params, "task"); ok {
 				status = "working"
-				return &jsonrpc.Message{Result: json.RawMessage(`{"task":` + task("working") + `,"_meta":{"io.modelcontextprotocol/model-immediate-response":"started","io.modelcontextprotocol/related-task":{"taskId":"up-7"}}}`)}, nil
+				return &jsonrpc.Message{Result: json.RawMessage(`{"task":` + task("working") + `,"_meta":{"io.modelcontextprotocol/model-immediate-response":"started","io.modelcontextprotocol/related-task":{"taskId":"up-task-7"}}}`)}, nil
 			}
 			return &jsonrpc.Message{Result: json.RawMessage(`{"content":[{"type":"text","text":"plain"}]}`)}, nil
 		case "tasks/get":
@@ -48,7 +48,7 @@ func legacyTaskUpstream() *fakeUpstream {
 			return &jsonrpc.Message{Result: json.RawMessage(got)}, nil
 		case "tasks/result":
 			status = "completed"
-			return &jsonrpc.Message{Result: json.RawMessage(`{"content":[{"type":"text","text":"done"}],"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"up-7"}}}`)}, nil
+			return &jsonrpc.Message{Result: json.RawMessage(`{"content":[{"type":"text","text":"done"}],"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"up-task-7"}}}`)}, nil
 		case "tasks/cancel":
 			status = "cancelled"
 			return &jsonrpc.Message{Result: json.RawMessage(task(status))}, nil
@@ -121,7 +121,7 @@ func TestUpstreamTaskIsTheCallersAlone(t *testing.T) {
 	if got.Error != nil || !strings.Contains(string(got.Result), `"taskId":"`+id+`"`) || !strings.Contains(string(got.Result), `"pollInterval":250`) {
 		t.Errorf("tasks/get = %v %s", got.Error, got.Result)
 	}
-	if calls := up.recorded(); len(calls) != before+1 || calls[before].Method != "tasks/get" || calls[before].Params != `{"taskId":"up-7"}` {
+	if calls := up.recorded(); len(calls) != before+1 || calls[before].Method != "tasks/get" || calls[before].Params != `{"taskId":"up-task-7"}` {
 		t.Errorf("the upstream was asked %+v, want tasks/get of its own id", calls[before:])
 	}
 	list := r.Dispatch(ctx, aliceLegacy, request("tasks/list", `{}`))
@@ -133,7 +133,7 @@ func TestUpstreamTaskIsTheCallersAlone(t *testing.T) {
 		t.Errorf("tasks/result = %v %s", res.Error, res.Result)
 	}
 	for _, reply := range []*Reply{created, got, list, res} {
-		if strings.Contains(string(reply.Result), "up-7") {
+		if strings.Contains(string(reply.Result), "up-task-7") {
 			t.Errorf("the upstream's task id reached the host: %s", reply.Result)
 		}
 	}
@@ -174,7 +174,7 @@ func TestModernHostPollsALegacyTask(t *testing.T) {
 			t.Errorf("tasks/get when done = %s, want %s", done.Result, want)
 		}
 	}
-	for _, legacy := range []string{`"ttl":`, `"pollInterval":`, "related-task", "up-7"} {
+	for _, legacy := range []string{`"ttl":`, `"pollInterval":`, "related-task", "up-task-7"} {
 		if strings.Contains(string(done.Result), legacy) {
 			t.Errorf("tasks/get when done = %s, has %s", done.Result, legacy)
 		}
@@ -594,9 +594,9 @@ func TestRelatedTaskNamesOnlyTheGatewaysTask(t *testing.T) {
 	up.answer = func(method string, params json.RawMessage) (*jsonrpc.Message, error) {
 		if method == "tasks/result" {
 			up.handlers.Notify(&jsonrpc.Message{Method: "notifications/message",
-				Params: json.RawMessage(`{"level":"info","data":"half way","_meta":{"io.modelcontextprotocol/related-task":{"taskId":"up-7"}}}`)})
+				Params: json.RawMessage(`{"level":"info","data":"half way","_meta":{"io.modelcontextprotocol/related-task":{"taskId":"up-task-7"}}}`)})
 			answers <- up.handlers.Request(context.Background(), &jsonrpc.Message{ID: json.RawMessage("7"), Method: "elicitation/create",
-				Params: json.RawMessage(`{"message":"sure?","requestedSchema":{"type":"object"},"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"up-7"}}}`)})
+				Params: json.RawMessage(`{"message":"sure?","requestedSchema":{"type":"object"},"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"up-task-7"}}}`)})
 		}
 		return base(method, params)
 	}
@@ -615,15 +615,15 @@ func TestRelatedTaskNamesOnlyTheGatewaysTask(t *testing.T) {
 	if len(notes) != 1 || len(asked) != 1 {
 		t.Fatalf("the host got notifications %q and requests %q, want the log message and the elicitation", notes, asked)
 	}
-	if strings.Contains(notes[0], "up-7") || !strings.Contains(notes[0], `"taskId":"`+id+`"`) {
+	if strings.Contains(notes[0], "up-task-7") || !strings.Contains(notes[0], `"taskId":"`+id+`"`) {
 		t.Errorf("the host was sent %s, want the related-task naming %s", notes[0], id)
 	}
 	answer := <-answers
-	if meta, _ := jsonrpc.Field(answer.Result, "_meta"); !strings.Contains(string(meta), `{"taskId":"up-7"}`) {
+	if meta, _ := jsonrpc.Field(answer.Result, "_meta"); !strings.Contains(string(meta), `{"taskId":"up-task-7"}`) {
 		t.Errorf("the upstream got the host's answer %s, want its related-task naming the upstream's task", answer.Result)
 	}
 
-	r.Dispatch(ctx, &alice, request("tools/call", `{"name":"up__plain","arguments":{},"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"up-7"}}}`))
+	r.Dispatch(ctx, &alice, request("tools/call", `{"name":"up__plain","arguments":{},"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"up-task-7"}}}`))
 	calls := up.recorded()
 	if last := calls[len(calls)-1]; last.Method != "tools/call" || strings.Contains(last.Params, "related-task") {
 		t.Errorf("the upstream got %s %s, with the host's related-task", last.Method, last.Params)
@@ -726,7 +726,7 @@ func TestUpstreamErrorsNameTheGatewaysTask(t *testing.T) {
 		fail := method == failing || method == "tasks/result"
 		mu.Unlock()
 		if fail {
-			return &jsonrpc.Message{Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Task up-7 is gone", Data: json.RawMessage(`{"taskId":"up-7"}`)}}, nil
+			return &jsonrpc.Message{Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Task up-task-7 is gone", Data: json.RawMessage(`{"taskId":"up-task-7"}`)}}, nil
 		}
 		return base(method, params)
 	}
@@ -747,7 +747,7 @@ func TestUpstreamErrorsNameTheGatewaysTask(t *testing.T) {
 			if reply.Error == nil {
 				t.Fatalf("%s %s: no error: %s", c.ProtocolVersion, method, reply.Result)
 			}
-			if e, _ := json.Marshal(reply.Error); strings.Contains(string(e), "up-7") || !strings.Contains(reply.Error.Message, id) || !strings.Contains(string(reply.Error.Data), id) {
+			if e, _ := json.Marshal(reply.Error); strings.Contains(string(e), "up-task-7") || !strings.Contains(reply.Error.Message, id) || !strings.Contains(string(reply.Error.Data), id) {
 				t.Errorf("%s %s: the host got %s, want the gateway's id %s", c.ProtocolVersion, method, e, id)
 			}
 		}
@@ -760,7 +760,7 @@ func TestUpstreamErrorsNameTheGatewaysTask(t *testing.T) {
 	id := taskOf(t, r.Dispatch(ctx, aliceModern, request("tools/call", `{"name":"up__must","arguments":{}}`)), true)
 	r.Dispatch(ctx, aliceModern, taskReq("tasks/get", id)) // working; the fake is done after one poll
 	got := r.Dispatch(ctx, aliceModern, taskReq("tasks/get", id))
-	if !strings.Contains(string(got.Result), `"status":"failed"`) || strings.Contains(string(got.Result), "up-7") || !strings.Contains(string(got.Result), `"message":"Task `+id) {
+	if !strings.Contains(string(got.Result), `"status":"failed"`) || strings.Contains(string(got.Result), "up-task-7") || !strings.Contains(string(got.Result), `"message":"Task `+id) {
 		t.Errorf("modern tasks/get of the failed task = %v %s, want its error naming %s", got.Error, got.Result, id)
 	}
 }
@@ -791,4 +791,22 @@ func TestCancelRacingTheCallsEnd(t *testing.T) {
 	if got := r.Dispatch(ctx, aliceLegacy, taskReq("tasks/get", id)); !strings.Contains(string(got.Result), `"status":"cancelled"`) || res.Error == nil {
 		t.Errorf("a cancelled task became %s (tasks/result %v %s)", got.Result, res.Error, res.Result)
 	}
+}
+
+// TestFullCallerMakesNoUpstreamTask: a caller at tasks.max_per_identity
+// gets an error for its next task-augmented call, and the upstream is
+// not asked to make a task only for it to be cancelled.
+func TestFullCallerMakesNoUpstreamTask(t *testing.T) {
+	up := legacyTaskUpstream()
+	r := startRouter(t, Options{MaxTasks: 1}, map[string]*fakeUpstream{"up": up}, "up")
+	ctx := context.Background()
+	taskOf(t, r.Dispatch(ctx, aliceLegacy, request("tools/call", `{"name":"up__job","arguments":{},"task":{}}`)), false)
+	sent := len(up.recorded())
+	if reply := r.Dispatch(ctx, aliceLegacy, request("tools/call", `{"name":"up__job","arguments":{},"task":{}}`)); reply.Error == nil || !strings.Contains(reply.Error.Message, "Too many tasks") {
+		t.Errorf("a task past the bound: %+v %s", reply.Error, reply.Result)
+	}
+	if calls := up.recorded(); len(calls) != sent {
+		t.Errorf("the upstream was sent %+v for a task past the bound", calls[sent:])
+	}
+	taskOf(t, r.Dispatch(ctx, bobLegacy, request("tools/call", `{"name":"up__job","arguments":{},"task":{}}`)), false)
 }
