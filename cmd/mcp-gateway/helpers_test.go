@@ -26,6 +26,24 @@ import (
 // and the answer: the JSON body, or the last event of an SSE stream.
 func postRaw(ctx context.Context, t *testing.T, url string, headers map[string]string, body string) (int, http.Header, *jsonrpc.Message) {
 	t.Helper()
+	resp := postResponse(ctx, t, url, headers, body)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		events := strings.Split(strings.TrimSpace(string(b)), "data: ")
+		b = []byte(strings.TrimSpace(events[len(events)-1]))
+	}
+	m, err := jsonrpc.Decode(b)
+	if err != nil {
+		t.Fatalf("answer %q: %v", b, err)
+	}
+	return resp.StatusCode, resp.Header, m
+}
+
+// postResponse POSTs body to url with headers, as postRaw does, and
+// returns the response, whose body the caller reads and closes.
+func postResponse(ctx context.Context, t *testing.T, url string, headers map[string]string, body string) *http.Response {
+	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -39,17 +57,7 @@ func postRaw(ctx context.Context, t *testing.T, url string, headers map[string]s
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		events := strings.Split(strings.TrimSpace(string(b)), "data: ")
-		b = []byte(strings.TrimSpace(events[len(events)-1]))
-	}
-	m, err := jsonrpc.Decode(b)
-	if err != nil {
-		t.Fatalf("answer %q: %v", b, err)
-	}
-	return resp.StatusCode, resp.Header, m
+	return resp
 }
 
 // listChanges connects a legacy host that reports every

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -503,16 +502,7 @@ func TestTaskAsksAfterTheHandle(t *testing.T) {
 		// tasks/result: the elicitation comes on its stream, and the
 		// answer goes back as a POST of its own.
 		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":99,"method":"tasks/result","params":{"taskId":%q}}`, id)
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		for k, v := range h.headers("", "") {
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := postResponse(ctx, t, url, h.headers("", ""), body)
 		defer resp.Body.Close()
 		sc := bufio.NewScanner(resp.Body)
 		sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
@@ -534,8 +524,10 @@ func TestTaskAsksAfterTheHandle(t *testing.T) {
 					t.Errorf("the elicitation names task %s, want the gateway's %s", related, id)
 				}
 				answer := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"action":"accept","content":{"name":"Grace"}}}`, m.ID)
-				if status, _, _ := postRawStatus(ctx, t, url, h.headers("", ""), answer); status != http.StatusAccepted {
-					t.Fatalf("answering the elicitation: %d", status)
+				ack := postResponse(ctx, t, url, h.headers("", ""), answer)
+				ack.Body.Close()
+				if ack.StatusCode != http.StatusAccepted {
+					t.Fatalf("answering the elicitation: %d", ack.StatusCode)
 				}
 			case m.Method == "":
 				result = m
@@ -545,26 +537,4 @@ func TestTaskAsksAfterTheHandle(t *testing.T) {
 			t.Fatalf("tasks/result = %+v (scan: %v)", result, sc.Err())
 		}
 	})
-}
-
-// postRawStatus posts a message that gets no JSON-RPC answer (a
-// response to the gateway's request) and returns the HTTP status.
-func postRawStatus(ctx context.Context, t *testing.T, url string, headers map[string]string, body string) (int, http.Header, []byte) {
-	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, b
 }
