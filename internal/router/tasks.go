@@ -770,11 +770,14 @@ func (r *Router) cancelTask(ctx context.Context, c *Caller, t *task) *Reply {
 	if t.remote != "" && t.remoteModern {
 		return r.remoteModern(ctx, c, t, "tasks/cancel", nil)
 	}
-	if st := t.snapshot(); terminal(st.status) {
+	ended := func() *Reply {
 		if c.Modern() {
 			return &Reply{Result: json.RawMessage(`{"resultType":"complete"}`)}
 		}
-		return errorReply(jsonrpc.CodeInvalidParams, "Cannot cancel task: already in terminal status '%s'", st.status)
+		return errorReply(jsonrpc.CodeInvalidParams, "Cannot cancel task: already in terminal status '%s'", t.snapshot().status)
+	}
+	if terminal(t.snapshot().status) {
+		return ended()
 	}
 	if t.remote != "" {
 		resp, err := r.sendTask(ctx, c, t, "tasks/cancel", nil)
@@ -786,7 +789,9 @@ func (r *Router) cancelTask(ctx context.Context, c *Caller, t *task) *Reply {
 		}
 		t.adopt(resp.Result) // what the upstream says the task is now
 	} else {
-		t.set(taskCancelled, "The task was cancelled by request.")
+		if !t.set(taskCancelled, "The task was cancelled by request.") {
+			return ended() // the call ended first
+		}
 		if t.stop != nil {
 			t.stop()
 		}
