@@ -165,11 +165,13 @@ const (
 
 // TestEverythingResearchTaskThroughTheGateway runs server-everything's
 // simulate-research-query (execution.taskSupport "required", a task of
-// about four seconds) through the gateway: a legacy host and a modern
-// host with the tasks extension get the gateway's task ids, poll them to
-// the report, and cancel one upstream; a modern Go SDK host without the
-// extension gets the report as a plain call's answer; another identity
-// neither sees nor reaches the tasks.
+// about four seconds) through the gateway: a legacy host (raw, and the
+// TypeScript SDK's task client) and a modern host with the tasks
+// extension get the gateway's task ids, poll them to the report, and
+// cancel one upstream; a modern host answers the research's clarifying
+// elicitation through tasks/update; the Go SDK hosts of both eras, which
+// have no task API, get the report as a plain call's answer; another
+// identity neither sees nor reaches the tasks.
 func TestEverythingResearchTaskThroughTheGateway(t *testing.T) {
 	dir := interopDir(t)
 	cfg := config.Default()
@@ -331,18 +333,21 @@ func TestEverythingResearchTaskThroughTheGateway(t *testing.T) {
 			t.Errorf("ts-client --cancel-after-created: %v %+v", err, s.Call.Task.Cancel)
 		}
 	})
-	wg.Go(func() {
-		// The Go SDK has no task API: the gateway runs the task for it.
-		cs, err := connectAs(t, url, "2026-07-28", taskKeyAlice)
-		if err != nil {
-			t.Errorf("connect: %v", err)
-			return
-		}
-		got, err := callText(ctx, cs, tool, map[string]any{"topic": "sdk gateways"})
-		if err != nil || !strings.Contains(got, "Research Report: sdk gateways") {
-			t.Errorf("Go SDK host: %q, %v", got, err)
-		}
-	})
+	for _, era := range eras {
+		wg.Go(func() {
+			// The Go SDK has no task API: the gateway waits for the
+			// upstream's task and answers with its result.
+			cs, err := connectAs(t, url, era, taskKeyAlice)
+			if err != nil {
+				t.Errorf("connect: %v", err)
+				return
+			}
+			got, err := callText(ctx, cs, tool, map[string]any{"topic": "sdk gateways " + era})
+			if err != nil || !strings.Contains(got, "Research Report: sdk gateways "+era) {
+				t.Errorf("Go SDK host of %s: %q, %v", era, got, err)
+			}
+		})
+	}
 	wg.Wait()
 }
 
