@@ -100,7 +100,7 @@ type Reply struct {
 	// members fitEra translates; nil for a result the gateway built.
 	src *jsonrpc.Message
 	// via and viaCalls are the upstream connection src came on, and its
-	// calls: a task the upstream made lives there (tasks.go).
+	// calls: a task the upstream made lives there (taskremote.go).
 	via      Upstream
 	viaCalls *callSet
 }

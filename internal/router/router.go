@@ -225,7 +225,7 @@ type Router struct {
 	// input; sealer seals the request states that name them.
 	parked parking
 	sealer *sealer
-	// tasks are the tasks handed to hosts (tasks.go).
+	// tasks are the tasks handed to hosts (taskstore.go).
 	tasks taskStore
 
 	mu sync.Mutex // guards the fields below
