@@ -136,7 +136,7 @@ func (r *Router) callTool(ctx context.Context, c *Caller, e *entry, req *jsonrpc
 	}
 	reply := r.forward(ctx, c, u, req, out, name)
 	if reply.src != nil && reply.src.ResultType == "task" {
-		return r.adoptModernTask(c, u, name, reply)
+		return r.adoptModernTask(ctx, c, u, name, reply)
 	}
 	return reply
 }
@@ -163,7 +163,7 @@ func (r *Router) remoteTask(ctx context.Context, c *Caller, e *entry, req *jsonr
 	remote, _ := jsonrpc.StringField(created, "taskId")
 	if remote == "" {
 		// The upstream ran the call at once, as a receiver may.
-		if !handle || !c.Modern() && req.Task == nil {
+		if !handle {
 			return reply
 		}
 		if reply.src != nil && reply.src.Members != 0 {
@@ -173,7 +173,7 @@ func (r *Router) remoteTask(ctx context.Context, c *Caller, e *entry, req *jsonr
 		if !r.register(t) {
 			return r.tooManyTasks()
 		}
-		return r.created(c, t, nil)
+		return t.createdReply(c, nil)
 	}
 	t.remote, t.client, t.calls = remote, reply.via, reply.viaCalls
 	t.adopt(created)
@@ -181,21 +181,32 @@ func (r *Router) remoteTask(ctx context.Context, c *Caller, e *entry, req *jsonr
 		if e := r.fetchRemoteResult(ctx, c, t); e != nil {
 			return &Reply{Error: e}
 		}
-		return r.outcome(c, t)
+		return t.outcome()
 	}
 	if !r.register(t) {
-		if resp, err := r.sendTask(context.WithoutCancel(ctx), c, t, "tasks/cancel", nil); err != nil || resp.Error != nil {
-			r.log.Warn("task not cancelled upstream", keyUpstream, u.Name, "name", e.exposed)
-		}
+		r.dropRemote(ctx, c, t)
 		return r.tooManyTasks()
 	}
 	meta, _ := jsonrpc.Field(reply.Result, "_meta")
-	return r.created(c, t, meta)
+	return t.createdReply(c, meta)
+}
+
+// dropRemote cancels upstream a remote task that the store had no room
+// for (the caller gets an error instead of its handle), even when the
+// caller's request has ended meanwhile.
+func (r *Router) dropRemote(ctx context.Context, c *Caller, t *task) {
+	resp, err := r.sendTask(context.WithoutCancel(ctx), c, t, "tasks/cancel", nil)
+	if err == nil && resp.Error != nil {
+		err = resp.Error
+	}
+	if err != nil {
+		r.log.Warn("task not cancelled upstream", keyUpstream, t.up.Name, "name", t.subject, keyErr, err)
+	}
 }
 
 // outcome answers with a finished task's result or error, as a plain
 // call's answer.
-func (r *Router) outcome(c *Caller, t *task) *Reply {
+func (t *task) outcome() *Reply {
 	st := t.snapshot()
 	switch {
 	case st.failure != nil:
@@ -207,18 +218,17 @@ func (r *Router) outcome(c *Caller, t *task) *Reply {
 	return errorReply(jsonrpc.CodeInternalError, "The task of %s was %s before it had a result", t.subject, st.status)
 }
 
-// created answers the call that made t: a 2025-11-25 CreateTaskResult
-// (with the upstream's _meta, which may carry the model's immediate
-// response), or a 2026-07-28 one (resultType "task").
-func (r *Router) created(c *Caller, t *task, meta json.RawMessage) *Reply {
-	st := t.snapshot()
+// createdReply answers the call that made t: a 2025-11-25
+// CreateTaskResult (with the upstream's _meta, which may carry the
+// model's immediate response), or a 2026-07-28 one (resultType "task").
+func (t *task) createdReply(c *Caller, meta json.RawMessage) *Reply {
 	if c.Modern() {
-		body := r.renderTask(c, t, st, false)
+		body := t.render(c, false)
 		body, _ = jsonrpc.SetField(jsonrpc.DeleteField(body, "resultType"), "resultType", jsonrpc.String("task"))
 		return &Reply{Result: body}
 	}
 	out := []byte(`{"task":`)
-	out = append(out, r.renderTask(c, t, st, false)...)
+	out = append(out, t.render(c, false)...)
 	if meta != nil && meta[0] == '{' {
 		out = append(out, `,"_meta":`...)
 		out = append(out, jsonrpc.DeleteField(meta, metaRelatedTask)...)
@@ -230,7 +240,7 @@ func (r *Router) created(c *Caller, t *task, meta json.RawMessage) *Reply {
 // id. Only a modern host that declared the extension gets one: the
 // upstream must not give it to any other (ext-tasks "Capability
 // Negotiation"), and such a result is refused.
-func (r *Router) adoptModernTask(c *Caller, u *upstreamState, name string, reply *Reply) *Reply {
+func (r *Router) adoptModernTask(ctx context.Context, c *Caller, u *upstreamState, name string, reply *Reply) *Reply {
 	if !c.Modern() || !c.takesTasks() {
 		return errorReply(jsonrpc.CodeInternalError, "The server %q answered %s with a task, which this host did not declare it takes", u.Name, name)
 	}
@@ -246,12 +256,10 @@ func (r *Router) adoptModernTask(c *Caller, u *upstreamState, name string, reply
 	t.remote, t.remoteModern, t.client, t.calls = remote, true, reply.via, reply.viaCalls
 	t.adopt(reply.Result)
 	if !r.register(t) {
-		if resp, err := r.sendTask(context.Background(), c, t, "tasks/cancel", nil); err != nil || resp.Error != nil {
-			r.log.Warn("task not cancelled upstream", keyUpstream, u.Name, "name", name)
-		}
+		r.dropRemote(ctx, c, t)
 		return r.tooManyTasks()
 	}
-	result, err := jsonrpc.SetField(jsonrpc.DeleteField(reply.Result, "taskId"), "taskId", jsonrpc.String(t.id))
+	result, err := withTaskID(reply.Result, t.id)
 	if err != nil {
 		return errorReply(jsonrpc.CodeInternalError, "The server %q sent a task that is not an object", u.Name)
 	}
@@ -310,7 +318,7 @@ func (r *Router) gatewayTask(ctx context.Context, c *Caller, u *upstreamState, r
 		return errorReply(jsonrpc.CodeInternalError, "The gateway is shutting down")
 	}
 	if wait == 0 {
-		return r.created(c, t, nil)
+		return t.createdReply(c, nil)
 	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
@@ -331,7 +339,7 @@ func (r *Router) gatewayTask(ctx context.Context, c *Caller, u *upstreamState, r
 		stop()
 		return r.tooManyTasks()
 	}
-	return r.created(c, t, nil)
+	return t.createdReply(c, nil)
 }
 
 // answerAsTask answers, through the task, a call's input_required
@@ -400,17 +408,22 @@ func isToolError(result json.RawMessage) bool {
 // becomes the task's status message, requests wait as the task's asks,
 // and the answer is the task's.
 type taskHost struct {
-	t  *task
-	mu sync.Mutex // guards inner and gone, and is held while inner is used
-	// inner is the host's request, nil once gone.
+	t *task
+	// mu guards inner and gone; Notify holds it while it uses inner, so
+	// that nothing reaches the request after detach (Request does not:
+	// it waits for the host).
+	mu sync.Mutex
+	// inner is the host's request, nil once detached; gone is set once
+	// the request no longer takes the answer (detached, or delivered).
 	inner Host
 	gone  bool
 	// answered takes the answer while the request waits for it.
 	answered chan *Reply
 }
 
-// detach ends the host's request's part: it returns the answer that
-// reached it just before, if one did.
+// detach hands the call over to the task: nothing more goes to the
+// host's request. It returns the answer that reached the request just
+// before, if one did.
 func (h *taskHost) detach() (*Reply, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -57,8 +57,10 @@ func (r *Router) sendTask(ctx context.Context, c *Caller, t *task, method string
 	return t.client.Send(ctx, out)
 }
 
-// adopt takes a legacy upstream's Task (a tasks/get or tasks/cancel
-// result) as t's state.
+// adopt takes the status, statusMessage and (legacy) pollInterval of an
+// upstream's task, as a tasks/get or tasks/cancel result or the
+// CreateTaskResult's task gives them, as t's state; an unknown status is
+// ignored.
 func (t *task) adopt(raw json.RawMessage) {
 	status, _ := jsonrpc.StringField(raw, "status")
 	if status == "" {
@@ -136,6 +138,15 @@ func (r *Router) collect(c *Caller, t *task) {
 	}
 }
 
+// The bounds of the interval at which fetchRemoteResult polls an
+// upstream's task: the upstream's pollInterval, but not so short that a
+// careless upstream has the gateway spin, nor so long that a task that
+// ended waits for it.
+const (
+	minPollMs = 100
+	maxPollMs = 5000
+)
+
 // fetchRemoteResult waits for a legacy upstream's task to end and keeps
 // its result. While the task works it polls tasks/get at the upstream's
 // pollInterval (a tasks/result held open for long would time out, and
@@ -159,7 +170,7 @@ func (r *Router) fetchRemoteResult(ctx context.Context, c *Caller, t *task) *jso
 			return nil
 		}
 		if st.status == taskWorking {
-			wait := time.NewTimer(time.Duration(min(max(st.pollMs, 100), 5000)) * time.Millisecond)
+			wait := time.NewTimer(time.Duration(min(max(st.pollMs, minPollMs), maxPollMs)) * time.Millisecond)
 			select {
 			case <-wait.C:
 			case <-ctx.Done():
@@ -234,7 +245,7 @@ func (r *Router) remoteModern(ctx context.Context, c *Caller, t *task, method st
 	}
 	result := resp.Result
 	if _, ok := jsonrpc.Field(result, "taskId"); ok {
-		out, err := jsonrpc.SetField(jsonrpc.DeleteField(result, "taskId"), "taskId", jsonrpc.String(t.id))
+		out, err := withTaskID(result, t.id)
 		if err != nil {
 			return errorReply(jsonrpc.CodeInternalError, "The server %q sent a %s result that is not an object", t.up.Name, method)
 		}
@@ -242,4 +253,10 @@ func (r *Router) remoteModern(ctx context.Context, c *Caller, t *task, method st
 	}
 	t.adopt(result)
 	return &Reply{Result: result, LacksResultType: !resp.HasResultType}
+}
+
+// withTaskID returns a modern upstream's task result with its taskId
+// replaced by the gateway's id; an error when it is not an object.
+func withTaskID(result json.RawMessage, id string) (json.RawMessage, error) {
+	return jsonrpc.SetField(jsonrpc.DeleteField(result, "taskId"), "taskId", jsonrpc.String(id))
 }

@@ -32,8 +32,14 @@ import (
 //     expires.
 //
 // Records live in this process: a handle is pollable on the replica that
-// made it. They expire TaskTTL after their creation (the upstream may
-// forget its own earlier), and one caller holds at most MaxTasks.
+// made it. They expire TaskTTL after their creation, or sooner where the
+// host's ttl (or a modern upstream's ttlMs) is shorter, and the upstream
+// may forget its own task earlier; one caller holds at most MaxTasks.
+//
+// The files: this one has the tasks/* methods and how a task is written
+// in each era; taskstore.go the task record and the store; taskremote.go
+// what the gateway sends an upstream about the upstream's own task;
+// taskcall.go how a tools/call becomes a task.
 
 // extTasks is the 2026-07-28 tasks extension's identifier, and
 // metaRelatedTask the _meta key that ties a message to a task.
@@ -42,12 +48,22 @@ const (
 	metaRelatedTask = "io.modelcontextprotocol/related-task"
 )
 
-// TasksExtension is the tasks extension's identifier, for the fronts.
-const TasksExtension = extTasks
-
 // TakesTasks reports whether the caller can receive tasks (see
 // takesTasks).
 func (c *Caller) TakesTasks() bool { return c.takesTasks() }
+
+// MissingTasksExtension is the -32021 error for a modern request that
+// uses tasks without declaring the tasks extension (ext-tasks "Error
+// Handling"); needs names the part of the request that needs it ("" for
+// the request itself).
+func MissingTasksExtension(needs string) *jsonrpc.Error {
+	data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{extTasks: map[string]any{}}}})
+	msg := "Missing required client capability: the extension " + extTasks
+	if needs != "" {
+		msg = "Missing required client capability: " + needs + " needs the extension " + extTasks
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeMissingRequiredClientCapability, Message: msg, Data: data}
+}
 
 // taskPollMs is the polling interval the gateway suggests for the tasks
 // it runs itself.
@@ -111,19 +127,15 @@ func taskOwner(c *Caller) string {
 // relayAsks asks a legacy host, on its tasks/result, each outstanding ask
 // of the task that no other tasks/result carries yet, until the task
 // ends or the request does.
-func (r *Router) relayAsks(ctx context.Context, c *Caller, t *task) {
+func (t *task) relayAsks(ctx context.Context, c *Caller) {
 	for {
 		t.mu.Lock()
-		var keys []string
-		for key, a := range t.asks {
+		var asks []*taskAsk
+		for _, a := range t.asks {
 			if !a.relaying {
 				a.relaying = true
-				keys = append(keys, key)
+				asks = append(asks, a)
 			}
-		}
-		asks := make([]*taskAsk, len(keys))
-		for i, k := range keys {
-			asks[i] = t.asks[k]
 		}
 		t.mu.Unlock()
 		for _, a := range asks {
@@ -170,9 +182,7 @@ func (r *Router) taskRequest(ctx context.Context, c *Caller, req *jsonrpc.Reques
 	case c.Modern() && !c.takesTasks():
 		// ext-tasks "Error Handling": a request that does not declare
 		// the extension gets -32021.
-		data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{extTasks: map[string]any{}}}})
-		return &Reply{Error: &jsonrpc.Error{Code: jsonrpc.CodeMissingRequiredClientCapability,
-			Message: "Missing required client capability: the extension " + extTasks, Data: data}}
+		return &Reply{Error: MissingTasksExtension("")}
 	}
 	if req.Method == "tasks/list" {
 		return r.listTasks(c, req)
@@ -201,7 +211,7 @@ func (r *Router) taskMethod(ctx context.Context, c *Caller, t *task, req *jsonrp
 				return &Reply{Error: e}
 			}
 		}
-		return &Reply{Result: r.renderTask(c, t, t.snapshot(), true)}
+		return &Reply{Result: t.render(c, true)}
 	case "tasks/result":
 		return r.taskResult(ctx, c, t)
 	case "tasks/update":
@@ -229,17 +239,18 @@ func (r *Router) listTasks(c *Caller, req *jsonrpc.Request) *Reply {
 		if i > 0 {
 			out = append(out, ',')
 		}
-		out = append(out, r.renderTask(c, t, t.snapshot(), false)...)
+		out = append(out, t.render(c, false)...)
 	}
 	return &Reply{Result: append(out, "]}"...), LacksResultType: true}
 }
 
-// renderTask writes t in the host's era: a 2025-11-25 Task, or a
-// 2026-07-28 DetailedTask (with the result or error of a finished task
-// when detailed). A tool result with isError is "failed" for a legacy
+// render writes the task as it is now in the host's era: a 2025-11-25
+// Task, or a 2026-07-28 DetailedTask (with the result or error of a
+// finished task, or what it waits for, when detailed). A tool result with isError is "failed" for a legacy
 // host (2025-11-25 "Task Status") and "completed" for a modern one
 // (ext-tasks "Task Status": failed means a JSON-RPC error).
-func (r *Router) renderTask(c *Caller, t *task, st taskState, detailed bool) json.RawMessage {
+func (t *task) render(c *Caller, detailed bool) json.RawMessage {
+	st := t.snapshot()
 	status := st.status
 	var inputs []byte
 	if status == taskInputRequired && c.Modern() {
@@ -314,10 +325,11 @@ func withResultType(result json.RawMessage) json.RawMessage {
 	return result
 }
 
-// relatedTo returns result with _meta's related-task naming the
-// gateway's task id (2025-11-25 "Associating Task-Related Messages":
-// tasks/result must carry it), or, with id "", without it (a result the
-// host did not ask as a task).
+// relatedTo returns result with _meta's related-task naming task id
+// (2025-11-25 "Associating Task-Related Messages": tasks/result must
+// carry it, and so do the requests and answers for a task), or, with id
+// "", without it (a result the host did not ask as a task); an _meta
+// left empty is removed.
 func relatedTo(result json.RawMessage, id string) json.RawMessage {
 	meta, _ := jsonrpc.Field(result, "_meta")
 	if meta == nil {
@@ -355,7 +367,7 @@ func (r *Router) taskResult(ctx context.Context, c *Caller, t *task) *Reply {
 		relayed := make(chan struct{})
 		go func() {
 			defer close(relayed)
-			r.relayAsks(ctx, c, t)
+			t.relayAsks(ctx, c)
 		}()
 		select {
 		case <-t.done:
@@ -409,5 +421,5 @@ func (r *Router) cancelTask(ctx context.Context, c *Caller, t *task) *Reply {
 	if c.Modern() {
 		return &Reply{Result: json.RawMessage(`{"resultType":"complete"}`)}
 	}
-	return &Reply{Result: r.renderTask(c, t, t.snapshot(), false), LacksResultType: true}
+	return &Reply{Result: t.render(c, false), LacksResultType: true}
 }

@@ -338,22 +338,21 @@ func TestTaskStoreBoundsAndExpiry(t *testing.T) {
 // error is "failed" with the error for a modern host; a cancelled task
 // stays cancelled whatever its call then returns.
 func TestTaskStatusRendering(t *testing.T) {
-	r := &Router{}
 	now := time.Now()
 	mk := func() *task {
 		return &task{id: "gw-task-x", created: now, expires: now.Add(time.Minute), status: taskWorking, updated: now, pollMs: 1000, done: make(chan struct{})}
 	}
 	tk := mk()
 	tk.finish(json.RawMessage(`{"content":[],"isError":true}`), nil, true)
-	if got := string(r.renderTask(aliceLegacy, tk, tk.snapshot(), false)); !strings.Contains(got, `"status":"failed"`) || !strings.Contains(got, `"ttl":60000`) {
+	if got := string(tk.render(aliceLegacy, false)); !strings.Contains(got, `"status":"failed"`) || !strings.Contains(got, `"ttl":60000`) {
 		t.Errorf("legacy view of an isError result: %s", got)
 	}
-	if got := string(r.renderTask(aliceModern, tk, tk.snapshot(), true)); !strings.Contains(got, `"status":"completed"`) || !strings.Contains(got, `"result":{"resultType":"complete","content":[],"isError":true}`) || !strings.Contains(got, `"ttlMs":60000`) {
+	if got := string(tk.render(aliceModern, true)); !strings.Contains(got, `"status":"completed"`) || !strings.Contains(got, `"result":{"resultType":"complete","content":[],"isError":true}`) || !strings.Contains(got, `"ttlMs":60000`) {
 		t.Errorf("modern view of an isError result: %s", got)
 	}
 	tk = mk()
 	tk.finish(nil, jsonrpc.NewError(-32603, "boom"), false)
-	if got := string(r.renderTask(aliceModern, tk, tk.snapshot(), true)); !strings.Contains(got, `"status":"failed"`) || !strings.Contains(got, `"error":{"code":-32603,"message":"boom"}`) {
+	if got := string(tk.render(aliceModern, true)); !strings.Contains(got, `"status":"failed"`) || !strings.Contains(got, `"error":{"code":-32603,"message":"boom"}`) {
 		t.Errorf("modern view of a failed call: %s", got)
 	}
 	tk = mk()

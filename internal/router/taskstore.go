@@ -17,19 +17,30 @@ import (
 // tasks.go).
 
 // task is one task the gateway handed a host.
+//
+// The fields above mu are set before the record is shared (in the store,
+// or with the goroutine that runs the call) and never change after.
 type task struct {
-	id      string
-	owner   string
+	id      string // the gateway's id, which the host sees
+	owner   string // see taskOwner
 	up      *upstreamState
 	subject string // the tool's exposed name
 	created time.Time
 	expires time.Time
 	// remote is the upstream's id of the task it runs, on the connection
-	// client; "" when the gateway runs the call itself.
+	// client, whose calls are calls; remoteModern says the upstream
+	// speaks 2026-07-28. remote is "" when the gateway runs the call
+	// itself.
 	remote       string
 	remoteModern bool
 	client       Upstream
 	calls        *callSet
+	// done is closed when the status becomes terminal.
+	done chan struct{}
+	// stop cancels the call the gateway runs (nil for a remote task).
+	stop context.CancelFunc
+	// asked is signalled when an ask is added (see asks).
+	asked chan struct{}
 
 	mu      sync.Mutex // guards the fields below
 	status  string
@@ -41,18 +52,13 @@ type task struct {
 	// once the upstream gave it.
 	result  json.RawMessage
 	failure *jsonrpc.Error
-	// done is closed when the status becomes terminal.
-	done chan struct{}
-	// stop cancels the call the gateway runs (nil for a remote task).
-	stop context.CancelFunc
 	// asks are the upstream's requests for the task (an elicitation)
-	// that wait for the host, by the key the host answers them with;
-	// asked is signalled when one is added. collecting is set while a
-	// tasks/result is open upstream to receive a legacy upstream's asks
-	// for a modern host (see collect).
+	// that wait for the host, by the key the host answers them with
+	// ("gw-input-" and nextAsk). collecting is set while a tasks/result
+	// is open upstream to receive a legacy upstream's asks for a modern
+	// host (see collect).
 	asks       map[string]*taskAsk
 	nextAsk    int
-	asked      chan struct{}
 	collecting bool
 }
 
@@ -67,9 +73,10 @@ type taskAsk struct {
 	relaying bool
 }
 
-// ask makes an upstream's request for the task wait for the host: a
-// modern host finds it in tasks/get's inputRequests and answers with
-// tasks/update; a legacy host is asked it on its tasks/result (see
+// ask makes an upstream's request for the task wait for the host, and
+// returns the host's answer, or an error when the task ends or ctx does
+// first: a modern host finds it in tasks/get's inputRequests and answers
+// with tasks/update; a legacy host is asked it on its tasks/result (see
 // relayAsks). A task the gateway runs shows input_required meanwhile.
 func (t *task) ask(ctx context.Context, method string, params json.RawMessage) *jsonrpc.Message {
 	// The request names the gateway's task, never the upstream's.
@@ -155,6 +162,7 @@ func (t *task) inputRequests() []byte {
 	return append(out, '}')
 }
 
+// snapshot returns the task's state, read at once.
 func (t *task) snapshot() taskState {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -170,15 +178,16 @@ type taskState struct {
 	failure         *jsonrpc.Error
 }
 
-// set records a new status (and message, when not empty). A terminal
-// status is final: a later one is ignored (a task cancelled stays
-// cancelled, whatever its call then returns).
+// set records a new status (and message, when not empty), and reports
+// whether it did. A terminal status is final: a later one is ignored (a
+// task cancelled stays cancelled, whatever its call then returns).
 func (t *task) set(status, message string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.setLocked(status, message)
 }
 
+// setLocked is set with t.mu held.
 func (t *task) setLocked(status, message string) bool {
 	if terminal(t.status) {
 		return false
@@ -205,13 +214,16 @@ func (t *task) note(message string) {
 	}
 }
 
-// finish records the outcome of the call (result or failure) and its
-// terminal status.
+// finish records the outcome of the call (result or failure; toolError:
+// the result has isError) and its terminal status. The first outcome is
+// kept. A task already completed or failed (a legacy upstream's tasks/get
+// said so before its tasks/result answered) keeps its status and takes
+// the outcome; a cancelled task takes neither.
 func (t *task) finish(result json.RawMessage, failure *jsonrpc.Error, toolError bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if terminal(t.status) && t.status != taskCompleted && t.status != taskFailed {
-		return // cancelled
+	if t.status == taskCancelled {
+		return
 	}
 	if t.result == nil && t.failure == nil {
 		t.result, t.failure = result, t.scrub(failure)
@@ -231,13 +243,17 @@ func (t *task) finish(result json.RawMessage, failure *jsonrpc.Error, toolError 
 
 // taskStore holds the tasks the gateway handed hosts.
 type taskStore struct {
-	mu      sync.Mutex
+	mu      sync.Mutex // guards the fields below
 	byID    map[string]*task
-	byOwner map[string][]*task
-	swept   time.Time
+	byOwner map[string][]*task // oldest first
+	// swept is when every owner's expired tasks were last dropped: add
+	// does it at most once a minute, so that the tasks of an owner who
+	// never comes back are forgotten too.
+	swept time.Time
 }
 
-// add records t unless its owner already holds max live tasks.
+// add records t and reports true, unless its owner already holds max
+// live tasks.
 func (s *taskStore) add(t *task, max int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -264,8 +280,8 @@ func (s *taskStore) full(owner string, max int) bool {
 	return len(s.dropExpiredLocked(owner, time.Now())) >= max
 }
 
-// get returns the owner's live task id; nil when there is none (unknown,
-// expired, or another caller's).
+// get returns the owner's live task of this id; nil when there is none
+// (unknown, expired, or another caller's).
 func (s *taskStore) get(id, owner string) *task {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -311,6 +327,7 @@ func (s *taskStore) dropExpiredLocked(owner string, now time.Time) []*task {
 	return live
 }
 
+// sweepLocked drops every owner's expired tasks.
 func (s *taskStore) sweepLocked(now time.Time) {
 	s.swept = now
 	for owner := range s.byOwner {
@@ -348,33 +365,27 @@ func (r *Router) newTask(c *Caller, u *upstreamState, subject string, ttlMs int6
 	}
 }
 
-// register adds t to the store; false when the caller holds too many.
-func (r *Router) register(t *task) bool {
-	limit := r.opts.MaxTasks
-	if limit <= 0 {
-		limit = config.DefaultMaxTasks
+// maxTasks is MaxTasks, or its default.
+func (r *Router) maxTasks() int {
+	if r.opts.MaxTasks > 0 {
+		return r.opts.MaxTasks
 	}
-	return r.tasks.add(t, limit)
+	return config.DefaultMaxTasks
 }
+
+// register adds t to the store; false when the caller holds too many.
+func (r *Router) register(t *task) bool { return r.tasks.add(t, r.maxTasks()) }
 
 // tasksFull reports whether caller c holds MaxTasks live tasks: checked
 // before an upstream is asked for a task, so that none is made only to
 // be cancelled.
-func (r *Router) tasksFull(c *Caller) bool {
-	limit := r.opts.MaxTasks
-	if limit <= 0 {
-		limit = config.DefaultMaxTasks
-	}
-	return r.tasks.full(taskOwner(c), limit)
-}
+func (r *Router) tasksFull(c *Caller) bool { return r.tasks.full(taskOwner(c), r.maxTasks()) }
 
 // tooManyTasks is the error for a caller that holds MaxTasks live tasks.
 func (r *Router) tooManyTasks() *Reply {
-	limit := r.opts.MaxTasks
-	if limit <= 0 {
-		limit = config.DefaultMaxTasks
-	}
-	return errorReply(jsonrpc.CodeInternalError, "Too many tasks: this caller already holds %d (tasks.max_per_identity); wait for some to expire", limit)
+	return errorReply(jsonrpc.CodeInternalError, "Too many tasks: this caller already holds %d (tasks.max_per_identity); wait for some to expire", r.maxTasks())
 }
 
+// bytesClone returns a copy of b (nil when b is empty), for what is kept
+// past the message b is part of.
 func bytesClone(b []byte) json.RawMessage { return append(json.RawMessage(nil), b...) }

@@ -295,8 +295,7 @@ func (f *listenFilter) refuse(caller *router.Caller) *jsonrpc.Error {
 	if f.TaskIDs == nil || caller.TakesTasks() {
 		return nil
 	}
-	data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{router.TasksExtension: map[string]any{}}}})
-	return &jsonrpc.Error{Code: jsonrpc.CodeMissingRequiredClientCapability, Message: "Missing required client capability: taskIds needs the extension " + router.TasksExtension, Data: data}
+	return router.MissingTasksExtension("taskIds")
 }
 
 func parseListenFilter(params json.RawMessage) (*listenFilter, error) {
