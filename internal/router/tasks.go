@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
@@ -126,8 +127,11 @@ func taskOwner(c *Caller) string {
 
 // relayAsks asks a legacy host, on its tasks/result, each outstanding ask
 // of the task that no other tasks/result carries yet, until the task
-// ends or the request does.
+// ends or ctx does. It returns once its requests to the host have
+// returned, which they do when ctx ends.
 func (t *task) relayAsks(ctx context.Context, c *Caller) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	for {
 		t.mu.Lock()
 		var asks []*taskAsk
@@ -139,7 +143,7 @@ func (t *task) relayAsks(ctx context.Context, c *Caller) {
 		}
 		t.mu.Unlock()
 		for _, a := range asks {
-			go func() {
+			wg.Go(func() {
 				var resp *jsonrpc.Message
 				if c.Host != nil && c.declares(requiredCapability(a.method)) {
 					m, err := c.Host.Request(ctx, a.method, relatedTo(a.params, t.id))
@@ -157,7 +161,7 @@ func (t *task) relayAsks(ctx context.Context, c *Caller) {
 				case a.answer <- resp:
 				default:
 				}
-			}()
+			})
 		}
 		select {
 		case <-t.asked:
@@ -364,15 +368,22 @@ func (r *Router) taskResult(ctx context.Context, c *Caller, t *task) *Reply {
 			}
 		}
 	} else {
+		// The relay ends with this request, and so do its requests to
+		// the host still waiting for an answer: once the task has ended,
+		// nothing takes that answer.
+		relayCtx, stopRelay := context.WithCancel(ctx)
 		relayed := make(chan struct{})
 		go func() {
 			defer close(relayed)
-			t.relayAsks(ctx, c)
+			t.relayAsks(relayCtx, c)
+		}()
+		defer func() {
+			stopRelay()
+			<-relayed
 		}()
 		select {
 		case <-t.done:
 		case <-ctx.Done():
-			<-relayed
 			return errorReply(jsonrpc.CodeInternalError, "The request was cancelled")
 		}
 	}

@@ -809,3 +809,48 @@ func TestFullCallerMakesNoUpstreamTask(t *testing.T) {
 	}
 	taskOf(t, r.Dispatch(ctx, bobLegacy, request("tools/call", `{"name":"up__job","arguments":{},"task":{}}`)), false)
 }
+
+// waitingHost is a host that never answers: its Request returns only
+// when its context ends, and says so on returned.
+type waitingHost struct {
+	asked, returned chan struct{}
+}
+
+func (h *waitingHost) Notify(string, json.RawMessage) {}
+
+func (h *waitingHost) Request(ctx context.Context, _ string, _ json.RawMessage) (*jsonrpc.Message, error) {
+	close(h.asked)
+	<-ctx.Done()
+	close(h.returned)
+	return nil, ctx.Err()
+}
+
+// TestTaskResultLeavesNoRelayBehind: a legacy host's tasks/result that
+// relays a gateway-run task's elicitation, and is answered because the
+// task ended first, leaves no request to the host running after it.
+func TestTaskResultLeavesNoRelayBehind(t *testing.T) {
+	now := time.Now()
+	tk := &task{id: "gw-task-x", created: now, expires: now.Add(time.Minute), status: taskWorking, updated: now, pollMs: 1000,
+		done: make(chan struct{}), asked: make(chan struct{}, 1)}
+	host := &waitingHost{asked: make(chan struct{}), returned: make(chan struct{})}
+	c := &Caller{ProtocolVersion: "2025-11-25", Session: "s", Host: host, Capabilities: json.RawMessage(`{"tasks":{},"elicitation":{}}`)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel() // lets a request left behind end, on failure
+	asked := make(chan *jsonrpc.Message, 1)
+	go func() { asked <- tk.ask(ctx, "elicitation/create", json.RawMessage(`{"message":"?"}`)) }()
+	replied := make(chan *Reply, 1)
+	go func() { replied <- (&Router{}).taskResult(ctx, c, tk) }()
+	<-host.asked
+	tk.finish(json.RawMessage(`{"content":[]}`), nil, false)
+	if reply := <-replied; reply.Error != nil {
+		t.Fatalf("tasks/result: %v", reply.Error)
+	}
+	if resp := <-asked; resp.Error == nil {
+		t.Errorf("the ask of an ended task got %s, want an error", resp.Result)
+	}
+	select {
+	case <-host.returned:
+	default:
+		t.Error("a request to the host still runs after tasks/result was answered")
+	}
+}
