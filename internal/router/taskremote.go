@@ -57,7 +57,8 @@ func (r *Router) sendTask(ctx context.Context, c *Caller, t *task, method string
 	return t.client.Send(ctx, out)
 }
 
-// adopt takes the status, statusMessage and (legacy) pollInterval of an
+// adopt takes the status, statusMessage and poll interval (pollInterval,
+// or pollIntervalMs of 2026-07-28) of an
 // upstream's task, as a tasks/get or tasks/cancel result or the
 // CreateTaskResult's task gives them, as t's state; an unknown status is
 // ignored.
@@ -69,9 +70,11 @@ func (t *task) adopt(raw json.RawMessage) {
 	message, _ := jsonrpc.StringField(raw, "statusMessage")
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if v, ok := jsonrpc.Field(raw, "pollInterval"); ok {
-		if ms, err := strconv.ParseInt(string(v), 10, 64); err == nil && ms > 0 {
-			t.pollMs = ms
+	for _, key := range []string{"pollInterval", "pollIntervalMs"} { // 2025-11-25, 2026-07-28
+		if v, ok := jsonrpc.Field(raw, key); ok {
+			if ms, err := strconv.ParseInt(string(v), 10, 64); err == nil && ms > 0 {
+				t.pollMs = ms
+			}
 		}
 	}
 	switch status {
