@@ -58,10 +58,9 @@ func (r *Router) sendTask(ctx context.Context, c *Caller, t *task, method string
 }
 
 // adopt takes the status, statusMessage and poll interval (pollInterval,
-// or pollIntervalMs of 2026-07-28) of an
-// upstream's task, as a tasks/get or tasks/cancel result or the
-// CreateTaskResult's task gives them, as t's state; an unknown status is
-// ignored.
+// or 2026-07-28's pollIntervalMs) of an upstream's task, as a tasks/get
+// or tasks/cancel result or the CreateTaskResult's task gives them, as
+// t's state; an unknown status is ignored.
 func (t *task) adopt(raw json.RawMessage) {
 	status, _ := jsonrpc.StringField(raw, "status")
 	if status == "" {
