@@ -62,6 +62,9 @@ type idpUser struct {
 	// Claims are further claims (roles, nested objects); they may not set
 	// the registered ones (sub, aud, scope, groups, ...).
 	Claims map[string]any
+	// Opaque asks for an opaque token instead of a JWT: only introspection
+	// (Introspect) reads it.
+	Opaque bool
 }
 
 // idp is a running interop/.bin/idp.
@@ -233,6 +236,9 @@ func (p *idp) UserToken(u idpUser) string {
 	if u.TTL != 0 {
 		form.Set("expires_in", strconv.Itoa(int(u.TTL/time.Second)))
 	}
+	if u.Opaque {
+		form.Set("format", "opaque")
+	}
 	if u.Claims != nil {
 		c, err := json.Marshal(u.Claims)
 		if err != nil {
@@ -261,6 +267,18 @@ func (p *idp) Exchange(clientID, secret, subjectToken, resource string, scopes .
 		form.Set("scope", strings.Join(scopes, " "))
 	}
 	return p.token("/oauth/token", form, clientID, secret)
+}
+
+// Introspect asks the IdP about token (RFC 7662) as the client and returns
+// the answer: {"active": false} for a token that is unknown, tampered with
+// or expired; else active, iss, sub, aud, scope, client_id, exp, groups, ...
+func (p *idp) Introspect(clientID, secret, token string) map[string]any {
+	p.t.Helper()
+	status, body := p.Post("/oauth/introspect", url.Values{"token": {token}}, clientID, secret)
+	if status != http.StatusOK {
+		p.t.Fatalf("idp introspect: %d %v", status, body)
+	}
+	return body
 }
 
 // Rotate makes a new signing key current and returns its kid; keepOld says
@@ -385,6 +403,15 @@ func TestIDPIssuesTokens(t *testing.T) {
 		"iss": p.Issuer, "sub": "alice", "aud": []string{upstreamURL}, "scope": "tools:call", "groups": []string{"eng"},
 		"act": map[string]any{"sub": "gateway"},
 	})
+
+	opaque := p.UserToken(idpUser{Sub: "carol", Scopes: []string{"tools:read"}, Opaque: true})
+	if strings.Count(opaque, ".") == 2 {
+		t.Errorf("an opaque token looks like a JWT: %s", opaque)
+	}
+	check("introspected opaque token", p.Introspect("gateway", "s3cret", opaque), map[string]any{
+		"active": true, "iss": p.Issuer, "sub": "carol", "aud": []string{gatewayURL}, "scope": "tools:read",
+	})
+	check("introspected garbage", p.Introspect("gateway", "s3cret", opaque+"x"), map[string]any{"active": false, "sub": nil})
 
 	// A token the gateway must refuse for its lifetime is still signed right.
 	expired := verifyRS256(t, jwks, p.UserToken(idpUser{Sub: "bob", TTL: -time.Minute}))

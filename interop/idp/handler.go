@@ -114,11 +114,14 @@ var registeredClaims = []string{"iss", "sub", "aud", "exp", "nbf", "iat", "jti",
 //	            token (default: the -token-ttl flag)
 //	claims      a JSON object of further claims (roles, a nested claim path);
 //	            it may not set the claims above
+//	format      jwt (default) or opaque: a token that only introspection
+//	            (POST /oauth/introspect, RFC 7662, with a client's
+//	            credentials) can read
 //
 // The answer is a token response: access_token, token_type, expires_in, scope.
 func userTokenEndpoint(provider *op.Provider, s *storage) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req, clientID, err := parseUserTokenRequest(r, s)
+		req, opaque, err := parseUserTokenRequest(r, s)
 		if err != nil {
 			op.RequestError(w, r, err, nil)
 			return
@@ -129,7 +132,12 @@ func userTokenEndpoint(provider *op.Provider, s *storage) http.Handler {
 			op.RequestError(w, r, err, nil)
 			return
 		}
-		token, err := op.CreateJWT(ctx, op.IssuerFromContext(ctx), req, exp, id, opClient{client{id: clientID}}, s)
+		var token string
+		if opaque {
+			token, err = op.CreateBearerToken(id, req.subject, provider.Crypto())
+		} else {
+			token, err = op.CreateJWT(ctx, op.IssuerFromContext(ctx), req, exp, id, opClient{client{id: req.clientID}}, s)
+		}
 		if err != nil {
 			op.RequestError(w, r, err, nil)
 			return
@@ -143,26 +151,26 @@ func userTokenEndpoint(provider *op.Provider, s *storage) http.Handler {
 	})
 }
 
-func parseUserTokenRequest(r *http.Request, s *storage) (*tokenRequest, string, error) {
+func parseUserTokenRequest(r *http.Request, s *storage) (req *tokenRequest, opaque bool, err error) {
 	if err := r.ParseForm(); err != nil {
-		return nil, "", oidc.ErrInvalidRequest().WithDescription("cannot parse the form: %v", err)
+		return nil, false, oidc.ErrInvalidRequest().WithDescription("cannot parse the form: %v", err)
 	}
 	f := r.PostForm
-	req := &tokenRequest{subject: f.Get("sub"), scopes: strings.Fields(f.Get("scope")), extra: map[string]any{}}
+	req = &tokenRequest{subject: f.Get("sub"), scopes: strings.Fields(f.Get("scope")), extra: map[string]any{}}
 	if req.subject == "" {
-		return nil, "", oidc.ErrInvalidRequest().WithDescription("sub is required")
+		return nil, false, oidc.ErrInvalidRequest().WithDescription("sub is required")
 	}
 	if err := checkResources(f["resource"]); err != nil {
-		return nil, "", err
+		return nil, false, err
 	}
 	req.audience = s.audience(f["resource"])
 	if c := f.Get("claims"); c != "" {
 		if err := json.Unmarshal([]byte(c), &req.extra); err != nil {
-			return nil, "", oidc.ErrInvalidRequest().WithDescription("claims is not a JSON object: %v", err)
+			return nil, false, oidc.ErrInvalidRequest().WithDescription("claims is not a JSON object: %v", err)
 		}
 		for _, k := range registeredClaims {
 			if _, ok := req.extra[k]; ok {
-				return nil, "", oidc.ErrInvalidRequest().WithDescription("claims may not set %q", k)
+				return nil, false, oidc.ErrInvalidRequest().WithDescription("claims may not set %q", k)
 			}
 		}
 	}
@@ -172,7 +180,7 @@ func parseUserTokenRequest(r *http.Request, s *storage) (*tokenRequest, string, 
 	if e := f.Get("expires_in"); e != "" {
 		n, err := strconv.ParseInt(e, 10, 32)
 		if err != nil {
-			return nil, "", oidc.ErrInvalidRequest().WithDescription("expires_in is not a whole number of seconds: %q", e)
+			return nil, false, oidc.ErrInvalidRequest().WithDescription("expires_in is not a whole number of seconds: %q", e)
 		}
 		req.ttl = time.Duration(n) * time.Second
 		if req.ttl == 0 {
@@ -181,11 +189,18 @@ func parseUserTokenRequest(r *http.Request, s *storage) (*tokenRequest, string, 
 			req.ttl = -time.Nanosecond
 		}
 	}
-	clientID := f.Get("client_id")
-	if clientID == "" {
-		clientID = "test-user-agent"
+	req.clientID = f.Get("client_id")
+	if req.clientID == "" {
+		req.clientID = "test-user-agent"
 	}
-	return req, clientID, nil
+	switch f.Get("format") {
+	case "", "jwt":
+	case "opaque":
+		opaque = true
+	default:
+		return nil, false, oidc.ErrInvalidRequest().WithDescription("format must be jwt or opaque, not %q", f.Get("format"))
+	}
+	return req, opaque, nil
 }
 
 // rotateEndpoint is POST /test/rotate, TEST-ONLY: it makes a new signing key

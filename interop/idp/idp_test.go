@@ -76,6 +76,19 @@ func (p *testIDP) post(path string, form url.Values, basicUser, basicPass string
 	return p.do(req)
 }
 
+// postRaw sends a form without client credentials and returns only the
+// status (the answer need not be JSON).
+func (p *testIDP) postRaw(path string, form url.Values) (int, error) {
+	p.t.Helper()
+	resp, err := p.client.PostForm(p.issuer+path, form)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, err
+}
+
 func (p *testIDP) get(path string) (int, map[string]any) {
 	p.t.Helper()
 	req, err := http.NewRequest(http.MethodGet, p.issuer+path, nil)
@@ -429,4 +442,88 @@ func TestFlags(t *testing.T) {
 			t.Errorf("run(%q) = nil, want an error", args)
 		}
 	}
+}
+
+func TestIntrospection(t *testing.T) {
+	p := startIDP(t, "-client", "gw:s3cret")
+	user := url.Values{"sub": {"alice"}, "groups": {"eng"}, "scope": {"read write"}, "resource": {gatewayURL}}
+	opaque := p.token("/test/token", withForm(user, url.Values{"format": {"opaque"}}), "", "")
+	if strings.Count(opaque, ".") == 2 {
+		t.Fatalf("format=opaque gave a JWT: %s", opaque)
+	}
+	jwtToken := p.token("/test/token", user, "", "")
+	expired := p.token("/test/token", withForm(user, url.Values{"format": {"opaque"}, "expires_in": {"-60"}}), "", "")
+
+	for _, tc := range []struct {
+		name  string
+		token string
+	}{{"opaque", opaque}, {"jwt", jwtToken}} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := p.post("/oauth/introspect", url.Values{"token": {tc.token}}, "gw", "s3cret")
+			groups, _ := body["groups"].([]any)
+			aud, _ := body["aud"].([]any)
+			if status != http.StatusOK || body["active"] != true || body["sub"] != "alice" || body["scope"] != "read write" ||
+				body["iss"] != p.issuer || len(aud) != 1 || aud[0] != gatewayURL || len(groups) != 1 || groups[0] != "eng" {
+				t.Errorf("introspection: %d %v", status, body)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name  string
+		token string
+	}{{"expired", expired}, {"unknown", "not-a-token"}, {"tampered", opaque + "x"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			status, body := p.post("/oauth/introspect", url.Values{"token": {tc.token}}, "gw", "s3cret")
+			if status != http.StatusOK || body["active"] != false || body["sub"] != nil {
+				t.Errorf("introspection: %d %v, want inactive", status, body)
+			}
+		})
+	}
+	t.Run("opaque subject token for exchange", func(t *testing.T) {
+		status, body := p.post("/oauth/token", url.Values{
+			"grant_type":         {"urn:ietf:params:oauth:grant-type:token-exchange"},
+			"subject_token":      {opaque},
+			"subject_token_type": {"urn:ietf:params:oauth:token-type:access_token"},
+			"resource":           {upstreamURL},
+		}, "gw", "s3cret")
+		if status != http.StatusOK {
+			t.Fatalf("exchange: %d %v", status, body)
+		}
+		c, _ := p.verify(body["access_token"].(string))
+		if c.Subject != "alice" || c.Scope != "read write" || !slices.Equal(c.Groups, []string{"eng"}) {
+			t.Errorf("exchanged from an opaque token: %+v", c)
+		}
+	})
+	t.Run("expired opaque subject token for exchange", func(t *testing.T) {
+		status, body := p.post("/oauth/token", url.Values{
+			"grant_type":         {"urn:ietf:params:oauth:grant-type:token-exchange"},
+			"subject_token":      {expired},
+			"subject_token_type": {"urn:ietf:params:oauth:token-type:access_token"},
+			"resource":           {upstreamURL},
+		}, "gw", "s3cret")
+		if status != http.StatusBadRequest || body["error"] != "invalid_request" {
+			t.Errorf("got %d %v, want 400 invalid_request", status, body)
+		}
+	})
+	t.Run("no client credentials", func(t *testing.T) {
+		if status, _ := p.postRaw("/oauth/introspect", url.Values{"token": {opaque}}); status != http.StatusUnauthorized {
+			t.Errorf("introspection without client credentials: %d, want 401", status)
+		}
+	})
+	t.Run("bad format", func(t *testing.T) {
+		if status, body := p.post("/test/token", withForm(user, url.Values{"format": {"paper"}}), "", ""); status != http.StatusBadRequest {
+			t.Errorf("got %d %v, want 400", status, body)
+		}
+	})
+}
+
+func withForm(base, extra url.Values) url.Values {
+	f := url.Values{}
+	for k, v := range base {
+		f[k] = v
+	}
+	for k, v := range extra {
+		f[k] = v
+	}
+	return f
 }

@@ -19,11 +19,14 @@
 //	GET  /keys                              the JWKS (RS256 public keys)
 //	POST /oauth/token                       client_credentials and RFC 8693
 //	                                        token exchange, with RFC 8707 resource
+//	POST /oauth/introspect                  RFC 7662 introspection (a client's
+//	                                        credentials, HTTP Basic)
 //	POST /test/token                        TEST-ONLY: a user's access token
 //	POST /test/rotate                       TEST-ONLY: a new current signing key
 //
 // Access tokens are RS256 JWTs (iss, sub, aud, exp, iat, nbf, jti, client_id,
-// scope, and groups where the user has any). See handler.go for the test-only
+// scope, and groups where the user has any); /test/token also makes opaque
+// ones, which only introspection reads. See handler.go for the test-only
 // endpoints' fields and storage.go for what each grant issues.
 package main
 

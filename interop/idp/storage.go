@@ -46,6 +46,41 @@ type storage struct {
 	mu sync.Mutex // guards the fields below
 	// keys are the published keys, oldest first; the last one signs.
 	keys []*signingKey
+	// tokens are the access tokens issued, by id (a JWT's jti, or the id an
+	// opaque token encrypts), for introspection and for exchanging an
+	// opaque token. Never pruned: an IdP lives for one test.
+	tokens map[string]*issuedToken
+}
+
+// issuedToken is what introspection tells about a token.
+type issuedToken struct {
+	subject, clientID string
+	audience, scopes  []string
+	extra             map[string]any
+	issuedAt, expires time.Time
+}
+
+// claims are the token's private claims as a JWT of it would carry them.
+func (t *issuedToken) claims() map[string]any {
+	c := map[string]any{}
+	for k, v := range t.extra {
+		c[k] = v
+	}
+	if len(t.scopes) > 0 {
+		c["scope"] = strings.Join(t.scopes, " ")
+	}
+	return c
+}
+
+// issued returns the unexpired token with this id.
+func (s *storage) issued(id string) (*issuedToken, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.tokens[id]
+	if !ok || !time.Now().Before(t.expires) {
+		return nil, false
+	}
+	return t, true
 }
 
 func newStorage(clients []client, defaultAudience string, tokenTTL time.Duration) (*storage, error) {
@@ -53,6 +88,7 @@ func newStorage(clients []client, defaultAudience string, tokenTTL time.Duration
 		clients:         make(map[string]client, len(clients)),
 		defaultAudience: defaultAudience,
 		tokenTTL:        tokenTTL,
+		tokens:          map[string]*issuedToken{},
 	}
 	for _, c := range clients {
 		s.clients[c.id] = c
@@ -164,6 +200,7 @@ func (s *storage) ClientCredentials(ctx context.Context, clientID, clientSecret 
 // token endpoint turn into: who the token is about, for whom, with what.
 type tokenRequest struct {
 	subject  string
+	clientID string
 	audience []string
 	scopes   []string
 	// extra are private claims (groups and the like) put into the token.
@@ -189,6 +226,7 @@ func (s *storage) ClientCredentialsTokenRequest(ctx context.Context, clientID st
 	}
 	return &tokenRequest{
 		subject:  clientID,
+		clientID: clientID,
 		audience: s.audience(resourcesFrom(ctx)),
 		scopes:   scopes,
 	}, nil
@@ -212,11 +250,45 @@ func (s *storage) CreateAccessToken(_ context.Context, r op.TokenRequest) (strin
 	if err != nil {
 		return "", time.Time{}, err
 	}
-	ttl := s.tokenTTL
-	if tr, ok := r.(*tokenRequest); ok && tr.ttl != 0 {
-		ttl = tr.ttl
+	now := time.Now()
+	t := &issuedToken{subject: r.GetSubject(), audience: r.GetAudience(), scopes: r.GetScopes(), issuedAt: now, expires: now.Add(s.tokenTTL)}
+	switch r := r.(type) {
+	case *tokenRequest:
+		t.clientID, t.extra = r.clientID, r.extra
+		if r.ttl != 0 {
+			t.expires = now.Add(r.ttl)
+		}
+	case op.TokenExchangeRequest:
+		t.clientID = r.GetClientID()
+		t.extra, _ = s.GetPrivateClaimsFromTokenExchangeRequest(context.Background(), r)
+		delete(t.extra, "scope")
 	}
-	return id, time.Now().Add(ttl), nil
+	s.mu.Lock()
+	s.tokens[id] = t
+	s.mu.Unlock()
+	return id, t.expires, nil
+}
+
+// SetIntrospectionFromToken answers RFC 7662 introspection for a token this
+// provider issued and that has not expired; an error makes the library
+// answer {"active":false}.
+func (s *storage) SetIntrospectionFromToken(ctx context.Context, resp *oidc.IntrospectionResponse, tokenID, subject, _ string) error {
+	t, ok := s.issued(tokenID)
+	if !ok || t.subject != subject {
+		return errors.New("idp: no such active token")
+	}
+	resp.Issuer = op.IssuerFromContext(ctx)
+	resp.Subject = t.subject
+	resp.ClientID = t.clientID
+	resp.Audience = t.audience
+	resp.Scope = t.scopes
+	resp.TokenType = oidc.BearerToken
+	resp.IssuedAt = oidc.FromTime(t.issuedAt)
+	resp.NotBefore = oidc.FromTime(t.issuedAt)
+	resp.Expiration = oidc.FromTime(t.expires)
+	resp.JWTID = tokenID
+	resp.Claims = t.extra
+	return nil
 }
 
 // GetPrivateClaimsFromRequest puts scope (RFC 9068 section 2.2.3; the library
@@ -259,7 +331,11 @@ func (s *storage) ValidateTokenExchangeRequest(_ context.Context, r op.TokenExch
 	if len(r.GetAudience()) == 0 {
 		return oidc.ErrInvalidTarget().WithDescription("name the upstream with audience or resource (no default audience is configured)")
 	}
-	have := subjectScopes(r.GetExchangeSubjectTokenClaims())
+	subject, ok := s.subjectClaims(r)
+	if !ok {
+		return oidc.ErrInvalidRequest().WithDescription("subject_token is invalid")
+	}
+	have := subjectScopes(subject)
 	want := r.GetScopes()
 	if len(want) == 0 {
 		want = have
@@ -271,6 +347,20 @@ func (s *storage) ValidateTokenExchangeRequest(_ context.Context, r op.TokenExch
 	}
 	r.SetCurrentScopes(want)
 	return nil
+}
+
+// subjectClaims are the subject token's claims: the library decodes a JWT's;
+// for an opaque token (which the library decrypts, but does not check the
+// expiry of) they come from the token's record, which must be unexpired.
+func (s *storage) subjectClaims(r op.TokenExchangeRequest) (map[string]any, bool) {
+	if c := r.GetExchangeSubjectTokenClaims(); c != nil {
+		return c, true
+	}
+	t, ok := s.issued(r.GetExchangeSubjectTokenIDOrToken())
+	if !ok || t.subject != r.GetExchangeSubject() {
+		return nil, false
+	}
+	return t.claims(), true
 }
 
 func subjectScopes(claims map[string]any) []string {
@@ -293,7 +383,7 @@ func (s *storage) GetPrivateClaimsFromTokenExchangeRequest(_ context.Context, r 
 	claims := map[string]any{
 		"act": map[string]any{"sub": r.GetClientID()},
 	}
-	subject := r.GetExchangeSubjectTokenClaims()
+	subject, _ := s.subjectClaims(r)
 	for _, k := range exchangedClaims {
 		if v, ok := subject[k]; ok {
 			claims[k] = v
@@ -339,9 +429,6 @@ func (s *storage) SetUserinfoFromScopes(context.Context, *oidc.UserInfo, string,
 	return nil
 }
 func (s *storage) SetUserinfoFromToken(context.Context, *oidc.UserInfo, string, string, string) error {
-	return errUnsupported
-}
-func (s *storage) SetIntrospectionFromToken(context.Context, *oidc.IntrospectionResponse, string, string, string) error {
 	return errUnsupported
 }
 func (s *storage) GetPrivateClaimsFromScopes(context.Context, string, string, []string) (map[string]any, error) {
