@@ -82,7 +82,7 @@ func run(args []string, stdin io.Reader, stdout io.Writer) error {
 	fs := flag.NewFlagSet("idp", flag.ContinueOnError)
 	port := fs.Int("port", 0, "TCP port on 127.0.0.1; 0 picks a free one")
 	var clients clientFlags
-	fs.Var(&clients, "client", "a client, id:secret[:scope ...] (scopes space-separated: what client_credentials may ask for, and gets when it asks for none); repeat for several")
+	fs.Var(&clients, "client", "a client, id:secret[:scope ...] (neither id nor secret may contain a colon; scopes space-separated: what client_credentials may ask for, and gets when it asks for none); repeat for several")
 	audience := fs.String("audience", "", "default audience (aud) of a token whose request names no resource; empty: the client id")
 	tokenTTL := fs.Duration("token-ttl", time.Hour, "lifetime of issued access tokens")
 	keepOld := fs.Bool("keep-old-keys", true, "whether POST /test/rotate keeps the previous keys in the JWKS when the request does not say")
