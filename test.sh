@@ -4,7 +4,8 @@
 # into interop/node_modules and builds the Go SDK's conformance server.
 #
 #   1. go vet
-#   2. go test -race ./... (unit, end-to-end and interop tests)
+#   2. go test -race ./... (unit, end-to-end and interop tests), and the same
+#      for interop/idp, the test OpenID Provider's own module
 #   3. the differential fuzz target of the strict decoder, for 30 s
 #   4. the interop harness's own tests
 #   5. the conformance suites against the Go SDK conformance server directly
@@ -21,7 +22,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-echo "== setup: npm test peers and the Go SDK conformance server"
+echo "== setup: npm test peers, the Go SDK conformance server and the test IdP"
 interop/setup.sh
 
 echo "== go vet"
@@ -30,6 +31,9 @@ go vet ./...
 echo "== go test -race"
 # Tests that need the npm peers fail rather than skip.
 MCP_GATEWAY_TEST_PEERS=require go test -race -count=1 ./...
+
+echo "== go test: the test OpenID Provider (interop/idp, its own module)"
+(cd interop/idp && GOWORK=off go vet ./... && GOWORK=off go test -race -count=1 ./...)
 
 echo "== fuzz: the strict decoder against encoding/json and a last-member-wins parser"
 go test ./internal/jsonrpc -run '^$' -fuzz '^FuzzDecodeRequestDifferential$' -fuzztime 30s

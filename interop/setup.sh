@@ -9,6 +9,8 @@
 #   interop/node_modules/node/bin/node   Node 22 (the conformance CLIs need >= 22).
 #   interop/.bin/everything-server   github.com/modelcontextprotocol/go-sdk/conformance/everything-server
 #                                    at the go-sdk version that the repo's go.mod requires.
+#   interop/.bin/idp                 the test OAuth/OpenID Provider, built from interop/idp
+#                                    (its own module, so the gateway's go.mod stays lean).
 #
 # Needs: npm (any Node >= 20 to run npm itself), go, network to the npm
 # registry and the Go module proxy the first time.
@@ -66,4 +68,16 @@ else
   (cd "$sdk_dir" && GOFLAGS=-mod=readonly go build -o "$here/.bin/everything-server" ./conformance/everything-server)
   echo "$go_stamp" > .bin/.stamp
 fi
-echo "setup: ok (node: $here/node_modules/node/bin/node, go server: $here/.bin/everything-server)" >&2
+
+# --- test OpenID Provider ------------------------------------------------------
+# Rebuilt when its sources or the Go version change.
+idp_stamp="$(stamp_of idp/go.mod idp/go.sum idp/*.go) $(go env GOVERSION)"
+if [[ -x .bin/idp && -f .bin/.idp-stamp && "$(cat .bin/.idp-stamp)" == "$idp_stamp" ]]; then
+  echo "setup: .bin/idp up to date" >&2
+else
+  echo "setup: building .bin/idp from $here/idp" >&2
+  mkdir -p .bin
+  GOWORK=off GOFLAGS=-mod=readonly go build -C idp -o "$here/.bin/idp" .
+  echo "$idp_stamp" > .bin/.idp-stamp
+fi
+echo "setup: ok (node: $here/node_modules/node/bin/node, go server: $here/.bin/everything-server, idp: $here/.bin/idp)" >&2
