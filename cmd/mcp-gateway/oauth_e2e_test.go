@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -249,4 +251,65 @@ func mustRSA(t *testing.T) *rsa.PrivateKey {
 		t.Fatal(err)
 	}
 	return k
+}
+
+// TestOAuthReload: a reload that leaves auth and the teams' claims as they
+// are keeps the OAuth sessions; one that changes them ends them (their
+// hosts initialize again with their tokens, under the new rules).
+func TestOAuthReload(t *testing.T) {
+	is := newTestIssuer(t)
+	path := filepath.Join(t.TempDir(), "gateway.yaml")
+	write := func(allow string, required []string) {
+		t.Helper()
+		command, args, env := mcptest.StdioCommand("echo")
+		raw, _ := json.Marshal(map[string]any{
+			"upstreams": []any{map[string]any{"name": "alpha", "command": command, "args": args, "env": env}},
+			"auth": map[string]any{"mode": "oauth", "oauth": map[string]any{
+				"resource": "https://gw.example.com/mcp", "issuers": []any{map[string]any{"issuer": is.srv.URL}}, "required_scopes": required,
+			}},
+			"teams": []any{map[string]any{"name": "data", "claims": map[string]any{"groups": []string{"data-eng"}}, "allow": []string{allow}}},
+		})
+		if err := os.WriteFile(path, raw, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("alpha__*", []string{})
+	var logs mcptest.LogBuffer
+	current, err := loadConfig(path, &logs)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, logs.String())
+	}
+	log := telemetry.NewLogger(&logs, nil)
+	url, g, _ := startGatewayWith(t, current, recorders{log: log})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	token := is.token(t, map[string]any{"groups": "data-eng", "scope": "mcp:tools"})
+	auth := map[string]string{"Authorization": "Bearer " + token}
+	status, header, _ := postRaw(ctx, t, url, auth, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	sid := header.Get("Mcp-Session-Id")
+	if status != 200 || sid == "" {
+		t.Fatalf("initialize: %d, session %q", status, sid)
+	}
+	inSession := map[string]string{"Authorization": "Bearer " + token, "Mcp-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"}
+	list := func() int {
+		status, _, _ := postRaw(ctx, t, url, inSession, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+		return status
+	}
+	if s := list(); s != 200 {
+		t.Fatalf("tools/list in the session: %d", s)
+	}
+
+	// The team's allow changes, not its claims: the session stays.
+	write("alpha__e*", []string{})
+	current = g.reload(path, current, log)
+	if s := list(); s != 200 {
+		t.Fatalf("tools/list after a reload that kept auth: %d, want 200\n%s", s, logs.String())
+	}
+	// auth.oauth changes: the session ends.
+	write("alpha__e*", []string{"mcp:tools"})
+	g.reload(path, current, log)
+	if s := list(); s != 404 {
+		t.Fatalf("tools/list after a reload that changed auth: %d, want 404 (session ended)", s)
+	}
 }

@@ -34,7 +34,7 @@ type testIdP struct {
 	down atomic.Bool
 }
 
-func newTestIdP(t *testing.T) *testIdP {
+func newTestIdP(t testing.TB) *testIdP {
 	t.Helper()
 	idp := &testIdP{}
 	mux := http.NewServeMux()
@@ -63,7 +63,7 @@ type signer struct {
 	key any // *rsa.PrivateKey or *ecdsa.PrivateKey
 }
 
-func newRSA(t *testing.T, kid string) *signer {
+func newRSA(t testing.TB, kid string) *signer {
 	t.Helper()
 	k, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
@@ -72,7 +72,7 @@ func newRSA(t *testing.T, kid string) *signer {
 	return &signer{kid: kid, alg: jose.RS256, key: k}
 }
 
-func newEC(t *testing.T, kid string) *signer {
+func newEC(t testing.TB, kid string) *signer {
 	t.Helper()
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -103,7 +103,7 @@ func (idp *testIdP) publish(keys ...*signer) {
 }
 
 // mint signs claims with s, its kid in the header.
-func mint(t *testing.T, s *signer, claims map[string]any) string {
+func mint(t testing.TB, s *signer, claims map[string]any) string {
 	t.Helper()
 	sig, err := jose.NewSigner(jose.SigningKey{Algorithm: s.alg, Key: s.key}, (&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", s.kid))
 	if err != nil {
@@ -149,7 +149,7 @@ type oauthFixture struct {
 	clock *fakeClock
 }
 
-func newOAuthFixture(t *testing.T, modify func(c *config.Config, idp *testIdP)) *oauthFixture {
+func newOAuthFixture(t testing.TB, modify func(c *config.Config, idp *testIdP)) *oauthFixture {
 	t.Helper()
 	idp := newTestIdP(t)
 	key := newRSA(t, "k1")
@@ -184,7 +184,7 @@ func (f *oauthFixture) claims(extra map[string]any) map[string]any {
 	return c
 }
 
-func (f *oauthFixture) token(t *testing.T, extra map[string]any) string {
+func (f *oauthFixture) token(t testing.TB, extra map[string]any) string {
 	return mint(t, f.key, f.claims(extra))
 }
 
@@ -514,4 +514,30 @@ func TestCappedBody(t *testing.T) {
 	if total > maxKeySetBytes+1 {
 		t.Errorf("read %d bytes past a cap of %d", total, maxKeySetBytes)
 	}
+}
+
+// BenchmarkIdentify compares a token's verification (an RS256 signature
+// with cached keys, the claims) with an API key's lookup.
+func BenchmarkIdentify(b *testing.B) {
+	f := newOAuthFixture(b, func(c *config.Config, _ *testIdP) {
+		c.Teams = []config.Team{{Name: "k", APIKeys: []string{"a-long-enough-key-123"}}, {Name: "d", Claims: map[string][]string{"groups": {"d"}}}}
+	})
+	tok := f.token(b, map[string]any{"groups": "d"})
+	if _, err := f.o.Identify(tok); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("oauth", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := f.o.Identify(tok); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("api_key", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := f.o.Identify("a-long-enough-key-123"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
