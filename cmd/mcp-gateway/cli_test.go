@@ -120,11 +120,19 @@ teams:
 		t.Errorf("want every problem on its own line, got:\n%s", errOut)
 	}
 
-	// Settings this version does not enforce are refused, not ignored.
-	unsupported := writeConfig(t, map[string]any{"auth": map[string]any{"mode": "jwt"}}, "echo")
-	code, _, errOut = runCLI(t, "validate", "--config", unsupported)
-	if code != exitError || !strings.Contains(errOut, `auth.mode: auth mode "jwt" is not supported`) {
-		t.Errorf("unsupported settings: code %d, stderr:\n%s", code, errOut)
+	// jwt, the name oauth had before it was built, is refused, naming oauth.
+	renamed := writeConfig(t, map[string]any{"auth": map[string]any{"mode": "jwt"}}, "echo")
+	code, _, errOut = runCLI(t, "validate", "--config", renamed)
+	if code != exitError || !strings.Contains(errOut, `auth.mode: jwt is now called oauth`) {
+		t.Errorf("auth.mode jwt: code %d, stderr:\n%s", code, errOut)
+	}
+	// OAuth's own problems, each with its key path.
+	badOAuth := writeConfig(t, map[string]any{"auth": map[string]any{"mode": "oauth", "oauth": map[string]any{
+		"issuers": []any{map[string]any{"issuer": "https://idp.example.com", "algorithms": []any{"HS256"}}},
+	}}}, "echo")
+	code, _, errOut = runCLI(t, "validate", "--config", badOAuth)
+	if code != exitError || !strings.Contains(errOut, "auth.oauth.resource: is required") || !strings.Contains(errOut, "auth.oauth.issuers[0].algorithms[0]: HMAC") {
+		t.Errorf("auth.oauth problems: code %d, stderr:\n%s", code, errOut)
 	}
 
 	if code, _, errOut := runCLI(t, "validate", "--config", filepath.Join(t.TempDir(), "missing.yaml")); code != exitError || !strings.Contains(errOut, "no such file") {

@@ -40,6 +40,9 @@ var ownedImports = map[string]string{
 	"go.opentelemetry.io/otel/exporters": "telemetry",
 	"go.opentelemetry.io/proto":          "telemetry",
 	"github.com/prometheus/":             "telemetry",
+	// Only policy verifies tokens (oauth.go).
+	"github.com/coreos/go-oidc/":  "policy",
+	"github.com/go-jose/go-jose/": "policy",
 }
 
 // globalOtel is the otel package of the global providers and propagator

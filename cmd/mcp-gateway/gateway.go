@@ -13,7 +13,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"reflect"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -44,10 +46,8 @@ func versionString() string {
 	return fmt.Sprintf("mcp-gateway %s (commit %s, %s)", version, commit, goVersion)
 }
 
-// loadConfig loads and validates the config, and rejects settings this
-// version does not enforce yet: accepting a security setting and then
-// ignoring it would be worse than refusing to start. Every problem goes
-// to w on its own line.
+// loadConfig loads and validates the config. Every problem goes to w on
+// its own line, and so does every warning.
 func loadConfig(path string, w io.Writer) (*config.Config, error) {
 	cfg, err := config.Load(path, nil)
 	if err != nil {
@@ -60,19 +60,6 @@ func loadConfig(path string, w io.Writer) (*config.Config, error) {
 			fmt.Fprintln(w, err)
 		}
 		return nil, err
-	}
-	var problems []config.Problem
-	unsupported := func(p, what string) {
-		problems = append(problems, config.Problem{Path: p, Message: what + " is not supported by this version of mcp-gateway yet"})
-	}
-	if cfg.Auth.Mode == config.AuthJWT {
-		unsupported("auth.mode", fmt.Sprintf("auth mode %q", cfg.Auth.Mode))
-	}
-	for _, p := range problems {
-		fmt.Fprintf(w, "%s: %s\n", problemPath(path, p), p.Message)
-	}
-	if len(problems) > 0 {
-		return nil, &config.ValidationError{Problems: problems}
 	}
 	for _, p := range cfg.Warnings() {
 		fmt.Fprintf(w, "warning: %s: %s\n", problemPath(path, p), p.Message)
@@ -321,17 +308,73 @@ func policyRules(cfg *config.Config) policy.Rules {
 	return rules
 }
 
-// apiKeys returns the key table of the config's auth mode; nil for mode
-// none.
-func apiKeys(cfg *config.Config) (*policy.APIKeys, error) {
-	if cfg.Auth.Mode != config.AuthAPIKey {
-		return nil, nil
+// authn is how callers authenticate under one config: what the server's
+// Identify, SetIdentify and ResourceMetadata take.
+type authn struct {
+	// identify and team are nil for auth mode none.
+	identify func(string) (policy.Identity, error)
+	team     func(id string) (string, bool)
+	// meta is set under auth mode oauth.
+	meta *server.ResourceMetadata
+	// oauth is the token verifier, and basis what it was built from: a
+	// reload with the same basis keeps it, with its cached keys and the
+	// teams it gave, so that OAuth sessions outlive the reload.
+	oauth *policy.OAuth
+	basis []any
+}
+
+// newAuthn builds the authentication of cfg's auth mode, keeping prev's
+// verifier (prev may be nil) when its basis is unchanged. Nothing is
+// fetched here: the issuers' keys are fetched when a token needs them.
+func newAuthn(cfg *config.Config, log *slog.Logger, prev *authn) (*authn, error) {
+	switch cfg.Auth.Mode {
+	case config.AuthAPIKey:
+		teamKeys := map[string][]string{}
+		for _, t := range cfg.Teams {
+			teamKeys[t.Name] = t.APIKeys
+		}
+		keys, err := policy.NewAPIKeys(teamKeys)
+		if err != nil {
+			return nil, err
+		}
+		return &authn{identify: keys.Identify, team: keys.Team}, nil
+	case config.AuthOAuth:
+		a := &authn{basis: oauthBasis(cfg)}
+		if prev != nil && prev.oauth != nil && reflect.DeepEqual(prev.basis, a.basis) {
+			a.oauth = prev.oauth
+		} else {
+			o, err := policy.NewOAuth(cfg, &policy.OAuthOptions{Logger: log})
+			if err != nil {
+				return nil, err
+			}
+			a.oauth = o
+		}
+		a.identify, a.team = a.oauth.Identify, a.oauth.Team
+		oc := cfg.Auth.OAuth
+		a.meta = &server.ResourceMetadata{Resource: oc.Resource, ScopesSupported: oc.ScopesSupported, RequiredScopes: oc.RequiredScopes}
+		for _, is := range oc.Issuers {
+			a.meta.AuthorizationServers = append(a.meta.AuthorizationServers, is.Issuer)
+		}
+		if len(oc.ScopesSupported) == 0 {
+			scopes := slices.Clone(oc.RequiredScopes)
+			for _, t := range cfg.Teams {
+				scopes = append(scopes, t.Scopes...)
+			}
+			slices.Sort(scopes)
+			a.meta.ScopesSupported = slices.Compact(scopes)
+		}
+		return a, nil
 	}
-	teamKeys := map[string][]string{}
+	return &authn{}, nil
+}
+
+// oauthBasis is what of a config the OAuth verifier is built from.
+func oauthBasis(cfg *config.Config) []any {
+	out := []any{cfg.Auth.OAuth}
 	for _, t := range cfg.Teams {
-		teamKeys[t.Name] = t.APIKeys
+		out = append(out, t.Name, t.APIKeys, t.Claims, t.ClaimsMatch, t.Scopes)
 	}
-	return policy.NewAPIKeys(teamKeys)
+	return out
 }
 
 // relayCapabilities are the client capabilities the gateway declares to
@@ -353,6 +396,8 @@ type gateway struct {
 	// with, both kept for reloads.
 	onChange func(router.Change)
 	rec      recorders
+	// auth is how callers authenticate, replaced on a reload.
+	auth *authn
 }
 
 func newGateway(cfg *config.Config, rec recorders) (*gateway, error) {
@@ -368,13 +413,9 @@ func newGateway(cfg *config.Config, rec recorders) (*gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys, err := apiKeys(cfg)
+	auth, err := newAuthn(cfg, rec.log, nil)
 	if err != nil {
 		return nil, err
-	}
-	var auth func(string) (policy.Identity, error)
-	if keys != nil {
-		auth = keys.Identify
 	}
 	var metrics http.Handler
 	if rec.tel != nil {
@@ -385,7 +426,8 @@ func newGateway(cfg *config.Config, rec recorders) (*gateway, error) {
 		hosts = server.ListenerHosts(cfg.Listen)
 	}
 	srv = server.New(dispatcher(rt, rec.obs), &server.Options{
-		Identify:           auth,
+		Identify:           auth.identify,
+		ResourceMetadata:   auth.meta,
 		Endpoint:           cfg.Endpoint,
 		AllowedOrigins:     cfg.AllowedOrigins,
 		Loopback:           isLoopbackAddr(cfg.Listen),
@@ -399,7 +441,7 @@ func newGateway(cfg *config.Config, rec recorders) (*gateway, error) {
 		Telemetry:          rec.tel,
 		Logger:             rec.log,
 	})
-	return &gateway{router: rt, server: srv, onChange: onChange, rec: rec}, nil
+	return &gateway{router: rt, server: srv, onChange: onChange, rec: rec, auth: auth}, nil
 }
 
 // serve runs the HTTP gateway until ctx is done (SIGINT or SIGTERM), then

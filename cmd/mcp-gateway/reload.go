@@ -156,7 +156,7 @@ func (g *gateway) reload(path string, current *config.Config, log *slog.Logger) 
 		log.Warn("telemetry changes take effect at the next start")
 		next.Telemetry = current.Telemetry
 	}
-	keys, err := apiKeys(next)
+	auth, err := newAuthn(next, log, g.auth)
 	if err != nil {
 		log.Error("config reload rejected", "problem", err.Error())
 		return current
@@ -165,11 +165,9 @@ func (g *gateway) reload(path string, current *config.Config, log *slog.Logger) 
 		log.Error("config reload rejected", telemetry.KeyErr, err)
 		return current
 	}
-	if keys == nil {
-		g.server.SetIdentify(nil, nil)
-	} else {
-		g.server.SetIdentify(keys.Identify, keys.Team)
-	}
+	g.server.SetResourceMetadata(auth.meta)
+	g.server.SetIdentify(auth.identify, auth.team)
+	g.auth = auth
 	return next
 }
 

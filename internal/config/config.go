@@ -612,7 +612,33 @@ type Team struct {
 	// Limits override the top-level limits for this team's identities,
 	// field by field. Key: limits.
 	Limits *TeamLimitOverrides
+	// Claims select this team for an OAuth token (auth.mode oauth): each
+	// key is a claim name, such as groups, or a path into nested claims,
+	// such as realm_access.roles (a key is first looked up whole, so a
+	// claim named "https://example.com/roles" works as it is), and its
+	// list the values that match: a claim that is a string matches when
+	// it equals one of them, a list of strings when one of its items
+	// does, a number or boolean when its JSON text does ("true"). Key:
+	// claims. Teams are tried in their order; the first that matches
+	// wins. A team without claims is never selected by a token.
+	Claims map[string][]string
+	// ClaimsMatch is "any" (the default: one of the claims matches) or
+	// "all" (every claim matches). Key: claims_match.
+	ClaimsMatch ClaimsMatch
+	// Scopes are the OAuth scopes a token must grant, besides
+	// auth.oauth.required_scopes, to be let in with this team: a token
+	// that selects the team without them gets 403 insufficient_scope.
+	// Key: scopes.
+	Scopes []string
 }
+
+// ClaimsMatch says how many of a team's claims must match.
+type ClaimsMatch string
+
+const (
+	ClaimsAny ClaimsMatch = "any"
+	ClaimsAll ClaimsMatch = "all"
+)
 
 // AuthMode says how callers authenticate.
 type AuthMode string
@@ -622,15 +648,105 @@ const (
 	AuthNone AuthMode = "none"
 	// AuthAPIKey requires a bearer API key that belongs to one of the teams.
 	AuthAPIKey AuthMode = "api_key"
-	// AuthJWT requires a bearer JWT.
+	// AuthOAuth requires a bearer token: an OAuth access token (a JWT)
+	// from one of auth.oauth.issuers, or, when teams have api_keys, one
+	// of those keys.
+	AuthOAuth AuthMode = "oauth"
+	// AuthJWT is refused: the name of oauth before it was built.
 	AuthJWT AuthMode = "jwt"
 )
 
 // Auth configures caller authentication.
 type Auth struct {
-	// Mode is "none", "api_key" or "jwt". Key: mode. Default "none".
-	// api_key needs at least one team with api_keys.
+	// Mode is "none", "api_key" or "oauth". Key: mode. Default "none".
+	// api_key needs at least one team with api_keys; oauth needs
+	// auth.oauth, and accepts the teams' api_keys too.
 	Mode AuthMode
+	// OAuth configures the gateway as an OAuth 2.1 resource server
+	// (auth.mode oauth). Key: oauth.
+	OAuth OAuth
+}
+
+// Defaults and bounds of auth.oauth.
+const (
+	// DefaultClockSkew is how far a token's exp, nbf and iat may be off
+	// the gateway's clock (auth.oauth.clock_skew); MaxClockSkew the most
+	// it may be set to.
+	DefaultClockSkew = 60 * time.Second
+	MaxClockSkew     = 5 * time.Minute
+	// JWKSRefetchInterval is the shortest time between two fetches of an
+	// issuer's keys (or of its discovery document): a token with a key id
+	// the gateway has not seen makes it fetch them again, at most this
+	// often, so that junk key ids cannot make it hammer the issuer.
+	JWKSRefetchInterval = 10 * time.Second
+	// OAuthFetchTimeout bounds one fetch of a discovery document or key
+	// set; the request waiting for it fails then, and the next may retry.
+	OAuthFetchTimeout = 10 * time.Second
+)
+
+// DefaultAlgorithms are the JWS algorithms accepted from an issuer that
+// lists none; Algorithms every one that may be listed. "none" and the
+// HMAC algorithms (HS256...) are never accepted: a resource server holds
+// no shared secret, and an HMAC check keyed with a public key is the
+// classic key confusion attack.
+var (
+	DefaultAlgorithms = []string{"RS256", "PS256", "ES256", "EdDSA"}
+	Algorithms        = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
+)
+
+// Unmatched says what a valid token that selects no team gets.
+type Unmatched string
+
+const (
+	// UnmatchedDefault gives it the default (policy) view.
+	UnmatchedDefault Unmatched = "default"
+	// UnmatchedDeny refuses it with 403.
+	UnmatchedDeny Unmatched = "deny"
+)
+
+// OAuth configures the validation of bearer access tokens (JWTs).
+type OAuth struct {
+	// Resource is the gateway's canonical resource URL, as hosts name it
+	// (RFC 8707, RFC 9728), such as https://gw.example.com/mcp: tokens
+	// must carry it in aud (or one of the issuer's audiences), and the
+	// protected resource metadata names it. Key: resource. Required.
+	Resource string
+	// Issuers are the authorization servers whose tokens are accepted.
+	// Key: issuers. At least one.
+	Issuers []Issuer
+	// ScopesSupported are the scopes the protected resource metadata
+	// lists. Key: scopes_supported. Default: required_scopes and every
+	// team's scopes.
+	ScopesSupported []string
+	// RequiredScopes must all be granted by every token (its scope or scp
+	// claim); a token without them gets 403 insufficient_scope. Key:
+	// required_scopes.
+	RequiredScopes []string
+	// ClockSkew is how far exp, nbf and iat may be off the gateway's
+	// clock. Key: clock_skew. Default 60s, at most 5m.
+	ClockSkew time.Duration
+	// Unmatched is what a valid token that matches no team's claims
+	// gets: "default" (the policy view, the default) or "deny" (403).
+	// Key: unmatched.
+	Unmatched Unmatched
+}
+
+// Issuer is one authorization server whose tokens are accepted.
+type Issuer struct {
+	// Issuer is the issuer identifier, compared exactly with a token's
+	// iss, such as https://idp.example.com/realms/main. Key: issuer.
+	Issuer string
+	// JWKSURL is where the issuer's signing keys are. Key: jwks_url.
+	// Default empty: OpenID Connect discovery at
+	// <issuer>/.well-known/openid-configuration names it.
+	JWKSURL string
+	// Audiences are accepted in a token's aud besides auth.oauth.resource,
+	// for an issuer that cannot put the resource URL there. Key: audiences.
+	Audiences []string
+	// Algorithms are the JWS algorithms accepted from this issuer, among
+	// RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, ES512 and
+	// EdDSA. Key: algorithms. Default RS256, PS256, ES256, EdDSA.
+	Algorithms []string
 }
 
 // Telemetry configures logs, metrics and traces.
@@ -705,7 +821,7 @@ func Default() *Config {
 		Separator:    DefaultSeparator,
 		Prefix:       PrefixAlways,
 		MaxBodyBytes: DefaultMaxBodyBytes,
-		Auth:         Auth{Mode: AuthNone},
+		Auth:         Auth{Mode: AuthNone, OAuth: OAuth{ClockSkew: DefaultClockSkew, Unmatched: UnmatchedDefault}},
 		Telemetry:    Telemetry{LogLevel: DefaultLogLevel, Metrics: true, Audit: Audit{Arguments: AuditOmit}},
 		Tasks:        Tasks{TTL: DefaultTaskTTL, MaxPerIdentity: DefaultMaxTasks},
 	}

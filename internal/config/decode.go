@@ -457,8 +457,9 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 			},
 			"auth": func(p string, v *yaml.Node) {
 				d.object(p, v, schema{fields: map[string]field{
-					"mode": func(p string, v *yaml.Node) { c.Auth.Mode = AuthMode(d.str(p, v)) },
-				}})
+					"mode":  func(p string, v *yaml.Node) { c.Auth.Mode = AuthMode(d.str(p, v)) },
+					"oauth": func(p string, v *yaml.Node) { d.oauth(p, v, &c.Auth.OAuth) },
+				}, hints: map[string]string{"modes": "use mode: oauth, which accepts the teams' api_keys too"}})
 			},
 			"limits": func(p string, v *yaml.Node) { d.limits(p, v, &c.Limits) },
 			"tasks": func(p string, v *yaml.Node) {
@@ -777,6 +778,34 @@ func (d *decoder) team(p string, n *yaml.Node) (Team, bool) {
 		"deny":       func(p string, v *yaml.Node) { t.Deny = d.strings(p, v) },
 		"max_tools":  func(p string, v *yaml.Node) { d.integer(p, v, &t.MaxTools) },
 		"max_tokens": func(p string, v *yaml.Node) { d.integer(p, v, &t.MaxTokens) },
+		"claims": func(p string, v *yaml.Node) {
+			if !d.visit(p, v) {
+				return
+			}
+			if v.Kind != yaml.MappingNode {
+				d.problem(p, v, "must be a mapping of claim names to lists of values, such as {groups: [data-eng]}")
+				return
+			}
+			t.Claims = map[string][]string{}
+			for _, kv := range d.pairs(p, v, 0) {
+				if d.exhausted() {
+					break
+				}
+				kp := join(p, kv.key)
+				if isNull(kv.value) {
+					d.visit(kp, kv.keyNode)
+					t.Claims[kv.key] = nil
+					continue
+				}
+				if kv.value.Kind == yaml.ScalarNode {
+					t.Claims[kv.key] = []string{d.str(kp, kv.value)}
+					continue
+				}
+				t.Claims[kv.key] = d.strings(kp, kv.value)
+			}
+		},
+		"claims_match": func(p string, v *yaml.Node) { t.ClaimsMatch = ClaimsMatch(d.str(p, v)) },
+		"scopes":       func(p string, v *yaml.Node) { t.Scopes = d.strings(p, v) },
 		"limits": func(p string, v *yaml.Node) {
 			t.Limits = &TeamLimitOverrides{}
 			d.object(p, v, schema{fields: map[string]field{
@@ -786,6 +815,34 @@ func (d *decoder) team(p string, n *yaml.Node) (Team, bool) {
 		},
 	}})
 	return t, true
+}
+
+// oauth decodes auth.oauth.
+func (d *decoder) oauth(p string, n *yaml.Node, o *OAuth) {
+	d.object(p, n, schema{fields: map[string]field{
+		"resource": func(p string, v *yaml.Node) { o.Resource = d.str(p, v) },
+		"issuers": func(p string, v *yaml.Node) {
+			d.list(p, v, func(p string, v *yaml.Node) {
+				if v.Kind != yaml.MappingNode {
+					d.visit(p, v)
+					d.problem(p, v, "must be a mapping with an issuer")
+					return
+				}
+				var is Issuer
+				d.object(p, v, schema{fields: map[string]field{
+					"issuer":     func(p string, v *yaml.Node) { is.Issuer = d.str(p, v) },
+					"jwks_url":   func(p string, v *yaml.Node) { is.JWKSURL = d.str(p, v) },
+					"audiences":  func(p string, v *yaml.Node) { is.Audiences = d.strings(p, v) },
+					"algorithms": func(p string, v *yaml.Node) { is.Algorithms = d.strings(p, v) },
+				}})
+				o.Issuers = append(o.Issuers, is)
+			})
+		},
+		"scopes_supported": func(p string, v *yaml.Node) { o.ScopesSupported = d.strings(p, v) },
+		"required_scopes":  func(p string, v *yaml.Node) { o.RequiredScopes = d.strings(p, v) },
+		"clock_skew":       func(p string, v *yaml.Node) { d.duration(p, v, &o.ClockSkew) },
+		"unmatched":        func(p string, v *yaml.Node) { o.Unmatched = Unmatched(d.str(p, v)) },
+	}})
 }
 
 // limits decodes the top-level limits.

@@ -172,7 +172,7 @@ func TestLoadFull(t *testing.T) {
 			},
 			{Name: "ops", APIKeys: []string{"ops-team-secret-key-0007"}},
 		},
-		Auth: Auth{Mode: AuthAPIKey},
+		Auth: Auth{Mode: AuthAPIKey, OAuth: OAuth{ClockSkew: DefaultClockSkew, Unmatched: UnmatchedDefault}},
 		Telemetry: Telemetry{
 			LogLevel: "debug", Metrics: false, OTLPEndpoint: "http://otel-collector:4318",
 			Audit: Audit{Enabled: true, Path: filepath.Join(dir, "logs", "audit.jsonl"), Arguments: AuditHash},
@@ -460,6 +460,7 @@ listen: 127.0.0.1:1111
 endpoint: /from-file
 policy: {max_tools: 3}
 telemetry: {log_level: "${MISSING}"}
+auth: {oauth: {resource: "https://gw.example.com/mcp", issuers: [{issuer: "https://idp.example.com"}]}}
 upstreams:
   - {name: a, command: x}
 `
@@ -476,7 +477,7 @@ upstreams:
 		{"MCP_GATEWAY_MAX_BODY_BYTES", "1024", func(c *Config) any { return c.MaxBodyBytes }, int64(1024)},
 		{"MCP_GATEWAY_POLICY_MAX_TOOLS", "50", func(c *Config) any { return c.Policy.MaxTools }, 50},
 		{"MCP_GATEWAY_POLICY_DESCRIPTION_MAX_CHARS", "200", func(c *Config) any { return c.Policy.DescriptionMaxChars }, 200},
-		{"MCP_GATEWAY_AUTH_MODE", "jwt", func(c *Config) any { return c.Auth.Mode }, AuthJWT},
+		{"MCP_GATEWAY_AUTH_MODE", "oauth", func(c *Config) any { return c.Auth.Mode }, AuthOAuth},
 		{"MCP_GATEWAY_TELEMETRY_METRICS", "false", func(c *Config) any { return c.Telemetry.Metrics }, false},
 		{"MCP_GATEWAY_TELEMETRY_OTLP_ENDPOINT", "http://otel:4318", func(c *Config) any { return c.Telemetry.OTLPEndpoint }, "http://otel:4318"},
 		{"MCP_GATEWAY_TELEMETRY_AUDIT_ENABLED", "true", func(c *Config) any { return c.Telemetry.Audit.Enabled }, true},
@@ -607,14 +608,14 @@ func TestEnvOverrideRules(t *testing.T) {
 		},
 		{
 			name: "applies to JSON files too",
-			file: `{"mcpServers": {}}`,
-			env:  map[string]string{"MCP_GATEWAY_AUTH_MODE": "jwt"},
+			file: `{"mcpServers": {}, "auth": {"oauth": {"resource": "https://gw.example.com/mcp", "issuers": [{"issuer": "https://idp.example.com"}]}}}`,
+			env:  map[string]string{"MCP_GATEWAY_AUTH_MODE": "oauth"},
 			check: func(t *testing.T, c *Config, err error) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if c.Auth.Mode != AuthJWT {
-					t.Errorf("auth.mode = %q, want jwt", c.Auth.Mode)
+				if c.Auth.Mode != AuthOAuth {
+					t.Errorf("auth.mode = %q, want oauth", c.Auth.Mode)
 				}
 			},
 		},

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"net/url"
 	"path"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -157,13 +158,17 @@ func (c *Config) Validate() error {
 	c.Tasks.validate(&ps)
 
 	switch c.Auth.Mode {
-	case AuthNone, AuthJWT:
+	case AuthNone:
 	case AuthAPIKey:
 		if !c.anyTeamKeys() {
 			ps.add("auth.mode", "api_key needs at least one team with api_keys")
 		}
+	case AuthOAuth:
+		c.Auth.OAuth.validate(&ps)
+	case AuthJWT:
+		ps.add("auth.mode", "jwt is now called oauth: write mode: oauth and configure auth.oauth (resource, issuers)")
 	default:
-		ps.add("auth.mode", "must be none, api_key or jwt")
+		ps.add("auth.mode", "must be none, api_key or oauth")
 	}
 
 	switch c.Telemetry.LogLevel {
@@ -236,6 +241,113 @@ func (c *Config) validateTeams(ps *problems) {
 			t.Limits.PerIdentity.validate(p+".limits.per_identity", ps)
 			t.Limits.Team.validate(p+".limits.team", ps)
 		}
+		for _, claim := range sortedClaimKeys(t.Claims) {
+			cp := join(p+".claims", claim)
+			if strings.Trim(claim, ".") == "" || strings.Contains(claim, "..") {
+				ps.add(cp, "must name a claim, or a path of claim names joined by dots")
+			}
+			if len(t.Claims[claim]) == 0 {
+				ps.add(cp, "must list at least one value that matches")
+			}
+			for j, v := range t.Claims[claim] {
+				if v == "" {
+					ps.add(fmt.Sprintf("%s[%d]", cp, j), "is empty")
+				}
+			}
+		}
+		switch t.ClaimsMatch {
+		case "", ClaimsAny, ClaimsAll:
+		default:
+			ps.add(p+".claims_match", "must be any or all")
+		}
+		validateScopes(ps, p+".scopes", t.Scopes)
+	}
+}
+
+func sortedClaimKeys(m map[string][]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// validateScopes checks a list of OAuth scopes (RFC 6749 §3.3: printable
+// ASCII but space, " and \).
+func validateScopes(ps *problems, p string, scopes []string) {
+	for i, sc := range scopes {
+		ok := sc != ""
+		for j := 0; j < len(sc) && ok; j++ {
+			c := sc[j]
+			ok = c > 0x20 && c < 0x7f && c != '"' && c != '\\'
+		}
+		if !ok {
+			ps.add(fmt.Sprintf("%s[%d]", p, i), `must be a scope: printable ASCII characters, no spaces, quotes or backslashes`)
+		}
+	}
+}
+
+// validate checks auth.oauth, under auth.mode oauth.
+func (o *OAuth) validate(ps *problems) {
+	const p = "auth.oauth"
+	switch u, err := url.Parse(o.Resource); {
+	case o.Resource == "":
+		ps.add(p+".resource", "is required under auth.mode oauth: the gateway's canonical URL as hosts reach it, such as https://gw.example.com/mcp")
+	case err != nil || !u.IsAbs() || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
+		ps.add(p+".resource", "must be an absolute https:// (or http://) URL, such as https://gw.example.com/mcp")
+	case u.Fragment != "" || strings.Contains(o.Resource, "#"):
+		ps.add(p+".resource", "may not have a fragment (RFC 8707)")
+	}
+	if len(o.Issuers) == 0 {
+		ps.add(p+".issuers", "must list at least one issuer under auth.mode oauth")
+	}
+	seen := map[string]int{}
+	for i, is := range o.Issuers {
+		ip := fmt.Sprintf("%s.issuers[%d]", p, i)
+		switch first, dup := seen[is.Issuer]; {
+		case is.Issuer == "":
+			ps.add(ip+".issuer", "is required: the issuer identifier, exactly as tokens carry it in iss")
+		case !validHTTPURL(is.Issuer) || strings.ContainsAny(is.Issuer, "?#"):
+			ps.add(ip+".issuer", "must be an absolute https:// (or http://) URL without query or fragment, such as https://idp.example.com")
+		case dup:
+			ps.add(ip+".issuer", "already listed as auth.oauth.issuers[%d]", first)
+		default:
+			seen[is.Issuer] = i
+		}
+		if is.JWKSURL != "" && !validHTTPURL(is.JWKSURL) {
+			ps.add(ip+".jwks_url", "must be an absolute https:// (or http://) URL")
+		}
+		for j, a := range is.Audiences {
+			if a == "" {
+				ps.add(fmt.Sprintf("%s.audiences[%d]", ip, j), "is empty")
+			}
+		}
+		for j, a := range is.Algorithms {
+			ap := fmt.Sprintf("%s.algorithms[%d]", ip, j)
+			switch {
+			case slices.Contains(Algorithms, a):
+			case strings.EqualFold(a, "none"):
+				ps.add(ap, "none is never accepted: it means an unsigned token")
+			case len(a) > 2 && strings.EqualFold(a[:2], "HS"):
+				ps.add(ap, "HMAC algorithms are never accepted: an HMAC checked with a public key is forgeable by anyone who has it")
+			default:
+				ps.add(ap, "must be one of %s", strings.Join(Algorithms, ", "))
+			}
+		}
+	}
+	validateScopes(ps, p+".scopes_supported", o.ScopesSupported)
+	validateScopes(ps, p+".required_scopes", o.RequiredScopes)
+	switch {
+	case o.ClockSkew < 0:
+		ps.add(p+".clock_skew", "must be 0s or more")
+	case o.ClockSkew > MaxClockSkew:
+		ps.add(p+".clock_skew", "must be at most %s", MaxClockSkew)
+	}
+	switch o.Unmatched {
+	case UnmatchedDefault, UnmatchedDeny:
+	default:
+		ps.add(p+".unmatched", "must be default or deny")
 	}
 }
 
@@ -593,9 +705,18 @@ func (c *Config) Warnings() []Problem {
 	if len(c.Teams) > 0 && c.Auth.Mode == AuthNone {
 		ps.add("teams", "teams have no effect while auth.mode is none: every caller gets the policy view")
 	}
+	if c.Auth.Mode != AuthOAuth && !reflect.DeepEqual(c.Auth.OAuth, Default().Auth.OAuth) {
+		ps.add("auth.oauth", "set, but auth.mode is not oauth: no token is checked against it")
+	}
 	for i, t := range c.Teams {
 		if c.Auth.Mode == AuthAPIKey && len(t.APIKeys) == 0 {
 			ps.add(fmt.Sprintf("teams[%d].api_keys", i), "none: no caller can select this team under auth.mode api_key")
+		}
+		if c.Auth.Mode == AuthOAuth && len(t.APIKeys) == 0 && len(t.Claims) == 0 {
+			ps.add(fmt.Sprintf("teams[%d].claims", i), "none, and no api_keys: no caller can select this team")
+		}
+		if c.Auth.Mode != AuthOAuth && (len(t.Claims) > 0 || len(t.Scopes) > 0) {
+			ps.add(fmt.Sprintf("teams[%d].claims", i), "claims and scopes have no effect unless auth.mode is oauth")
 		}
 		for j, k := range t.APIKeys {
 			if !strings.HasPrefix(k, "sha256:") && k != "" && len(k) < 16 {

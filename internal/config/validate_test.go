@@ -32,7 +32,7 @@ func TestDefaultIsValid(t *testing.T) {
 	}
 	want := &Config{
 		Listen: "127.0.0.1:8080", Endpoint: "/mcp", Separator: "__", Prefix: PrefixAlways,
-		MaxBodyBytes: 4 << 20, Auth: Auth{Mode: AuthNone},
+		MaxBodyBytes: 4 << 20, Auth: Auth{Mode: AuthNone, OAuth: OAuth{ClockSkew: time.Minute, Unmatched: UnmatchedDefault}},
 		Telemetry: Telemetry{LogLevel: "info", Metrics: true, Audit: Audit{Enabled: false, Path: "", Arguments: AuditOmit}},
 		Tasks:     Tasks{After: 0, TTL: time.Hour, MaxPerIdentity: 100},
 	}
@@ -169,7 +169,66 @@ func TestValidate(t *testing.T) {
 			c.Auth.Mode = AuthAPIKey
 			c.Teams = []Team{{Name: "a"}}
 		}, []Problem{{Path: "auth.mode", Message: "api_key needs at least one team with api_keys"}}},
-		{"jwt needs no keys", func(c *Config) { c.Auth.Mode = AuthJWT }, nil},
+		{"jwt is refused, naming oauth", func(c *Config) { c.Auth.Mode = AuthJWT },
+			[]Problem{{Path: "auth.mode", Message: "jwt is now called oauth: write mode: oauth and configure auth.oauth (resource, issuers)"}}},
+		{"oauth needs resource and issuers", func(c *Config) { c.Auth.Mode = AuthOAuth }, []Problem{
+			{Path: "auth.oauth.resource", Message: "is required under auth.mode oauth: the gateway's canonical URL as hosts reach it, such as https://gw.example.com/mcp"},
+			{Path: "auth.oauth.issuers", Message: "must list at least one issuer under auth.mode oauth"},
+		}},
+		{"oauth valid, api keys alongside", func(c *Config) {
+			setOAuth(c)
+			c.Teams = []Team{
+				{Name: "a", APIKeys: []string{"literal-key-000000001"}},
+				{Name: "b", Claims: map[string][]string{"groups": {"x"}, "realm_access.roles": {"y"}}, ClaimsMatch: ClaimsAll, Scopes: []string{"mcp:b"}},
+			}
+		}, nil},
+		{"oauth settings", func(c *Config) {
+			setOAuth(c)
+			c.Auth.OAuth.Resource = "https://gw.example.com/mcp#frag"
+			c.Auth.OAuth.Issuers = append(c.Auth.OAuth.Issuers,
+				Issuer{Issuer: "https://idp.example.com"},
+				Issuer{Issuer: "idp.example.com", JWKSURL: "file:///keys", Audiences: []string{""}, Algorithms: []string{"none", "HS256", "RS1", "ES256"}},
+				Issuer{})
+			c.Auth.OAuth.RequiredScopes = []string{"a b", ""}
+			c.Auth.OAuth.ScopesSupported = []string{`q"`}
+			c.Auth.OAuth.ClockSkew = 6 * time.Minute
+			c.Auth.OAuth.Unmatched = "maybe"
+		}, []Problem{
+			{Path: "auth.oauth.resource", Message: "may not have a fragment (RFC 8707)"},
+			{Path: "auth.oauth.issuers[1].issuer", Message: "already listed as auth.oauth.issuers[0]"},
+			{Path: "auth.oauth.issuers[2].issuer", Message: "must be an absolute https:// (or http://) URL without query or fragment, such as https://idp.example.com"},
+			{Path: "auth.oauth.issuers[2].jwks_url", Message: "must be an absolute https:// (or http://) URL"},
+			{Path: "auth.oauth.issuers[2].audiences[0]", Message: "is empty"},
+			{Path: "auth.oauth.issuers[2].algorithms[0]", Message: "none is never accepted: it means an unsigned token"},
+			{Path: "auth.oauth.issuers[2].algorithms[1]", Message: "HMAC algorithms are never accepted: an HMAC checked with a public key is forgeable by anyone who has it"},
+			{Path: "auth.oauth.issuers[2].algorithms[2]", Message: "must be one of RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, ES512, EdDSA"},
+			{Path: "auth.oauth.issuers[3].issuer", Message: "is required: the issuer identifier, exactly as tokens carry it in iss"},
+			{Path: "auth.oauth.scopes_supported[0]", Message: "must be a scope: printable ASCII characters, no spaces, quotes or backslashes"},
+			{Path: "auth.oauth.required_scopes[0]", Message: "must be a scope: printable ASCII characters, no spaces, quotes or backslashes"},
+			{Path: "auth.oauth.required_scopes[1]", Message: "must be a scope: printable ASCII characters, no spaces, quotes or backslashes"},
+			{Path: "auth.oauth.clock_skew", Message: "must be at most 5m0s"},
+			{Path: "auth.oauth.unmatched", Message: "must be default or deny"},
+		}},
+		{"oauth resource not a URL", func(c *Config) {
+			setOAuth(c)
+			c.Auth.OAuth.Resource = "gw.example.com/mcp"
+			c.Auth.OAuth.ClockSkew = -time.Second
+		},
+			[]Problem{
+				{Path: "auth.oauth.resource", Message: "must be an absolute https:// (or http://) URL, such as https://gw.example.com/mcp"},
+				{Path: "auth.oauth.clock_skew", Message: "must be 0s or more"},
+			}},
+		{"team claims", func(c *Config) {
+			setOAuth(c)
+			c.Teams = []Team{{Name: "a", Claims: map[string][]string{"": {"x"}, "a..b": {"x"}, "groups": nil, "roles": {""}}, ClaimsMatch: "most", Scopes: []string{"a b"}}}
+		}, []Problem{
+			{Path: `teams[0].claims[""]`, Message: "must name a claim, or a path of claim names joined by dots"},
+			{Path: `teams[0].claims["a..b"]`, Message: "must name a claim, or a path of claim names joined by dots"},
+			{Path: "teams[0].claims.groups", Message: "must list at least one value that matches"},
+			{Path: "teams[0].claims.roles[0]", Message: "is empty"},
+			{Path: "teams[0].claims_match", Message: "must be any or all"},
+			{Path: "teams[0].scopes[0]", Message: "must be a scope: printable ASCII characters, no spaces, quotes or backslashes"},
+		}},
 		{"log level", func(c *Config) { c.Telemetry.LogLevel = "INFO" },
 			[]Problem{{Path: "telemetry.log_level", Message: "must be debug, info, warn or error"}}},
 		{"otlp endpoint", func(c *Config) { c.Telemetry.OTLPEndpoint = "https://otel.example.com:4318" }, nil},
@@ -225,7 +284,17 @@ func TestWarnings(t *testing.T) {
 			[]Problem{{Path: "listen", Message: "not a loopback address and auth.mode is none: anyone who can reach this address can use every upstream"}}},
 		{"empty host listens everywhere", func(c *Config) { c.Listen = ":8080" },
 			[]Problem{{Path: "listen", Message: "not a loopback address and auth.mode is none: anyone who can reach this address can use every upstream"}}},
-		{"open listen with auth", func(c *Config) { c.Listen = "0.0.0.0:8080"; c.Auth.Mode = AuthJWT }, nil},
+		{"open listen with auth", func(c *Config) { c.Listen = "0.0.0.0:8080"; setOAuth(c) }, nil},
+		{"oauth set while mode is not oauth", func(c *Config) { setOAuth(c); c.Auth.Mode = AuthNone },
+			[]Problem{{Path: "auth.oauth", Message: "set, but auth.mode is not oauth: no token is checked against it"}}},
+		{"oauth team without claims or keys, claims without oauth", func(c *Config) {
+			setOAuth(c)
+			c.Teams = []Team{{Name: "a"}, {Name: "b", Claims: map[string][]string{"groups": {"b"}}}}
+		}, []Problem{{Path: "teams[0].claims", Message: "none, and no api_keys: no caller can select this team"}}},
+		{"claims without oauth", func(c *Config) {
+			c.Auth.Mode = AuthAPIKey
+			c.Teams = []Team{{Name: "b", APIKeys: []string{"a-long-enough-key-123"}, Scopes: []string{"s"}}}
+		}, []Problem{{Path: "teams[0].claims", Message: "claims and scopes have no effect unless auth.mode is oauth"}}},
 		{"localhost and ipv6 loopback", func(c *Config) { c.Listen = "localhost:1" }, nil},
 		{"name holds the separator", func(c *Config) { c.Upstreams[0].Name = "my__srv" },
 			[]Problem{{Path: "upstreams[0].name", Message: "contains the separator, which makes exposed names ambiguous to read"}}},
@@ -289,4 +358,11 @@ func TestDefaultUpstream(t *testing.T) {
 	if diff := cmp.Diff(want, DefaultUpstream()); diff != "" {
 		t.Errorf("DefaultUpstream() mismatch (-want +got):\n%s", diff)
 	}
+}
+
+// setOAuth turns on a valid auth.mode oauth.
+func setOAuth(c *Config) {
+	c.Auth.Mode = AuthOAuth
+	c.Auth.OAuth.Resource = "https://gw.example.com/mcp"
+	c.Auth.OAuth.Issuers = []Issuer{{Issuer: "https://idp.example.com"}}
 }

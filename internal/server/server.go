@@ -133,6 +133,11 @@ type Options struct {
 	// team is the view the caller sees. nil means no authentication:
 	// every caller gets the default view.
 	Identify func(token string) (policy.Identity, error)
+	// ResourceMetadata, when set (auth mode oauth), is served at
+	// /.well-known/oauth-protected-resource and at its path-suffixed
+	// forms (RFC 9728), and named in the challenges of a 401 and of a 403
+	// for a missing scope. nil serves none and challenges as for API keys.
+	ResourceMetadata *ResourceMetadata
 	// Metrics, if set, is served at /metrics.
 	Metrics http.Handler
 	// Telemetry reads the trace context of hosts' HTTP requests and
@@ -159,6 +164,8 @@ type Server struct {
 
 	// identify is Options.Identify, replaced by SetIdentify on a reload.
 	identify atomic.Pointer[func(string) (policy.Identity, error)]
+	// meta is Options.ResourceMetadata, replaced by SetResourceMetadata.
+	meta atomic.Pointer[ResourceMetadata]
 
 	mu sync.Mutex // guards the fields below
 	// sessions holds the live legacy sessions by id.
@@ -184,6 +191,7 @@ func New(d Dispatcher, opts *Options) *Server {
 	if opts.Identify != nil {
 		s.identify.Store(&opts.Identify)
 	}
+	s.meta.Store(opts.ResourceMetadata)
 	s.observe()
 	if s.opts.Endpoint == "" {
 		s.opts.Endpoint = config.DefaultEndpoint
@@ -224,6 +232,16 @@ func New(d Dispatcher, opts *Options) *Server {
 func (s *Server) Handler() http.Handler {
 	m := mux.NewRouter()
 	m.HandleFunc("/healthz", s.healthz).Methods(http.MethodGet, http.MethodHead)
+	// The metadata is public and tells nothing a host must not know: like
+	// /healthz, it answers any Host, for a host reaches the gateway by
+	// whatever name its operator gave it.
+	m.HandleFunc(metadataPath, s.resourceMetadata).Methods(http.MethodGet, http.MethodHead)
+	m.HandleFunc(metadataPath+s.opts.Endpoint, s.resourceMetadata).Methods(http.MethodGet, http.MethodHead)
+	if md := s.opts.ResourceMetadata; md != nil {
+		if p := md.path(); p != "" && p != s.opts.Endpoint {
+			m.HandleFunc(metadataPath+p, s.resourceMetadata).Methods(http.MethodGet, http.MethodHead)
+		}
+	}
 	m.Handle("/readyz", s.checkProbeHost(http.HandlerFunc(s.readyz))).Methods(http.MethodGet, http.MethodHead)
 	if s.opts.Metrics != nil {
 		m.Handle("/metrics", s.checkProbeHost(s.opts.Metrics)).Methods(http.MethodGet)
@@ -513,16 +531,58 @@ func (s *Server) identity(w http.ResponseWriter, r *http.Request) (policy.Identi
 	if err == nil {
 		return id, true
 	}
-	challenge := `Bearer realm="mcp-gateway"`
-	message := "Unauthorized: send an API key as Authorization: Bearer <key>"
-	if !errors.Is(err, policy.ErrUnauthenticated) {
-		challenge += `, error="invalid_token"`
-		message = "Unauthorized: the API key is not valid"
-	}
 	s.log.Warn("request not authenticated", "remote", r.RemoteAddr, "reason", err.Error())
+	md := s.meta.Load()
+	var se *policy.ScopeError
+	switch {
+	case errors.As(err, &se):
+		// 2025-11-25 basic/authorization, "Scope Challenge Handling".
+		challenge := `Bearer error="insufficient_scope", scope=` + quoteParam(se.Scope)
+		if md != nil {
+			challenge += `, resource_metadata=` + quoteParam(md.URL())
+		}
+		w.Header().Set("WWW-Authenticate", challenge)
+		writeError(w, http.StatusForbidden, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
+			"Forbidden: the token lacks a needed scope (needs %s)", se.Scope))
+		return policy.Identity{}, false
+	case errors.Is(err, policy.ErrNoTeam):
+		writeError(w, http.StatusForbidden, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
+			"Forbidden: the token is valid but matches no team of this gateway"))
+		return policy.Identity{}, false
+	}
+	missing := errors.Is(err, policy.ErrUnauthenticated)
+	var challenge, message string
+	if md == nil {
+		challenge = `Bearer realm="mcp-gateway"`
+		message = "Unauthorized: send an API key as Authorization: Bearer <key>"
+		if !missing {
+			challenge += `, error="invalid_token"`
+			message = "Unauthorized: the API key is not valid"
+		}
+	} else {
+		// RFC 9728 §5.1: the challenge names the metadata, from which
+		// the host finds the authorization servers.
+		challenge = "Bearer "
+		message = "Unauthorized: send an OAuth access token as Authorization: Bearer <token> (see " + md.URL() + ")"
+		if !missing {
+			challenge += `error="invalid_token", `
+			message = "Unauthorized: the token is not valid (see " + md.URL() + ")"
+		}
+		challenge += `resource_metadata=` + quoteParam(md.URL())
+		if len(md.RequiredScopes) > 0 {
+			challenge += `, scope=` + quoteParam(strings.Join(md.RequiredScopes, " "))
+		}
+	}
 	w.Header().Set("WWW-Authenticate", challenge)
 	writeError(w, http.StatusUnauthorized, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "%s", message))
 	return policy.Identity{}, false
+}
+
+// quoteParam writes an auth-param value as a quoted-string (RFC 9110
+// §5.6.4). Scopes and URLs hold no '"' or '\' (config validates them),
+// but the escape keeps a header well-formed whatever they hold.
+func quoteParam(v string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(v) + `"`
 }
 
 // bearerToken returns the credentials of an Authorization header in the

@@ -1,0 +1,68 @@
+package config
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestDecodeOAuth(t *testing.T) {
+	t.Parallel()
+	src := `
+auth:
+  mode: oauth
+  oauth:
+    resource: https://gw.example.com/mcp
+    issuers:
+      - issuer: https://idp.example.com/realms/main
+      - issuer: https://other.example.com
+        jwks_url: https://other.example.com/keys
+        audiences: [gateway]
+        algorithms: [ES256]
+    scopes_supported: [mcp:tools, mcp:admin]
+    required_scopes: [mcp:tools]
+    clock_skew: 30s
+    unmatched: deny
+teams:
+  - name: data
+    claims: {groups: [data-eng, analysts], "realm_access.roles": admin, "https://example.com/Roles": [x]}
+    claims_match: all
+    scopes: [mcp:data]
+  - name: keys
+    api_keys: ["a-long-enough-key-123"]
+`
+	c, err := Parse([]byte(src), "yaml", "", mapEnv(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Auth{Mode: AuthOAuth, OAuth: OAuth{
+		Resource: "https://gw.example.com/mcp",
+		Issuers: []Issuer{
+			{Issuer: "https://idp.example.com/realms/main"},
+			{Issuer: "https://other.example.com", JWKSURL: "https://other.example.com/keys", Audiences: []string{"gateway"}, Algorithms: []string{"ES256"}},
+		},
+		ScopesSupported: []string{"mcp:tools", "mcp:admin"},
+		RequiredScopes:  []string{"mcp:tools"},
+		ClockSkew:       30 * time.Second,
+		Unmatched:       UnmatchedDeny,
+	}}
+	if diff := cmp.Diff(want, c.Auth); diff != "" {
+		t.Errorf("auth mismatch (-want +got):\n%s", diff)
+	}
+	wantTeams := []Team{
+		{Name: "data", Claims: map[string][]string{"groups": {"data-eng", "analysts"}, "realm_access.roles": {"admin"}, "https://example.com/Roles": {"x"}}, ClaimsMatch: ClaimsAll, Scopes: []string{"mcp:data"}},
+		{Name: "keys", APIKeys: []string{"a-long-enough-key-123"}},
+	}
+	if diff := cmp.Diff(wantTeams, c.Teams); diff != "" {
+		t.Errorf("teams mismatch (-want +got):\n%s", diff)
+	}
+	// The defaults, when auth.oauth leaves them out.
+	c, err = Parse([]byte("auth: {mode: oauth, oauth: {resource: \"https://gw.example.com/mcp\", issuers: [{issuer: \"https://idp.example.com\"}]}}\n"), "yaml", "", mapEnv(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Auth.OAuth.ClockSkew != DefaultClockSkew || c.Auth.OAuth.Unmatched != UnmatchedDefault {
+		t.Errorf("defaults: clock_skew %v, unmatched %q; want %v, default", c.Auth.OAuth.ClockSkew, c.Auth.OAuth.Unmatched, DefaultClockSkew)
+	}
+}

@@ -1,0 +1,579 @@
+package policy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/config"
+)
+
+// ScopeError means a valid token does not grant the scopes its view
+// needs: the server answers 403 insufficient_scope, naming Scope.
+type ScopeError struct {
+	// Scope lists the scopes needed, space-separated (RFC 6750 §3).
+	Scope string
+}
+
+func (e *ScopeError) Error() string { return "the token lacks a needed scope (needs " + e.Scope + ")" }
+
+// ErrNoTeam means a valid token matches no team's claims while
+// auth.oauth.unmatched is deny: the server answers 403.
+var ErrNoTeam = errors.New("the token matches no team")
+
+// maxKeySetBytes bounds a discovery document or key set: a real one is a
+// few kilobytes.
+const maxKeySetBytes = 1 << 20
+
+// maxKnown bounds the identities OAuth remembers the team of (for Team).
+const maxKnown = 4096
+
+// OAuthOptions are the optional parts of NewOAuth.
+type OAuthOptions struct {
+	// Transport makes the requests to the issuers (discovery, keys); nil
+	// means http.DefaultTransport. Each request is bounded by
+	// config.OAuthFetchTimeout.
+	Transport http.RoundTripper
+	// Logger receives why discovery or a key fetch failed; nil discards.
+	Logger *slog.Logger
+}
+
+// OAuth authenticates callers by OAuth 2.1 bearer access tokens, signed
+// JWTs (auth.mode oauth), acting as a resource server: the signature is
+// checked with the keys of the issuer the token names (and that issuer's
+// only), against an algorithm allow-list; then exp, nbf and iat with the
+// configured skew, aud, the team's claims and the scopes.
+//
+// An issuer's keys are fetched when a token first needs them (after OIDC
+// discovery, without a jwks_url), so that an issuer that cannot be
+// reached at start delays nothing but its own tokens; they are fetched
+// again when a token names a key id the gateway has not seen (key
+// rotation), at most once per config.JWKSRefetchInterval per issuer.
+type OAuth struct {
+	keys      *APIKeys
+	resource  string
+	issuers   map[string]*issuer
+	required  []string
+	skew      time.Duration
+	unmatched config.Unmatched
+	teams     []claimTeam
+	log       *slog.Logger
+	// now is the clock of the checks and of the fetch limits (tests
+	// replace it).
+	now func() time.Time
+
+	mu sync.Mutex // guards known
+	// known holds the team each identity was last given, for Team.
+	known map[string]string
+}
+
+// claimTeam is a team as tokens select it.
+type claimTeam struct {
+	name   string
+	claims map[string][]string
+	all    bool
+	scopes []string
+}
+
+// issuer is one accepted authorization server.
+type issuer struct {
+	iss       string
+	jwksURL   string // "" until discovery names it
+	audiences []string
+	algs      []string
+	client    *http.Client // discovery: bounded, not limited
+	keyClient *http.Client // keys: bounded and rate-limited
+	limit     *fetchLimit
+
+	mu sync.Mutex // guards the fields below
+	// verifier checks signatures with the issuer's remote key set; nil
+	// until the key set's URL is known.
+	verifier *oidc.IDTokenVerifier
+	// tried is when discovery was last attempted, and lastErr why it
+	// failed.
+	tried   time.Time
+	lastErr error
+}
+
+// NewOAuth builds the verifier of cfg's auth.oauth and its teams' claims.
+// The teams' api_keys, when any, are accepted too: a bearer credential is
+// first compared with them, then, if it is a JWT, verified. It does not
+// touch the network.
+func NewOAuth(cfg *config.Config, opts *OAuthOptions) (*OAuth, error) {
+	if opts == nil {
+		opts = &OAuthOptions{}
+	}
+	oc := cfg.Auth.OAuth
+	if oc.Resource == "" || len(oc.Issuers) == 0 {
+		return nil, errors.New("auth mode oauth needs auth.oauth.resource and at least one issuer")
+	}
+	teamKeys := map[string][]string{}
+	for _, t := range cfg.Teams {
+		if len(t.APIKeys) > 0 {
+			teamKeys[t.Name] = t.APIKeys
+		}
+	}
+	var keys *APIKeys
+	if len(teamKeys) > 0 {
+		k, err := NewAPIKeys(teamKeys)
+		if err != nil {
+			return nil, err
+		}
+		keys = k
+	}
+	o := &OAuth{
+		keys: keys, resource: oc.Resource, issuers: map[string]*issuer{},
+		required: oc.RequiredScopes, skew: oc.ClockSkew, unmatched: oc.Unmatched,
+		log: opts.Logger, now: time.Now, known: map[string]string{},
+	}
+	if o.log == nil {
+		o.log = slog.New(slog.DiscardHandler)
+	}
+	rt := opts.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	for _, ic := range oc.Issuers {
+		algs := ic.Algorithms
+		if len(algs) == 0 {
+			algs = config.DefaultAlgorithms
+		}
+		for _, a := range algs {
+			if !slices.Contains(config.Algorithms, a) {
+				return nil, fmt.Errorf("issuer %s: algorithm %q is not accepted", ic.Issuer, a)
+			}
+		}
+		limit := &fetchLimit{next: rt, every: config.JWKSRefetchInterval, now: func() time.Time { return o.now() }}
+		is := &issuer{
+			iss: ic.Issuer, jwksURL: ic.JWKSURL, algs: algs, limit: limit,
+			audiences: append([]string{oc.Resource}, ic.Audiences...),
+			client:    &http.Client{Transport: bounded{rt}, Timeout: config.OAuthFetchTimeout},
+			keyClient: &http.Client{Transport: limit, Timeout: config.OAuthFetchTimeout},
+		}
+		if is.jwksURL != "" {
+			is.verifier = is.newVerifier(is.jwksURL, o.now)
+		}
+		o.issuers[ic.Issuer] = is
+	}
+	for _, t := range cfg.Teams {
+		if len(t.Claims) == 0 {
+			continue
+		}
+		o.teams = append(o.teams, claimTeam{name: t.Name, claims: t.Claims, all: t.ClaimsMatch == config.ClaimsAll, scopes: t.Scopes})
+	}
+	return o, nil
+}
+
+// newVerifier returns the verifier of the key set at jwksURL. Only the
+// signature, the algorithm and iss are go-oidc's to check: aud, exp, nbf
+// and iat are checked by Identify, with the configured skew and
+// audiences.
+func (is *issuer) newVerifier(jwksURL string, now func() time.Time) *oidc.IDTokenVerifier {
+	// The key set keeps this context for its fetches (its client), and
+	// ignores its cancellation.
+	ctx := oidc.ClientContext(context.Background(), is.keyClient)
+	keys := oidc.NewRemoteKeySet(ctx, jwksURL)
+	return oidc.NewVerifier(is.iss, keys, &oidc.Config{
+		SkipClientIDCheck:    true,
+		SkipExpiryCheck:      true,
+		SupportedSigningAlgs: is.algs,
+		Now:                  now,
+	})
+}
+
+// verifierFor returns the issuer's verifier, running OIDC discovery
+// first when no jwks_url was configured. A failed discovery is retried
+// at most once per config.JWKSRefetchInterval; in between, tokens of the
+// issuer fail at once with the last error.
+func (is *issuer) verifierFor(ctx context.Context, now func() time.Time) (*oidc.IDTokenVerifier, error) {
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	if is.verifier != nil {
+		return is.verifier, nil
+	}
+	if !is.tried.IsZero() && now().Sub(is.tried) < config.JWKSRefetchInterval {
+		return nil, fmt.Errorf("discovery failed less than %s ago: %w", config.JWKSRefetchInterval, is.lastErr)
+	}
+	is.tried = now()
+	p, err := oidc.NewProvider(oidc.ClientContext(ctx, is.client), is.iss)
+	if err != nil {
+		is.lastErr = err
+		return nil, fmt.Errorf("discovery: %w", err)
+	}
+	var meta struct {
+		JWKSURI string `json:"jwks_uri"`
+	}
+	if err := p.Claims(&meta); err != nil || meta.JWKSURI == "" {
+		is.lastErr = errors.New("the discovery document names no jwks_uri")
+		return nil, is.lastErr
+	}
+	is.verifier = is.newVerifier(meta.JWKSURI, now)
+	return is.verifier, nil
+}
+
+// LooksLikeJWT reports whether a bearer credential has the shape of a
+// JWS in compact form: three base64url parts, the first two not empty.
+func LooksLikeJWT(token string) bool {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 || parts[0] == "" || parts[1] == "" {
+		return false
+	}
+	for _, p := range parts {
+		for i := 0; i < len(p); i++ {
+			c := p[i]
+			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Identify returns the identity of a bearer credential: a team's API
+// key, or a valid access token. Its errors never quote the
+// token. A valid token without the scopes its view needs gives a
+// *ScopeError; one that matches no team under unmatched: deny,
+// ErrNoTeam.
+func (o *OAuth) Identify(token string) (Identity, error) {
+	if token == "" {
+		return Identity{}, ErrUnauthenticated
+	}
+	if o.keys != nil {
+		if id, err := o.keys.Identify(token); err == nil {
+			return id, nil
+		}
+	}
+	if !LooksLikeJWT(token) {
+		if o.keys != nil {
+			return Identity{}, ErrInvalidCredentials
+		}
+		return Identity{}, fmt.Errorf("%w: not a JWT", ErrInvalidCredentials)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), config.OAuthFetchTimeout)
+	defer cancel()
+	id, err := o.verify(ctx, token)
+	if err != nil {
+		var se *ScopeError
+		if errors.As(err, &se) || errors.Is(err, ErrNoTeam) {
+			return Identity{}, err
+		}
+		return Identity{}, fmt.Errorf("%w: %v", ErrInvalidCredentials, err)
+	}
+	o.mu.Lock()
+	if len(o.known) >= maxKnown {
+		clear(o.known) // identities seen again are learnt again
+	}
+	o.known[id.ID] = id.Team
+	o.mu.Unlock()
+	return id, nil
+}
+
+// Team returns the team of an identity (Identity.ID): an API key's, or
+// the team a token of that identity was last given by this verifier;
+// false when it knows neither. A reload that keeps the verifier thus
+// keeps the sessions of OAuth identities; one that replaces it ends
+// them, and their hosts open new ones with their tokens.
+func (o *OAuth) Team(id string) (string, bool) {
+	if o.keys != nil {
+		if t, ok := o.keys.Team(id); ok {
+			return t, true
+		}
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	t, ok := o.known[id]
+	return t, ok
+}
+
+// claimSet is a token's payload, decoded once.
+type claimSet map[string]any
+
+func (o *OAuth) verify(ctx context.Context, token string) (Identity, error) {
+	algs := make([]jose.SignatureAlgorithm, len(config.Algorithms))
+	for i, a := range config.Algorithms {
+		algs[i] = jose.SignatureAlgorithm(a)
+	}
+	// The issuer is chosen by the unverified iss; the token is then
+	// verified with that issuer's keys only.
+	jws, err := jose.ParseSignedCompact(token, algs)
+	if err != nil {
+		return Identity{}, fmt.Errorf("malformed token: %v", err)
+	}
+	var head struct {
+		Iss string `json:"iss"`
+	}
+	if err := json.Unmarshal(jws.UnsafePayloadWithoutVerification(), &head); err != nil {
+		return Identity{}, errors.New("malformed token: the payload is not a JSON object")
+	}
+	is, ok := o.issuers[head.Iss]
+	if !ok {
+		return Identity{}, fmt.Errorf("issuer %s is not accepted", quote(head.Iss))
+	}
+	v, err := is.verifierFor(ctx, o.now)
+	if err != nil {
+		o.log.Warn("oauth issuer unavailable", "issuer", is.iss, "err", err.Error())
+		return Identity{}, fmt.Errorf("issuer %s: %v", is.iss, err)
+	}
+	tok, err := v.Verify(ctx, token)
+	if err != nil {
+		return Identity{}, err
+	}
+	var claims claimSet
+	if err := tok.Claims(&claims); err != nil {
+		return Identity{}, errors.New("malformed token: the payload is not a JSON object")
+	}
+	if err := o.checkTimes(claims); err != nil {
+		return Identity{}, err
+	}
+	if !slices.ContainsFunc(tok.Audience, func(a string) bool { return slices.Contains(is.audiences, a) }) {
+		return Identity{}, fmt.Errorf("audience %s is not this gateway's (%s)", quote(strings.Join(tok.Audience, " ")), o.resource)
+	}
+	if tok.Subject == "" {
+		return Identity{}, errors.New("the token has no sub")
+	}
+	id := Identity{Key: "sub:" + tok.Subject + "@" + hostOf(is.iss), ID: "oauth:" + is.iss + "#" + tok.Subject}
+	needed := o.required
+	matched := false
+	for _, t := range o.teams {
+		if t.matches(claims) {
+			id.Team, matched = t.name, true
+			needed = union(o.required, t.scopes)
+			break
+		}
+	}
+	if !matched && o.unmatched == config.UnmatchedDeny {
+		return Identity{}, ErrNoTeam
+	}
+	granted := claims.scopes()
+	for _, s := range needed {
+		if !slices.Contains(granted, s) {
+			return Identity{}, &ScopeError{Scope: strings.Join(needed, " ")}
+		}
+	}
+	return id, nil
+}
+
+// checkTimes checks exp (required), nbf and iat against the clock, each
+// with the skew.
+func (o *OAuth) checkTimes(c claimSet) error {
+	now := o.now()
+	exp, ok, err := c.time("exp")
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		return errors.New("the token has no exp")
+	case !now.Before(exp.Add(o.skew)):
+		return fmt.Errorf("the token expired at %s", exp.UTC().Format(time.RFC3339))
+	}
+	if nbf, ok, err := c.time("nbf"); err != nil {
+		return err
+	} else if ok && now.Add(o.skew).Before(nbf) {
+		return fmt.Errorf("the token is not valid before %s", nbf.UTC().Format(time.RFC3339))
+	}
+	if iat, ok, err := c.time("iat"); err != nil {
+		return err
+	} else if ok && now.Add(o.skew).Before(iat) {
+		return fmt.Errorf("the token was issued in the future (%s)", iat.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// time reads a NumericDate claim (RFC 7519 §2: seconds since the epoch).
+func (c claimSet) time(name string) (time.Time, bool, error) {
+	v, ok := c[name]
+	if !ok || v == nil {
+		return time.Time{}, false, nil
+	}
+	f, isNum := v.(float64)
+	if !isNum || f < 0 || f > 1<<40 {
+		return time.Time{}, false, fmt.Errorf("the token's %s is not a date in seconds", name)
+	}
+	sec := int64(f)
+	return time.Unix(sec, int64((f-float64(sec))*1e9)), true, nil
+}
+
+// scopes returns the scopes a token grants: its scope claim, a
+// space-separated string (RFC 8693 §4.2, RFC 9068), and its scp claim, a
+// list or a string, as some issuers write it.
+func (c claimSet) scopes() []string {
+	var out []string
+	for _, name := range []string{"scope", "scp"} {
+		switch v := c[name].(type) {
+		case string:
+			out = append(out, strings.Fields(v)...)
+		case []any:
+			for _, item := range v {
+				if s, ok := item.(string); ok {
+					out = append(out, s)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// lookup returns the claim at path: the claim named path itself, else
+// the path's dot-separated names followed through nested objects.
+func (c claimSet) lookup(path string) (any, bool) {
+	if v, ok := c[path]; ok {
+		return v, true
+	}
+	var cur any = map[string]any(c)
+	for name := range strings.SplitSeq(path, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = m[name]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// matches reports whether a token's claims select the team.
+func (t claimTeam) matches(c claimSet) bool {
+	for _, name := range sortedClaims(t.claims) {
+		v, ok := c.lookup(name)
+		hit := ok && claimHas(v, t.claims[name])
+		if hit && !t.all {
+			return true
+		}
+		if !hit && t.all {
+			return false
+		}
+	}
+	return t.all
+}
+
+func sortedClaims(m map[string][]string) []string {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// claimHas reports whether a claim's value is, or (a list) holds, one
+// of values. Numbers and booleans compare as their JSON text.
+func claimHas(v any, values []string) bool {
+	switch v := v.(type) {
+	case []any:
+		return slices.ContainsFunc(v, func(item any) bool { return claimHas(item, values) })
+	case string:
+		return slices.Contains(values, v)
+	case bool:
+		return slices.Contains(values, strconv.FormatBool(v))
+	case float64:
+		return slices.Contains(values, strconv.FormatFloat(v, 'f', -1, 64))
+	}
+	return false
+}
+
+func union(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, s := range b {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func hostOf(iss string) string {
+	if u, err := url.Parse(iss); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return iss
+}
+
+// quote quotes a value a token carries for an error message, cut to a
+// length that keeps logs readable.
+func quote(s string) string {
+	if len(s) > 128 {
+		s = s[:128] + "..."
+	}
+	return strconv.Quote(s)
+}
+
+// errRefetchTooSoon is the answer of a key fetch that comes too soon
+// after the last one.
+var errRefetchTooSoon = errors.New("the keys were fetched less than " + config.JWKSRefetchInterval.String() + " ago")
+
+// fetchLimit lets one request through per interval, for an issuer's key
+// set: the key set fetches again whenever a token names a key id it has
+// not seen, which anyone can make up.
+type fetchLimit struct {
+	next  http.RoundTripper
+	every time.Duration
+	now   func() time.Time
+
+	mu sync.Mutex // guards the fields below
+	// last is when the last request went through; fetches counts them.
+	last    time.Time
+	fetches int
+}
+
+func (l *fetchLimit) RoundTrip(r *http.Request) (*http.Response, error) {
+	l.mu.Lock()
+	now := l.now()
+	if l.fetches > 0 && now.Sub(l.last) < l.every {
+		l.mu.Unlock()
+		return nil, errRefetchTooSoon
+	}
+	l.last = now
+	l.fetches++
+	l.mu.Unlock()
+	return bounded{l.next}.RoundTrip(r)
+}
+
+// bounded caps the body of each response at maxKeySetBytes.
+type bounded struct{ next http.RoundTripper }
+
+func (b bounded) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := b.next.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = &capped{rc: resp.Body, left: maxKeySetBytes}
+	return resp, nil
+}
+
+// capped fails a read past its limit, where a LimitReader would end the
+// body quietly and leave a truncated document to a confusing parse error.
+type capped struct {
+	rc   io.ReadCloser
+	left int64
+}
+
+func (c *capped) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, fmt.Errorf("response larger than %d bytes", maxKeySetBytes)
+	}
+	if int64(len(p)) > c.left+1 {
+		p = p[:c.left+1]
+	}
+	n, err := c.rc.Read(p)
+	c.left -= int64(n)
+	if c.left < 0 {
+		return n, fmt.Errorf("response larger than %d bytes", maxKeySetBytes)
+	}
+	return n, err
+}
+
+func (c *capped) Close() error { return c.rc.Close() }
