@@ -674,10 +674,11 @@ const (
 	// it may be set to.
 	DefaultClockSkew = 60 * time.Second
 	MaxClockSkew     = 5 * time.Minute
-	// JWKSRefetchInterval is the shortest time between two fetches of an
-	// issuer's keys (or of its discovery document): a token with a key id
-	// the gateway has not seen makes it fetch them again, at most this
-	// often, so that junk key ids cannot make it hammer the issuer.
+	// JWKSRefetchInterval paces the fetches of an issuer's keys (or of
+	// its discovery document): a token with a key id the gateway has not
+	// seen makes it fetch them again; after the first fetch and one more,
+	// at most one per interval, so that junk key ids cannot make it
+	// hammer the issuer.
 	JWKSRefetchInterval = 10 * time.Second
 	// OAuthFetchTimeout bounds one fetch of a discovery document or key
 	// set; the request waiting for it fails then, and the next may retry.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	jose "github.com/go-jose/go-jose/v4"
+	"golang.org/x/time/rate"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/config"
 )
@@ -61,7 +62,8 @@ type OAuthOptions struct {
 // discovery, without a jwks_url), so that an issuer that cannot be
 // reached at start delays nothing but its own tokens; they are fetched
 // again when a token names a key id the gateway has not seen (key
-// rotation), at most once per config.JWKSRefetchInterval per issuer.
+// rotation): the first fetch and one more at once, then at most one per
+// config.JWKSRefetchInterval per issuer (fetchLimit).
 type OAuth struct {
 	keys      *APIKeys
 	resource  string
@@ -513,32 +515,27 @@ func quote(s string) string {
 
 // errRefetchTooSoon is the answer of a key fetch that comes too soon
 // after the last one.
-var errRefetchTooSoon = errors.New("the keys were fetched less than " + config.JWKSRefetchInterval.String() + " ago")
+var errRefetchTooSoon = errors.New("the keys were fetched again less than " + config.JWKSRefetchInterval.String() + " ago")
 
-// fetchLimit lets one request through per interval, for an issuer's key
-// set: the key set fetches again whenever a token names a key id it has
-// not seen, which anyone can make up.
+// fetchLimit bounds the requests for an issuer's key set: the key set
+// fetches again whenever a token names a key id it has not seen, which
+// anyone can make up. It lets the first fetch and one more through at
+// once (so that the first token of a key the issuer rotated to right
+// after the gateway's first fetch passes), then one per interval.
 type fetchLimit struct {
 	next  http.RoundTripper
 	every time.Duration
 	now   func() time.Time
 
-	mu sync.Mutex // guards the fields below
-	// last is when the last request went through; fetches counts them.
-	last    time.Time
-	fetches int
+	once sync.Once
+	lim  *rate.Limiter
 }
 
 func (l *fetchLimit) RoundTrip(r *http.Request) (*http.Response, error) {
-	l.mu.Lock()
-	now := l.now()
-	if l.fetches > 0 && now.Sub(l.last) < l.every {
-		l.mu.Unlock()
+	l.once.Do(func() { l.lim = rate.NewLimiter(rate.Every(l.every), 2) })
+	if !l.lim.AllowN(l.now(), 1) {
 		return nil, errRefetchTooSoon
 	}
-	l.last = now
-	l.fetches++
-	l.mu.Unlock()
 	return bounded{l.next}.RoundTrip(r)
 }
 
