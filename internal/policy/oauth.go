@@ -186,8 +186,7 @@ func NewOAuth(cfg *config.Config, opts *OAuthOptions) (*OAuth, error) {
 func (is *issuer) newVerifier(jwksURL string, now func() time.Time) *oidc.IDTokenVerifier {
 	// The key set keeps this context for its fetches (its client), and
 	// ignores its cancellation.
-	ctx := oidc.ClientContext(context.Background(), is.keyClient)
-	keys := oidc.NewRemoteKeySet(ctx, jwksURL)
+	keys := &keySet{url: jwksURL, client: is.keyClient}
 	return oidc.NewVerifier(is.iss, keys, &oidc.Config{
 		SkipClientIDCheck:    true,
 		SkipExpiryCheck:      true,
@@ -304,13 +303,9 @@ func (o *OAuth) Team(id string) (string, bool) {
 type claimSet map[string]any
 
 func (o *OAuth) verify(ctx context.Context, token string) (Identity, error) {
-	algs := make([]jose.SignatureAlgorithm, len(config.Algorithms))
-	for i, a := range config.Algorithms {
-		algs[i] = jose.SignatureAlgorithm(a)
-	}
 	// The issuer is chosen by the unverified iss; the token is then
 	// verified with that issuer's keys only.
-	jws, err := jose.ParseSignedCompact(token, algs)
+	jws, err := jose.ParseSignedCompact(token, signatureAlgorithms())
 	if err != nil {
 		return Identity{}, fmt.Errorf("malformed token: %v", err)
 	}
@@ -574,3 +569,96 @@ func (c *capped) Read(p []byte) (int, error) {
 }
 
 func (c *capped) Close() error { return c.rc.Close() }
+
+// keySet is an issuer's JSON Web Key Set, fetched with the issuer's
+// rate-limited client (fetchLimit). Unlike go-oidc's RemoteKeySet, which
+// fetches the keys again whenever a signature fails to verify, it
+// fetches them again only for a key id it does not hold (the issuer
+// rotated its key): a forged token that names a known key fails without
+// costing a fetch, so it cannot use up the fetches a rotation needs.
+type keySet struct {
+	url    string
+	client *http.Client
+
+	fetchMu sync.Mutex // serialises fetches
+	mu      sync.Mutex // guards keys
+	keys    []jose.JSONWebKey
+}
+
+// VerifySignature implements oidc.KeySet.
+func (k *keySet) VerifySignature(ctx context.Context, token string) ([]byte, error) {
+	jws, err := jose.ParseSignedCompact(token, signatureAlgorithms())
+	if err != nil {
+		return nil, fmt.Errorf("malformed token: %w", err)
+	}
+	if len(jws.Signatures) != 1 {
+		return nil, errors.New("a token must have exactly one signature")
+	}
+	kid := jws.Signatures[0].Header.KeyID
+	keys := k.current()
+	if !holds(keys, kid) {
+		if keys, err = k.refresh(ctx, kid); err != nil {
+			return nil, fmt.Errorf("fetching the issuer's keys: %w", err)
+		}
+	}
+	for _, key := range keys {
+		if kid == "" || key.KeyID == kid {
+			if payload, err := jws.Verify(&key); err == nil {
+				return payload, nil
+			}
+		}
+	}
+	return nil, errors.New("the signature does not verify with the issuer's keys")
+}
+
+func (k *keySet) current() []jose.JSONWebKey {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.keys
+}
+
+// holds reports whether keys has one for kid (any key, for a token
+// without a kid).
+func holds(keys []jose.JSONWebKey, kid string) bool {
+	return slices.ContainsFunc(keys, func(key jose.JSONWebKey) bool { return kid == "" || key.KeyID == kid })
+}
+
+// refresh fetches the keys, unless a fetch that ended while this one
+// waited brought a key for kid.
+func (k *keySet) refresh(ctx context.Context, kid string) ([]jose.JSONWebKey, error) {
+	k.fetchMu.Lock()
+	defer k.fetchMu.Unlock()
+	if keys := k.current(); holds(keys, kid) {
+		return keys, nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, k.url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := k.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s answered %s", k.url, resp.Status)
+	}
+	var set jose.JSONWebKeySet
+	if err := json.NewDecoder(resp.Body).Decode(&set); err != nil {
+		return nil, fmt.Errorf("%s: %w", k.url, err)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.keys = set.Keys
+	return set.Keys, nil
+}
+
+// signatureAlgorithms are the algorithms a token may be parsed with; each
+// issuer's verifier then accepts only its own allow-list of them.
+func signatureAlgorithms() []jose.SignatureAlgorithm {
+	algs := make([]jose.SignatureAlgorithm, len(config.Algorithms))
+	for i, a := range config.Algorithms {
+		algs[i] = jose.SignatureAlgorithm(a)
+	}
+	return algs
+}

@@ -296,6 +296,19 @@ func TestOAuthKeyRotation(t *testing.T) {
 	if n := f.idp.fetches.Load(); n != 1 {
 		t.Fatalf("%d key fetches for tokens of a known key, want 1", n)
 	}
+	// Forged tokens naming the known key fail without a fetch, so they
+	// cannot use up the fetches a rotation needs.
+	good := strings.Split(f.token(t, nil), ".")
+	payload, _ := json.Marshal(f.claims(map[string]any{"sub": "mallory"}))
+	forged := good[0] + "." + base64.RawURLEncoding.EncodeToString(payload) + "." + good[2]
+	for range 5 {
+		if _, err := f.o.Identify(forged); err == nil {
+			t.Fatal("a forged token was accepted")
+		}
+	}
+	if n := f.idp.fetches.Load(); n != 1 {
+		t.Fatalf("%d key fetches after forged tokens of a known key, want 1", n)
+	}
 
 	// The issuer rotates to k2 right after the first fetch; a token of
 	// k2 makes the gateway fetch the keys again at once (the first fetch
