@@ -358,6 +358,12 @@ type Upstream struct {
 	// Only for url upstreams.
 	Headers map[string]string
 
+	// Auth gives the gateway its own credentials for this upstream: header
+	// values from secrets, OAuth client credentials, or a per-user token
+	// exchange. Key: auth. Only for url upstreams. The host's own token
+	// is never sent to an upstream.
+	Auth UpstreamAuth
+
 	// Timeout bounds each request to this upstream. Key: timeout, a Go
 	// duration such as "60s" or "2m". Default 60s. Must be > 0.
 	Timeout time.Duration
@@ -444,6 +450,82 @@ type Upstream struct {
 	// "mcpServers.GitHub". Set by Load; problem paths use it. Empty means
 	// upstreams[i], i being the index in Config.Upstreams.
 	Source string
+}
+
+// Secret is a value kept outside gateway.yaml: in an environment variable
+// or in a file (such as a Kubernetes secret mounted as a file). Exactly
+// one of Env and File is set. Secrets are never logged, nor shown in
+// errors, /readyz, metrics or the audit log.
+type Secret struct {
+	// Env names the environment variable holding the value, read when the
+	// config is loaded. Key: env. The variable must be set and not empty.
+	Env string
+	// File is the path of a file holding the value; surrounding white
+	// space (a trailing newline) is trimmed. Key: file. A relative path is
+	// resolved against the directory of the config file. The file is read
+	// again when it changes (its size or modification time is checked at
+	// most once per second), so a rotated secret takes effect without a
+	// restart.
+	File string
+	// Prefix is put before the value, such as "Bearer ". Key: prefix.
+	// Only for header values.
+	Prefix string
+	// Value is the value of Env, set by Load; "" for File.
+	Value string `json:"-"`
+}
+
+// UpstreamAuth are the gateway's credentials for one upstream
+// (upstreams[].auth). At most one of OAuth and TokenExchange is set, and
+// then Headers may not set Authorization.
+type UpstreamAuth struct {
+	// Headers are sent with every HTTP request to the upstream, their
+	// values from secrets. Key: headers, a mapping of header names (case
+	// kept) to {env: VAR} or {file: PATH}, with an optional prefix.
+	Headers map[string]Secret
+	// OAuth gets the gateway's own access token for the upstream with the
+	// client credentials grant (RFC 6749 section 4.4), sent as
+	// Authorization: Bearer. Key: oauth. Tokens are cached and fetched
+	// again shortly before they expire, one fetch at a time.
+	OAuth *OAuthClient
+	// TokenExchange exchanges the token of each host (its validated OAuth
+	// access token) at the authorization server for a token meant for
+	// this upstream (RFC 8693), sent as Authorization: Bearer. Key:
+	// token_exchange. Only with auth.mode oauth. It implies session:
+	// per-client: each identity gets its own upstream session, with its
+	// own token, cached per identity until it expires. The shared session
+	// that lists the upstream's catalog uses a client credentials token
+	// of the same client, token_url, resource and audience.
+	TokenExchange *OAuthClient
+}
+
+// OAuthClient is the gateway as an OAuth client of an authorization
+// server, for one upstream.
+type OAuthClient struct {
+	// TokenURL is the authorization server's token endpoint. Key:
+	// token_url. Required.
+	TokenURL string
+	// ClientID is the gateway's client id there. Key: client_id.
+	// Required.
+	ClientID string
+	// ClientSecret is the client's secret: {env: VAR} or {file: PATH}.
+	// Key: client_secret. Required. Sent with HTTP Basic authentication
+	// (or in the form, for a server that refuses Basic).
+	ClientSecret Secret
+	// Scopes are requested in the scope parameter. Key: scopes.
+	Scopes []string
+	// Resource is sent as the RFC 8707 resource parameter: the upstream's
+	// canonical URL, which the token's aud should name. Key: resource.
+	Resource string
+	// Audience is sent as the audience parameter, a logical name of the
+	// upstream for servers that use one (RFC 8693). Key: audience.
+	// token_exchange needs resource or audience.
+	Audience string
+}
+
+// PerClient reports whether u gives each host its own upstream session:
+// session: per-client, or token_exchange, which implies it.
+func (u *Upstream) PerClient() bool {
+	return u.Session == SessionPerClient || u.Auth.TokenExchange != nil
 }
 
 // UpstreamTasks override the top-level tasks settings for one upstream.
@@ -683,6 +765,20 @@ const (
 	// OAuthFetchTimeout bounds one fetch of a discovery document or key
 	// set; the request waiting for it fails then, and the next may retry.
 	OAuthFetchTimeout = 10 * time.Second
+)
+
+// Upstream credentials (upstreams[].auth).
+const (
+	// TokenRefreshMargin is how long before it expires an upstream access
+	// token is fetched again (at most half its lifetime), so that no
+	// request goes out with a token about to lapse.
+	TokenRefreshMargin = 30 * time.Second
+	// TokenLifetimeUnknown is how long a token whose response gave no
+	// expires_in is used before a new one is fetched.
+	TokenLifetimeUnknown = 5 * time.Minute
+	// TokenFetchTimeout bounds one request to an upstream's token
+	// endpoint; the call waiting for it fails then.
+	TokenFetchTimeout = 10 * time.Second
 )
 
 // DefaultAlgorithms are the JWS algorithms accepted from an issuer that

@@ -589,6 +589,7 @@ func (d *decoder) upstream(p string, n *yaml.Node) (Upstream, bool) {
 			"url":          func(p string, v *yaml.Node) { u.URL = d.str(p, v) },
 			"transport":    func(p string, v *yaml.Node) { u.Transport = Transport(d.str(p, v)) },
 			"headers":      func(p string, v *yaml.Node) { u.Headers = d.stringMap(p, v) },
+			"auth":         func(p string, v *yaml.Node) { d.upstreamAuth(p, v, &u.Auth) },
 			"timeout":      func(p string, v *yaml.Node) { d.duration(p, v, &u.Timeout) },
 			"session":      func(p string, v *yaml.Node) { u.Session = SessionMode(d.str(p, v)) },
 			"required":     func(p string, v *yaml.Node) { d.boolean(p, v, &u.Required) },
@@ -649,7 +650,7 @@ func (d *decoder) mcpServers(n *yaml.Node, c *Config) {
 		return
 	}
 	hints := map[string]string{"transport": `did you mean "type"? transport is the upstreams spelling`}
-	for _, k := range []string{"name", "timeout", "session", "required", "max_tools", "relay", "max_clients", "idle_timeout", "tools", "breaker", "max_timeout", "max_in_flight", "max_queue", "restart", "tasks"} {
+	for _, k := range []string{"name", "timeout", "session", "required", "max_tools", "relay", "max_clients", "idle_timeout", "tools", "breaker", "max_timeout", "max_in_flight", "max_queue", "restart", "tasks", "auth"} {
 		hints[k] = mcpServerOnlyHint
 	}
 	for _, kv := range d.pairs(p, n, 0) {
@@ -815,6 +816,79 @@ func (d *decoder) team(p string, n *yaml.Node) (Team, bool) {
 		},
 	}})
 	return t, true
+}
+
+// upstreamAuth decodes upstreams[].auth.
+func (d *decoder) upstreamAuth(p string, n *yaml.Node, a *UpstreamAuth) {
+	d.object(p, n, schema{fields: map[string]field{
+		"headers": func(p string, v *yaml.Node) {
+			if !d.visit(p, v) {
+				return
+			}
+			if v.Kind != yaml.MappingNode {
+				d.problem(p, v, "must be a mapping of header names to {env: VAR} or {file: PATH}")
+				return
+			}
+			a.Headers = map[string]Secret{}
+			for _, kv := range d.pairs(p, v, 0) {
+				if d.exhausted() {
+					break
+				}
+				a.Headers[kv.key] = d.secret(join(p, kv.key), kv.value, true)
+			}
+		},
+		"oauth":          func(p string, v *yaml.Node) { a.OAuth = d.oauthClient(p, v) },
+		"token_exchange": func(p string, v *yaml.Node) { a.TokenExchange = d.oauthClient(p, v) },
+	}})
+}
+
+// oauthClient decodes an upstream's oauth or token_exchange.
+func (d *decoder) oauthClient(p string, n *yaml.Node) *OAuthClient {
+	o := &OAuthClient{}
+	d.object(p, n, schema{fields: map[string]field{
+		"token_url":     func(p string, v *yaml.Node) { o.TokenURL = d.str(p, v) },
+		"client_id":     func(p string, v *yaml.Node) { o.ClientID = d.str(p, v) },
+		"client_secret": func(p string, v *yaml.Node) { o.ClientSecret = d.secret(p, v, false) },
+		"scopes":        func(p string, v *yaml.Node) { o.Scopes = d.strings(p, v) },
+		"resource":      func(p string, v *yaml.Node) { o.Resource = d.str(p, v) },
+		"audience":      func(p string, v *yaml.Node) { o.Audience = d.str(p, v) },
+	}})
+	return o
+}
+
+// secret decodes {env: VAR} or {file: PATH} (and prefix, for a header):
+// the variable is read now, the file when it is used. A secret is never
+// written inline, where it would sit in the file and in its history.
+func (d *decoder) secret(p string, n *yaml.Node, header bool) Secret {
+	var s Secret
+	if n.Kind != yaml.MappingNode {
+		d.visit(p, n)
+		d.problem(p, n, "must be {env: VAR} or {file: PATH}: a secret is not written in gateway.yaml")
+		return s
+	}
+	fields := map[string]field{
+		"env":  func(p string, v *yaml.Node) { s.Env = d.str(p, v) },
+		"file": func(p string, v *yaml.Node) { s.File = d.str(p, v) },
+	}
+	if header {
+		fields["prefix"] = func(p string, v *yaml.Node) { s.Prefix = d.str(p, v) }
+	}
+	d.object(p, n, schema{fields: fields})
+	switch {
+	case s.Env != "" && s.File != "":
+		d.problem(p, n, "has both env and file: set exactly one")
+	case s.Env == "" && s.File == "":
+		d.problem(p, n, "needs env (an environment variable) or file (a path)")
+	case s.Env != "":
+		v, ok := d.lookup(s.Env)
+		if !ok || v == "" {
+			d.problem(p+".env", n, "the environment variable %s is not set", s.Env)
+		}
+		s.Value = v
+	case d.baseDir != "" && !filepath.IsAbs(s.File):
+		s.File = filepath.Join(d.baseDir, s.File)
+	}
+	return s
 }
 
 // oauth decodes auth.oauth.

@@ -131,6 +131,9 @@ func (c *Config) Validate() error {
 	for i := range c.Upstreams {
 		u := &c.Upstreams[i]
 		u.validate(i, &ps)
+		if u.Auth.TokenExchange != nil && c.Auth.Mode != AuthOAuth {
+			ps.add(u.root(i)+".auth.token_exchange", "needs auth.mode oauth: it exchanges the host's OAuth token, and hosts present none under auth.mode %s", c.Auth.Mode)
+		}
 		if u.Name == "" {
 			continue
 		}
@@ -471,6 +474,8 @@ func (u *Upstream) validate(i int, ps *problems) {
 		}
 	}
 
+	u.Auth.validate(u.root(i)+".auth", hasCmd && !hasURL, u.Headers, ps)
+
 	if u.Timeout <= 0 {
 		ps.add(u.path(i, "timeout"), "must be greater than 0")
 	}
@@ -738,4 +743,81 @@ func isLoopbackListen(s string) bool {
 	}
 	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.IsLoopback()
+}
+
+// validate checks an upstream's auth at key path p. stdio says the
+// upstream is a command, which takes no HTTP credentials; headers are its
+// plain headers.
+func (a *UpstreamAuth) validate(p string, stdio bool, headers map[string]string, ps *problems) {
+	if a.Headers == nil && a.OAuth == nil && a.TokenExchange == nil {
+		return
+	}
+	if stdio {
+		ps.add(p, "only applies to url (HTTP) upstreams: give a stdio server its secrets in env")
+		return
+	}
+	bearer := a.OAuth != nil || a.TokenExchange != nil
+	if a.OAuth != nil && a.TokenExchange != nil {
+		ps.add(p, "has both oauth and token_exchange: set one")
+	}
+	for _, k := range sortedKeys(headers) {
+		hp := strings.TrimSuffix(p, ".auth") + ".headers" + keyPath(k)
+		if bearer && strings.EqualFold(k, "Authorization") {
+			ps.add(hp, "may not be set with auth.oauth or auth.token_exchange, which send Authorization")
+		}
+		for name := range a.Headers {
+			if strings.EqualFold(name, k) {
+				ps.add(hp, "is also set in auth.headers: set it in one place")
+			}
+		}
+	}
+	names := make([]string, 0, len(a.Headers))
+	for k := range a.Headers {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		hp := p + ".headers" + keyPath(k)
+		switch {
+		case !isToken(k):
+			ps.add(hp, "is not a valid HTTP header name")
+		case bearer && strings.EqualFold(k, "Authorization"):
+			ps.add(hp, "may not be set with oauth or token_exchange, which send Authorization")
+		case strings.ContainsAny(a.Headers[k].Prefix, "\r\n\x00"):
+			ps.add(hp+".prefix", "may not contain CR, LF or NUL")
+		case strings.ContainsAny(a.Headers[k].Value, "\r\n\x00"):
+			ps.add(hp+".env", "the variable's value may not contain CR, LF or NUL")
+		}
+	}
+	if a.OAuth != nil {
+		a.OAuth.validate(p+".oauth", ps, false)
+	}
+	if a.TokenExchange != nil {
+		a.TokenExchange.validate(p+".token_exchange", ps, true)
+	}
+}
+
+// validate checks an upstream's oauth or token_exchange at key path p.
+func (o *OAuthClient) validate(p string, ps *problems, exchange bool) {
+	switch {
+	case o.TokenURL == "":
+		ps.add(p+".token_url", "is required: the authorization server's token endpoint")
+	case !validHTTPURL(o.TokenURL):
+		ps.add(p+".token_url", "must be an absolute https:// (or http://) URL")
+	}
+	if o.ClientID == "" {
+		ps.add(p+".client_id", "is required")
+	}
+	if o.ClientSecret == (Secret{}) {
+		ps.add(p+".client_secret", "is required: {env: VAR} or {file: PATH}")
+	}
+	validateScopes(ps, p+".scopes", o.Scopes)
+	if o.Resource != "" {
+		if u, err := url.Parse(o.Resource); err != nil || !u.IsAbs() || u.Host == "" || strings.Contains(o.Resource, "#") {
+			ps.add(p+".resource", "must be an absolute URL without a fragment (RFC 8707), such as https://crm.example.com/mcp")
+		}
+	}
+	if exchange && o.Resource == "" && o.Audience == "" {
+		ps.add(p, "needs resource or audience: the exchanged token must be meant for this upstream, not the gateway")
+	}
 }
