@@ -192,6 +192,7 @@ func routerOptions(cfg *config.Config, rec recorders, onChange func(router.Chang
 			transport = ""
 		}
 		taskAfter := u.TaskAfter(cfg.Tasks.After)
+		creds := upstreamCredentials(u)
 		ups = append(ups, router.UpstreamConfig{
 			Name:        u.Name,
 			Fingerprint: fingerprint(u, taskAfter),
@@ -201,6 +202,7 @@ func routerOptions(cfg *config.Config, rec recorders, onChange func(router.Chang
 					caps = relayCapabilities(u.Relayed())
 				}
 				opts := upstream.Options{
+					Credentials:     creds(o.OnState == nil),
 					Name:            u.Name,
 					Command:         u.Command,
 					Args:            u.Args,
@@ -241,7 +243,7 @@ func routerOptions(cfg *config.Config, rec recorders, onChange func(router.Chang
 				}
 				return observed(c, u.Name, rec.obs), nil
 			},
-			PerClient:  u.Session == config.SessionPerClient,
+			PerClient:  u.PerClient(),
 			MaxClients: u.MaxClients,
 			ClientIdle: u.IdleTimeout,
 			Required:   u.Required,
@@ -263,6 +265,36 @@ func routerOptions(cfg *config.Config, rec recorders, onChange func(router.Chang
 		TaskTTL:    cfg.Tasks.TTL,
 		MaxTasks:   cfg.Tasks.MaxPerIdentity,
 		Logger:     log,
+	}
+}
+
+// upstreamCredentials returns the factory of u's credentials
+// (upstreams[].auth) for one client of it: a per-client session's, or
+// the shared session's. Token caches are made here, once per upstream,
+// so that every session of the upstream shares them. Under
+// token_exchange a per-client session exchanges its host's token, and
+// the shared session, which only lists the catalog and has no host,
+// uses a client credentials token of the same client and audience.
+func upstreamCredentials(u config.Upstream) func(perClient bool) upstream.Credentials {
+	var cc upstream.Credentials
+	var tx *upstream.TokenExchange
+	switch a := u.Auth; {
+	case a.OAuth != nil:
+		cc = upstream.NewClientCredentials(&upstream.TokenOptions{Upstream: u.Name, Client: *a.OAuth})
+	case a.TokenExchange != nil:
+		cc = upstream.NewClientCredentials(&upstream.TokenOptions{Upstream: u.Name, Client: *a.TokenExchange})
+		tx = upstream.NewTokenExchange(&upstream.TokenOptions{Upstream: u.Name, Client: *a.TokenExchange})
+	}
+	var headers upstream.Credentials
+	if len(u.Auth.Headers) > 0 {
+		headers = upstream.SecretHeaders(u.Name, u.Auth.Headers)
+	}
+	return func(perClient bool) upstream.Credentials {
+		bearer := cc
+		if tx != nil && perClient {
+			bearer = tx.For()
+		}
+		return upstream.Chain(headers, bearer)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,6 +49,29 @@ type Caller struct {
 	// Identity names the caller's credential for the audit log (a key's
 	// id, never the key); "" without authentication.
 	Identity string
+	// Token is the caller's validated OAuth access token (auth.mode
+	// oauth; never an API key), carried only so that an upstream with
+	// auth.token_exchange can exchange it for a token of its own (RFC
+	// 8693). It is never sent to an upstream as such, and never logged:
+	// it formats as "[token]".
+	Token HostToken
+}
+
+// HostToken is a host's bearer token (Caller.Token). It hides its value
+// from fmt and slog.
+type HostToken string
+
+func (HostToken) String() string       { return "[token]" }
+func (HostToken) GoString() string     { return "[token]" }
+func (HostToken) LogValue() slog.Value { return slog.StringValue("[token]") }
+
+// withSubject gives ctx the caller's token for token exchange
+// (upstream.WithSubject); ctx as it is when the caller has none.
+func withSubject(ctx context.Context, c *Caller) context.Context {
+	if c.Token == "" || c.Principal == "" {
+		return ctx
+	}
+	return upstream.WithSubject(ctx, upstream.NewSubject(c.Principal, string(c.Token)))
 }
 
 // owner names who a caller is for what is bound to it: its principal and
@@ -136,6 +160,7 @@ var removedInModern = map[string]bool{
 // upstream offers yet waits, for at most ListWait, only for the upstreams
 // still in their first start that could offer it, then looks again.
 func (r *Router) Dispatch(ctx context.Context, c *Caller, req *jsonrpc.Request) *Reply {
+	ctx = withSubject(ctx, c)
 	reply := r.dispatch(ctx, c, req)
 	if reply.unknown != "" && r.awaitFirstStarts(ctx, c, reply.unknown, reply.unknownURI) {
 		reply = r.dispatch(ctx, c, req)
@@ -649,9 +674,12 @@ func (r *Router) unavailable(ctx context.Context, u *upstreamState, method, subj
 	var why string
 	var down *upstream.UnavailableError
 	var big *upstream.TooLargeError
+	var creds *upstream.CredentialsError
 	switch {
 	case ctx.Err() != nil:
 		why = "the request was cancelled"
+	case errors.As(err, &creds):
+		why = creds.Error()
 	case errors.As(err, &big):
 		why = fmt.Sprintf("the answer of the server %q exceeded its max_message_bytes limit (%d bytes); ask for less, or raise the limit", u.Name, big.Limit)
 	case errors.As(err, &down):

@@ -163,8 +163,11 @@ func (r *Router) acquire(ctx context.Context, u *upstreamState, c *Caller) (*hos
 			close(hc.ready)
 		} else {
 			hc.client = client
+			// The session starts with its host's token, for an upstream
+			// that exchanges it (token_exchange).
+			life := withSubject(r.life, c)
 			if !r.spawn(func() {
-				startCtx, cancel := context.WithTimeout(r.life, u.Timeout)
+				startCtx, cancel := context.WithTimeout(life, u.Timeout)
 				defer cancel()
 				hc.err = client.Start(startCtx)
 				if hc.err == nil && isModern(client.ProtocolVersion()) {

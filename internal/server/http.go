@@ -200,7 +200,7 @@ func (s *Server) postLegacy(w http.ResponseWriter, r *http.Request, id string, w
 	defer ss.link.untrack(msg.ID)
 	rs := s.newRequestStream(w, r, ss, false)
 	caller := &router.Caller{ProtocolVersion: ss.version, Session: ss.id, Capabilities: ss.capabilities, LogLevel: ss.logLevel(), Host: rs,
-		View: ss.view, Principal: ss.principal, Identity: ss.key}
+		View: ss.view, Principal: ss.principal, Identity: ss.key, Token: hostToken(r, who)}
 	reply := s.d.Dispatch(ctx, caller, msg)
 	if ctx.Err() != nil && r.Context().Err() == nil {
 		// The host cancelled the request (notifications/cancelled or the
@@ -246,7 +246,7 @@ func (s *Server) postModern(w http.ResponseWriter, r *http.Request, who policy.I
 	}
 	rs := s.newRequestStream(w, r, nil, true)
 	caller := &router.Caller{ProtocolVersion: declared, Capabilities: msg.Meta.ClientCapabilities, LogLevel: msg.Meta.LogLevel,
-		Host: rs, View: view, Principal: who.ID, Identity: who.Key}
+		Host: rs, View: view, Principal: who.ID, Identity: who.Key, Token: hostToken(r, who)}
 	if msg.Method == "subscriptions/listen" {
 		s.listen(w, r, caller, &msg.Message)
 		return
@@ -511,4 +511,14 @@ func acceptsResponse(accept string) bool {
 func wantsSSEOnly(accept string) bool {
 	return strings.Contains(accept, "text/event-stream") &&
 		!strings.Contains(accept, "application/json") && !strings.Contains(accept, "*/*")
+}
+
+// hostToken is the request's bearer token when it is a validated OAuth
+// access token (never an API key, which must not leave the gateway): the
+// router carries it only for upstreams that exchange it (token_exchange).
+func hostToken(r *http.Request, who policy.Identity) router.HostToken {
+	if !strings.HasPrefix(who.ID, "oauth:") {
+		return ""
+	}
+	return router.HostToken(bearerToken(r.Header.Get("Authorization")))
 }

@@ -166,6 +166,12 @@ type Options struct {
 	// Headers are sent on every HTTP request to this upstream (for example
 	// Authorization). They are never logged.
 	Headers map[string]string
+	// Credentials, if set, add the gateway's credentials for this
+	// upstream to every HTTP request to it, after Headers (see
+	// SecretHeaders, NewClientCredentials, NewTokenExchange). A request
+	// whose credentials fail is not sent; its call fails with a
+	// *CredentialsError.
+	Credentials Credentials
 	// Propagator, if set, writes the trace context of each call's ctx
 	// (W3C traceparent and tracestate, and baggage, as it is configured)
 	// into the call's params._meta, on every transport, and into the
@@ -785,11 +791,16 @@ func (c *Client) spawn(f func()) bool {
 	return true
 }
 
-// addHeaders adds the configured headers (Options.Headers) to h.
-func (c *Client) addHeaders(h http.Header) {
+// addHeaders adds the configured headers (Options.Headers) and the
+// credentials (Options.Credentials) of a request made for ctx to h.
+func (c *Client) addHeaders(ctx context.Context, h http.Header) error {
 	for k, v := range c.headers {
 		h[k] = v
 	}
+	if c.opts.Credentials != nil {
+		return c.opts.Credentials.Apply(ctx, h)
+	}
+	return nil
 }
 
 // bound returns a context that is also done when Close begins.

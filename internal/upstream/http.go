@@ -144,7 +144,9 @@ func (w *httpWire) renew(ctx context.Context, old string) error {
 func (w *httpWire) post(ctx context.Context, m *outgoing) (string, error) {
 	// Keys are set canonical, as net/http's Set would make them.
 	h := make(http.Header, len(w.c.headers)+len(m.header)+6)
-	w.c.addHeaders(h)
+	if err := w.c.addHeaders(ctx, h); err != nil {
+		return "", err
+	}
 	h["Content-Type"] = contentTypeJSON
 	h["Accept"] = acceptJSONOrSSE
 	w.mu.Lock()
@@ -430,7 +432,10 @@ func (w *httpWire) getStream(ctx context.Context, lastID *string, answered func(
 	if err != nil {
 		return false, 0, err
 	}
-	w.c.addHeaders(req.Header)
+	if err := w.c.addHeaders(ctx, req.Header); err != nil {
+		answered()
+		return false, 0, err
+	}
 	req.Header.Set("Accept", "text/event-stream")
 	w.mu.Lock()
 	if w.version != "" {
@@ -479,7 +484,10 @@ func (w *httpWire) close() error {
 	if err != nil {
 		return nil
 	}
-	w.c.addHeaders(req.Header)
+	if err := w.c.addHeaders(ctx, req.Header); err != nil {
+		w.c.log.Debug("upstream session not ended", "err", err)
+		return nil
+	}
 	req.Header.Set("Mcp-Session-Id", session)
 	if version != "" {
 		req.Header.Set("MCP-Protocol-Version", version)

@@ -39,8 +39,6 @@ func dialSSE(ctx context.Context, c *Client) (*sseWire, error) {
 		cancel()
 		return nil, err
 	}
-	c.addHeaders(req.Header)
-	req.Header.Set("Accept", "text/event-stream")
 	fail := func(resp *http.Response, err error) (*sseWire, error) {
 		stop()
 		cancel()
@@ -52,6 +50,11 @@ func dialSSE(ctx context.Context, c *Client) (*sseWire, error) {
 		}
 		return nil, err
 	}
+	// ctx is the start's (it may carry a Subject); sctx outlives it.
+	if err := c.addHeaders(ctx, req.Header); err != nil {
+		return fail(nil, err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return fail(nil, err)
@@ -107,7 +110,9 @@ func (w *sseWire) send(ctx context.Context, m *outgoing) error {
 	if err != nil {
 		return err
 	}
-	w.c.addHeaders(req.Header)
+	if err := w.c.addHeaders(ctx, req.Header); err != nil {
+		return err
+	}
 	req.Header.Set("Content-Type", "application/json")
 	w.c.injectTrace(ctx, req.Header)
 	resp, err := w.c.hc.Do(req)
