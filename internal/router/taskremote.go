@@ -128,7 +128,7 @@ func (r *Router) collect(c *Caller, t *task) {
 			t.collecting = false
 			t.mu.Unlock()
 		}()
-		ctx, cancel := context.WithDeadline(r.life, t.expires)
+		ctx, cancel := context.WithDeadline(withSubject(r.life, &bc), t.expires)
 		defer cancel()
 		if e := r.fetchRemoteResult(ctx, &bc, t); e != nil {
 			r.log.Info("task result not received", keyUpstream, t.up.Name, "name", t.subject, keyErr, e)

@@ -803,6 +803,14 @@ func (c *Client) addHeaders(ctx context.Context, h http.Header) error {
 	return nil
 }
 
+// rejected tells the credentials that the upstream answered 401 to a
+// request with the headers h, and reports whether they dropped a token,
+// so that a new one may be tried.
+func (c *Client) rejected(h http.Header) bool {
+	r, ok := c.opts.Credentials.(rejecter)
+	return ok && r.reject(h.Get("Authorization"))
+}
+
 // bound returns a context that is also done when Close begins.
 func (c *Client) bound(ctx context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ctx)

@@ -197,8 +197,24 @@ func (s *secretSource) value() (string, error) {
 	return v, nil
 }
 
+// rejecter is implemented by Credentials holding tokens: reject drops
+// the token sent as authorization (the header's value), which the
+// upstream refused, and reports whether it was the one held.
+type rejecter interface {
+	reject(authorization string) bool
+}
+
 // chain applies several Credentials in order.
 type chain []Credentials
+
+func (c chain) reject(authorization string) bool {
+	for _, cr := range c {
+		if r, ok := cr.(rejecter); ok && r.reject(authorization) {
+			return true
+		}
+	}
+	return false
+}
 
 func (c chain) Apply(ctx context.Context, h http.Header) error {
 	for _, cr := range c {

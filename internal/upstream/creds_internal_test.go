@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/config"
+	"github.com/mcp-gateway/mcp-gateway/internal/mcptest"
 )
 
 // fakeClock is a clock tests move by hand.
@@ -298,5 +300,52 @@ func TestTokenExchangeSubjects(t *testing.T) {
 	}
 	if s := fmt.Sprintf("%v %+v %#v %s", NewSubject("x", "alice-host-token"), NewSubject("x", "alice-host-token"), NewSubject("x", "alice-host-token"), NewSubject("x", "alice-host-token")); strings.Contains(s, "alice-host-token") {
 		t.Errorf("a Subject formats its token: %s", s)
+	}
+}
+
+// TestRejectedTokenRenewed: an upstream that answers 401 to the cached
+// token makes the gateway drop it and send the request once more with a
+// new one; a second 401 is the call's failure, without a loop.
+func TestRejectedTokenRenewed(t *testing.T) {
+	ts := newTokenServer(t, 3600)
+	var refused atomic.Value // the token the upstream refuses
+	refused.Store("Bearer tok-1")
+	var posts atomic.Int32
+	inner := mcptest.NewStreamableServer(t, &mcptest.HTTPOptions{Server: mcptest.ServerOptions{Name: "remote", Versions: mcptest.LegacyVersions()}})
+	target, _ := url.Parse(inner.URL)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			posts.Add(1)
+		}
+		if r.Header.Get("Authorization") == refused.Load() || refused.Load() == "all" {
+			http.Error(w, "invalid token", http.StatusUnauthorized)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	clk := &fakeClock{t: time.Now()}
+	c, err := New(&Options{Name: "remote", URL: front.URL, Transport: "streamable-http", Credentials: NewClientCredentials(ccOptions(ts, clk))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.Start(ctx); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	if n := ts.n.Load(); n != 2 {
+		t.Errorf("%d tokens fetched, want 2: tok-1, refused, then tok-2", n)
+	}
+	refused.Store("all")
+	before := posts.Load()
+	_, err = c.Call(ctx, "tools/call", []byte(`{"name":"echo","arguments":{"text":"x"}}`))
+	if err == nil {
+		t.Fatal("a call refused with 401 twice succeeded")
+	}
+	if n := posts.Load() - before; n != 2 {
+		t.Errorf("%d POSTs for a call refused twice, want 2 (one retry)", n)
 	}
 }

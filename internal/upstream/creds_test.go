@@ -35,56 +35,52 @@ func (c *countingCreds) Apply(ctx context.Context, h http.Header) error {
 // a call whose credentials fail is not sent and fails with
 // ErrCredentials.
 func TestCredentialsOnEveryRequest(t *testing.T) {
-	for _, transport := range []string{"streamable-http"} {
-		t.Run(transport, func(t *testing.T) {
-			var mu sync.Mutex
-			seen := map[string][]string{} // method -> Authorization values
-			inspect := func(r *http.Request) {
-				mu.Lock()
-				defer mu.Unlock()
-				seen[r.Method] = append(seen[r.Method], r.Header.Get("Authorization"))
+	var mu sync.Mutex
+	seen := map[string][]string{} // method -> Authorization values
+	inspect := func(r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen[r.Method] = append(seen[r.Method], r.Header.Get("Authorization"))
+	}
+	url := mcptest.NewStreamableServer(t, &mcptest.HTTPOptions{
+		Server:  mcptest.ServerOptions{Name: "remote", Versions: mcptest.LegacyVersions()},
+		Inspect: inspect,
+	}).URL
+	creds := &countingCreds{}
+	c := start(t, &upstream.Options{Name: "remote", URL: url, Transport: "streamable-http", ClientInfo: gateway, Credentials: creds})
+	ctx := testCtx(t)
+	if got := callTool(t, ctx, c, "echo", `{"text":"hi"}`); got != "hi" {
+		t.Fatalf("echo = %q", got)
+	}
+	mu.Lock()
+	posts := len(seen[http.MethodPost])
+	mu.Unlock()
+	creds.mu.Lock()
+	creds.fail = &upstream.CredentialsError{Upstream: "remote", What: "could not get a token for upstream \"remote\" from idp.test", Err: errors.New("it answered 503")}
+	creds.mu.Unlock()
+	_, err := c.Call(ctx, "tools/call", []byte(`{"name":"echo","arguments":{"text":"x"}}`))
+	if !errors.Is(err, upstream.ErrCredentials) || !strings.Contains(err.Error(), "could not get a token for upstream") {
+		t.Errorf("call with failing credentials: err = %v, want ErrCredentials", err)
+	}
+	creds.mu.Lock()
+	creds.fail = nil
+	creds.mu.Unlock()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen[http.MethodPost]) != posts {
+		t.Errorf("the call whose credentials failed was sent anyway")
+	}
+	if len(seen[http.MethodGet]) == 0 {
+		t.Errorf("no GET request seen")
+	}
+	for m, auths := range seen {
+		for _, a := range auths {
+			if a != "Bearer gateway-own" {
+				t.Errorf("%s with Authorization %q, want the credentials'", m, a)
 			}
-			url := mcptest.NewStreamableServer(t, &mcptest.HTTPOptions{
-				Server:  mcptest.ServerOptions{Name: "remote", Versions: mcptest.LegacyVersions()},
-				Inspect: inspect,
-			}).URL
-			creds := &countingCreds{}
-			c := start(t, &upstream.Options{Name: "remote", URL: url, Transport: transport, ClientInfo: gateway, Credentials: creds})
-			ctx := testCtx(t)
-			if got := callTool(t, ctx, c, "echo", `{"text":"hi"}`); got != "hi" {
-				t.Fatalf("echo = %q", got)
-			}
-			mu.Lock()
-			posts := len(seen[http.MethodPost])
-			mu.Unlock()
-			creds.mu.Lock()
-			creds.fail = &upstream.CredentialsError{Upstream: "remote", What: "could not get a token for upstream \"remote\" from idp.test", Err: errors.New("it answered 503")}
-			creds.mu.Unlock()
-			_, err := c.Call(ctx, "tools/call", []byte(`{"name":"echo","arguments":{"text":"x"}}`))
-			if !errors.Is(err, upstream.ErrCredentials) || !strings.Contains(err.Error(), "could not get a token for upstream") {
-				t.Errorf("call with failing credentials: err = %v, want ErrCredentials", err)
-			}
-			creds.mu.Lock()
-			creds.fail = nil
-			creds.mu.Unlock()
-			if err := c.Close(); err != nil {
-				t.Fatal(err)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if len(seen[http.MethodPost]) != posts {
-				t.Errorf("the call whose credentials failed was sent anyway")
-			}
-			if len(seen[http.MethodGet]) == 0 {
-				t.Errorf("no GET request seen")
-			}
-			for m, auths := range seen {
-				for _, a := range auths {
-					if a != "Bearer gateway-own" {
-						t.Errorf("%s with Authorization %q, want the credentials'", m, a)
-					}
-				}
-			}
-		})
+		}
 	}
 }

@@ -175,6 +175,18 @@ func (w *httpWire) post(ctx context.Context, m *outgoing) (string, error) {
 	}
 	w.c.injectTrace(ctx, h)
 	resp, done, err := w.do(ctx, h, m.data)
+	if err == nil && resp.StatusCode == http.StatusUnauthorized && w.c.rejected(h) {
+		// The upstream refused the token the gateway sent (revoked, or
+		// its key rotated early): it is dropped, and the request, which
+		// a 401 says was not served, goes once more with a new one.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
+		resp.Body.Close()
+		done()
+		if err := w.c.addHeaders(ctx, h); err != nil {
+			return session, err
+		}
+		resp, done, err = w.do(ctx, h, m.data)
+	}
 	if err != nil {
 		return session, err
 	}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -222,6 +223,21 @@ func (tc *tokenCache) token(ctx context.Context, fetch func(context.Context) (*o
 	}
 }
 
+// drop forgets the cached token if it is authorization's bearer token.
+func (tc *tokenCache) drop(authorization string) bool {
+	tok, ok := strings.CutPrefix(authorization, "Bearer ")
+	if !ok {
+		return false
+	}
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	if tc.tok == nil || tc.tok.AccessToken != tok {
+		return false
+	}
+	tc.tok = nil
+	return true
+}
+
 // clientCredentials is the gateway's own token for an upstream.
 type clientCredentials struct {
 	ep    *tokenEndpoint
@@ -247,6 +263,8 @@ func (c *clientCredentials) Apply(ctx context.Context, h http.Header) error {
 	h["Authorization"] = []string{"Bearer " + tok}
 	return nil
 }
+
+func (c *clientCredentials) reject(authorization string) bool { return c.cache.drop(authorization) }
 
 // wrap makes err, which may be a context's, a *CredentialsError.
 func (e *tokenEndpoint) wrap(err error) error {
@@ -326,6 +344,13 @@ func (c *exchangeCreds) Apply(ctx context.Context, h http.Header) error {
 	}
 	h["Authorization"] = []string{"Bearer " + tok}
 	return nil
+}
+
+func (c *exchangeCreds) reject(authorization string) bool {
+	c.mu.Lock()
+	id := c.last.ID
+	c.mu.Unlock()
+	return id != "" && c.x.cacheOf(id).drop(authorization)
 }
 
 // cacheOf returns the token cache of subject id.
