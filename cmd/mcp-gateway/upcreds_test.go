@@ -74,6 +74,7 @@ func TestUpstreamCredentials(t *testing.T) {
 		staticToken  = "static-env-token-41c9"
 		fileKey1     = "file-api-key-one-88d1"
 		fileKey2     = "file-api-key-two-2b6f"
+		hostKey      = "host-api-key-secret-c3d0"
 	)
 	// Upstream tokens live 4s, so that the gateway fetches new ones while
 	// the test runs (at half their lifetime, 2s).
@@ -94,6 +95,19 @@ func TestUpstreamCredentials(t *testing.T) {
 		proxy.ServeHTTP(w, r)
 	}))
 	t.Cleanup(tokenSwitch.Close)
+	// The docs upstream reaches the token endpoint through a recorder of
+	// the requests' bodies.
+	var formsMu sync.Mutex
+	var forms []string
+	tokenRecorder := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		formsMu.Lock()
+		forms = append(forms, r.Header.Get("Authorization")+" "+string(body))
+		formsMu.Unlock()
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(tokenRecorder.Close)
 
 	var static, crm, docs recorder
 	legacy := mcptest.ServerOptions{Versions: mcptest.LegacyVersions()}
@@ -122,10 +136,11 @@ func TestUpstreamCredentials(t *testing.T) {
 				"client_secret": map[string]any{"file": secretFile}, "resource": crmResource,
 			}}},
 			{"name": "docs", "url": docsURL, "auth": map[string]any{"token_exchange": map[string]any{
-				"token_url": idp.Issuer + "/oauth/token", "client_id": "gw",
+				"token_url": tokenRecorder.URL + "/oauth/token", "client_id": "gw",
 				"client_secret": map[string]any{"env": "UPCREDS_CLIENT_SECRET"}, "resource": docsResource,
 			}}},
 		},
+		"teams":     []map[string]any{{"name": "scripts", "api_keys": []string{hostKey}}},
 		"auth":      map[string]any{"mode": "oauth", "oauth": map[string]any{"resource": gwResource, "issuers": []map[string]any{{"issuer": idp.Issuer}}}},
 		"telemetry": map[string]any{"log_level": "debug", "audit": map[string]any{"enabled": true}},
 	})
@@ -136,7 +151,7 @@ func TestUpstreamCredentials(t *testing.T) {
 	go func() {
 		exited <- run(ctx, []string{"serve", "--config", path, "--listen", addr}, nil, io.Discard, logs)
 	}()
-	secrets := []string{clientSecret, staticToken, fileKey1, fileKey2}
+	secrets := []string{clientSecret, staticToken, fileKey1, fileKey2, hostKey}
 	defer func() {
 		stop()
 		<-exited
@@ -145,6 +160,9 @@ func TestUpstreamCredentials(t *testing.T) {
 			if strings.Contains(out, s) {
 				t.Errorf("the gateway's output holds the secret %q", s)
 			}
+		}
+		if !strings.Contains(out, `"msg":"audit"`) {
+			t.Error("no audit record in the output")
 		}
 	}()
 	waitReady(t, "http://"+addr+"/readyz")
@@ -240,13 +258,30 @@ func TestUpstreamCredentials(t *testing.T) {
 		t.Errorf("docs had %d sessions, want the catalog's, alice's and bob's", len(sessionSubs))
 	}
 
-	// No host token reached any upstream, in any header.
+	// A caller with an API key has no token to exchange: the call says
+	// so, and the key goes neither to the token endpoint nor upstream.
+	kcs, err := connectAs(t, gw, eras[0], hostKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text, isErr := toolResult(cctx, t, kcs, "docs__echo", map[string]any{"text": "x"}); !isErr || !strings.Contains(text, "no OAuth token of a host to exchange") {
+		t.Errorf("docs__echo with an API key: %q (isError %v), want an error saying there is no token to exchange", text, isErr)
+	}
+	formsMu.Lock()
+	for _, f := range forms {
+		if strings.Contains(f, hostKey) || strings.Contains(f, url.QueryEscape(hostKey)) {
+			t.Errorf("the token endpoint got the host's API key: %s", f)
+		}
+	}
+	formsMu.Unlock()
+
+	// No host credential reached any upstream, in any header.
 	for name, rc := range map[string]*recorder{"static": &static, "crm": &crm, "docs": &docs} {
 		for _, r := range rc.all() {
 			for k, vs := range r.header {
 				for _, v := range vs {
-					if strings.Contains(v, alice) || strings.Contains(v, bob) {
-						t.Errorf("%s got a host's token in %s (%s)", name, k, r.method)
+					if strings.Contains(v, alice) || strings.Contains(v, bob) || strings.Contains(v, hostKey) {
+						t.Errorf("%s got a host's credential in %s (%s)", name, k, r.method)
 					}
 				}
 			}
