@@ -58,12 +58,16 @@ type Caller struct {
 }
 
 // HostToken is a host's bearer token (Caller.Token). It hides its value
-// from fmt and slog.
+// from fmt, slog and encoding/json.
 type HostToken string
 
 func (HostToken) String() string       { return "[token]" }
 func (HostToken) GoString() string     { return "[token]" }
 func (HostToken) LogValue() slog.Value { return slog.StringValue("[token]") }
+
+// MarshalJSON hides the value from encoding/json (a slog JSON handler
+// marshals a logged Caller that way).
+func (HostToken) MarshalJSON() ([]byte, error) { return []byte(`"[token]"`), nil }
 
 // withSubject gives ctx the caller's token for token exchange
 // (upstream.WithSubject); ctx as it is when the caller has none.
