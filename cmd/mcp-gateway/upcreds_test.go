@@ -131,7 +131,7 @@ func TestUpstreamCredentials(t *testing.T) {
 				"Authorization": map[string]any{"env": "UPCREDS_STATIC_TOKEN", "prefix": "Bearer "},
 				"X-Api-Key":     map[string]any{"file": keyFile},
 			}}},
-			{"name": "crm", "url": crmURL, "breaker": map[string]any{"failures": 100}, "auth": map[string]any{"oauth": map[string]any{
+			{"name": "crm", "url": crmURL, "auth": map[string]any{"oauth": map[string]any{
 				"token_url": tokenSwitch.URL + "/oauth/token", "client_id": "gw",
 				"client_secret": map[string]any{"file": secretFile}, "resource": crmResource,
 			}}},

@@ -6,7 +6,10 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/mcptest"
 	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
@@ -83,4 +86,38 @@ func TestCredentialsOnEveryRequest(t *testing.T) {
 			}
 		}
 	}
+}
+
+// failAfter are Credentials that fail once fail is set.
+type failAfter struct{ fail atomic.Bool }
+
+func (f *failAfter) Apply(context.Context, http.Header) error {
+	if f.fail.Load() {
+		return &upstream.CredentialsError{Upstream: "mem", What: `could not get a token for upstream "mem" from idp.test`, Err: errors.New("it answered 503 Service Unavailable")}
+	}
+	return nil
+}
+
+// TestBreakerIgnoresCredentials: calls that fail because the gateway has
+// no credentials were never sent, and say nothing of the server's
+// health: however many, the breaker stays closed, and each call says why.
+func TestBreakerIgnoresCredentials(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &rawServer{answer: answerResult(`{"content":[{"type":"text","text":"hi"}]}`)}
+		creds := &failAfter{}
+		o := &upstream.SupervisedOptions{Options: memOptions(f), Breaker: upstream.BreakerOptions{Failures: 2, Cooldown: time.Minute}}
+		o.Credentials = creds
+		s, _ := startSupervised(t, o)
+		defer s.Close()
+		creds.fail.Store(true)
+		for i := range 5 {
+			_, err := s.Call(context.Background(), "tools/call", echoParams())
+			if !errors.Is(err, upstream.ErrCredentials) {
+				t.Fatalf("call %d: %v, want ErrCredentials", i, err)
+			}
+		}
+		if b := s.State().Breaker; b != upstream.BreakerClosed {
+			t.Errorf("breaker %v after credential failures, want closed", b)
+		}
+	})
 }

@@ -513,7 +513,11 @@ func outcomeOf(ctx context.Context, err error) outcome {
 	case errors.Is(err, ErrTimeout):
 		return failure
 	case ctx.Err() != nil, errors.Is(err, ErrClosed), errors.Is(err, ErrNotReady),
-		errors.Is(err, ErrOverloaded), errors.Is(err, errInvalidParams):
+		errors.Is(err, ErrOverloaded), errors.Is(err, errInvalidParams),
+		// Not sent: the gateway had no credentials for it (a token
+		// endpoint down says nothing of the server, and an open breaker
+		// would hide why calls fail).
+		errors.Is(err, ErrCredentials):
 		return ignored
 	}
 	return failure
