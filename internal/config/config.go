@@ -683,6 +683,11 @@ const (
 	// OAuthFetchTimeout bounds one fetch of a discovery document or key
 	// set; the request waiting for it fails then, and the next may retry.
 	OAuthFetchTimeout = 10 * time.Second
+	// IntrospectionCacheTTL is how long the gateway keeps an issuer's
+	// answer about an opaque token (RFC 7662), active or not, before it
+	// asks again; an active token's answer is dropped at its exp if
+	// sooner. A revoked token thus passes for at most this long.
+	IntrospectionCacheTTL = 30 * time.Second
 )
 
 // DefaultAlgorithms are the JWS algorithms accepted from an issuer that
@@ -748,6 +753,41 @@ type Issuer struct {
 	// RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, ES512 and
 	// EdDSA. Key: algorithms. Default RS256, PS256, ES256, EdDSA.
 	Algorithms []string
+	// Introspection, when set, makes the gateway accept this issuer's
+	// opaque access tokens (a bearer credential that is neither a JWT nor
+	// a team's API key) by asking the issuer about them (RFC 7662). Key:
+	// introspection. Default: not set, and opaque tokens are refused.
+	Introspection *Introspection
+}
+
+// Introspection is how the gateway asks an issuer about an opaque token
+// (RFC 7662 token introspection), as a client of that issuer.
+type Introspection struct {
+	// URL is the issuer's introspection endpoint. Key: url. Default
+	// empty: the introspection_endpoint of the issuer's OpenID Connect
+	// discovery document (<issuer>/.well-known/openid-configuration).
+	URL string
+	// ClientID identifies the gateway to the issuer (HTTP Basic, RFC 6749
+	// §2.3.1). Key: client_id. Required.
+	ClientID string
+	// ClientSecret is the gateway's client secret there. Key:
+	// client_secret, {env: VAR} or {file: path}. Required.
+	ClientSecret ClientSecret
+}
+
+// ClientSecret says where a secret is, so that the file holds none:
+// exactly one of Env and File is set.
+type ClientSecret struct {
+	// Env names the environment variable that holds the secret. Key: env.
+	// The variable must be set when the config is loaded; its value is
+	// read when the secret is used.
+	Env string
+	// File is a file whose content, trailing newline trimmed, is the
+	// secret, such as a mounted Kubernetes secret; it is read again each
+	// time the secret is used, so a rotated secret is picked up. Key:
+	// file. A relative path is resolved against the config file's
+	// directory.
+	File string
 }
 
 // Telemetry configures logs, metrics and traces.

@@ -288,6 +288,22 @@ func validateScopes(ps *problems, p string, scopes []string) {
 	}
 }
 
+// validate checks an issuer's introspection settings at key path p.
+func (in *Introspection) validate(ps *problems, p string) {
+	if in.URL != "" && !validHTTPURL(in.URL) {
+		ps.add(p+".url", "must be an absolute https:// (or http://) URL, or empty to use the issuer's discovery document")
+	}
+	if in.ClientID == "" {
+		ps.add(p+".client_id", "is required: the gateway authenticates to the introspection endpoint as a client of the issuer")
+	}
+	switch s := in.ClientSecret; {
+	case s.Env == "" && s.File == "":
+		ps.add(p+".client_secret", "is required: {env: VAR} or {file: path}")
+	case s.Env != "" && s.File != "":
+		ps.add(p+".client_secret", "must set one of env and file, not both")
+	}
+}
+
 // validate checks auth.oauth, under auth.mode oauth.
 func (o *OAuth) validate(ps *problems) {
 	const p = "auth.oauth"
@@ -322,6 +338,9 @@ func (o *OAuth) validate(ps *problems) {
 			if a == "" {
 				ps.add(fmt.Sprintf("%s.audiences[%d]", ip, j), "is empty")
 			}
+		}
+		if in := is.Introspection; in != nil {
+			in.validate(ps, ip+".introspection")
 		}
 		for j, a := range is.Algorithms {
 			ap := fmt.Sprintf("%s.algorithms[%d]", ip, j)

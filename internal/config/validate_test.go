@@ -209,6 +209,18 @@ func TestValidate(t *testing.T) {
 			{Path: "auth.oauth.clock_skew", Message: "must be at most 5m0s"},
 			{Path: "auth.oauth.unmatched", Message: "must be default or deny"},
 		}},
+		{"oauth introspection", func(c *Config) {
+			setOAuth(c)
+			c.Auth.OAuth.Issuers = append(c.Auth.OAuth.Issuers,
+				Issuer{Issuer: "https://a.example.com", Introspection: &Introspection{ClientID: "gw", ClientSecret: ClientSecret{File: "/run/secret"}}},
+				Issuer{Issuer: "https://b.example.com", Introspection: &Introspection{URL: "ftp://b/introspect"}},
+				Issuer{Issuer: "https://c.example.com", Introspection: &Introspection{ClientID: "gw", ClientSecret: ClientSecret{Env: "S", File: "/s"}}})
+		}, []Problem{
+			{Path: "auth.oauth.issuers[2].introspection.url", Message: "must be an absolute https:// (or http://) URL, or empty to use the issuer's discovery document"},
+			{Path: "auth.oauth.issuers[2].introspection.client_id", Message: "is required: the gateway authenticates to the introspection endpoint as a client of the issuer"},
+			{Path: "auth.oauth.issuers[2].introspection.client_secret", Message: "is required: {env: VAR} or {file: path}"},
+			{Path: "auth.oauth.issuers[3].introspection.client_secret", Message: "must set one of env and file, not both"},
+		}},
 		{"oauth resource not a URL", func(c *Config) {
 			setOAuth(c)
 			c.Auth.OAuth.Resource = "gw.example.com/mcp"
