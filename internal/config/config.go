@@ -177,6 +177,11 @@ type Config struct {
 	// (":8080") listens on every interface.
 	Listen string
 
+	// TLS, when set, makes the listener speak HTTPS (TLS 1.2 or later)
+	// with this certificate. Key: tls. Default: not set, plain HTTP
+	// (terminate TLS in front of the gateway, or set this).
+	TLS *TLS
+
 	// Endpoint is the URL path of the MCP endpoint (POST, GET and DELETE).
 	// Key: endpoint. Default "/mcp". It must start with "/" and may not be
 	// /healthz, /readyz or /metrics, which the gateway serves itself.
@@ -238,6 +243,22 @@ type Config struct {
 
 	// Tasks turn long tool calls into tasks the gateway runs. Key: tasks.
 	Tasks Tasks
+}
+
+// TLS is the certificate of the gateway's own listener.
+type TLS struct {
+	// CertFile is the PEM certificate chain, the server's certificate
+	// first. Key: cert_file. Required.
+	CertFile string
+	// KeyFile is the PEM private key of the certificate. Key: key_file.
+	// Required.
+	//
+	// Both files are read again when either changes (checked at most
+	// once per second, at a TLS handshake), so a renewed certificate
+	// (cert-manager, certbot) is served without a restart; a pair that
+	// does not load keeps the one before, with a warning in the log. A
+	// relative path is resolved against the config file's directory.
+	KeyFile string
 }
 
 // Tasks configure the tasks the gateway runs for hosts: a tools/call

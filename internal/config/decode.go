@@ -428,10 +428,18 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 	var upstreams, servers *yaml.Node
 	s := schema{
 		fields: map[string]field{
-			"listen":          func(p string, v *yaml.Node) { c.Listen = d.str(p, v) },
-			"endpoint":        func(p string, v *yaml.Node) { c.Endpoint = d.str(p, v) },
-			"separator":       func(p string, v *yaml.Node) { c.Separator = d.str(p, v) },
-			"prefix":          func(p string, v *yaml.Node) { c.Prefix = PrefixMode(d.str(p, v)) },
+			"listen":    func(p string, v *yaml.Node) { c.Listen = d.str(p, v) },
+			"endpoint":  func(p string, v *yaml.Node) { c.Endpoint = d.str(p, v) },
+			"separator": func(p string, v *yaml.Node) { c.Separator = d.str(p, v) },
+			"prefix":    func(p string, v *yaml.Node) { c.Prefix = PrefixMode(d.str(p, v)) },
+			"tls": func(p string, v *yaml.Node) {
+				t := &TLS{}
+				d.object(p, v, schema{fields: map[string]field{
+					"cert_file": func(p string, v *yaml.Node) { t.CertFile = d.path(p, v) },
+					"key_file":  func(p string, v *yaml.Node) { t.KeyFile = d.path(p, v) },
+				}})
+				c.TLS = t
+			},
 			"allowed_origins": func(p string, v *yaml.Node) { c.AllowedOrigins = d.strings(p, v) },
 			"allowed_hosts":   func(p string, v *yaml.Node) { c.AllowedHosts = d.strings(p, v) },
 			"max_body_bytes":  func(p string, v *yaml.Node) { d.int64(p, v, &c.MaxBodyBytes, 64) },
@@ -852,6 +860,16 @@ func (d *decoder) oauth(p string, n *yaml.Node, o *OAuth) {
 		"clock_skew":       func(p string, v *yaml.Node) { d.duration(p, v, &o.ClockSkew) },
 		"unmatched":        func(p string, v *yaml.Node) { o.Unmatched = Unmatched(d.str(p, v)) },
 	}})
+}
+
+// path decodes a file path, resolving a relative one against the config
+// file's directory.
+func (d *decoder) path(p string, n *yaml.Node) string {
+	f := d.str(p, n)
+	if f != "" && d.baseDir != "" && !filepath.IsAbs(f) {
+		f = filepath.Join(d.baseDir, f)
+	}
+	return f
 }
 
 // clientSecret decodes a {env: VAR} or {file: path} secret reference. The

@@ -98,3 +98,17 @@ func TestDecodeClientSecret(t *testing.T) {
 		})
 	}
 }
+
+func TestDecodeTLS(t *testing.T) {
+	t.Parallel()
+	c, err := Parse([]byte("tls: {cert_file: certs/gw.pem, key_file: /etc/keys/gw.key}\n"), "yaml", "/etc/gw", mapEnv(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(&TLS{CertFile: "/etc/gw/certs/gw.pem", KeyFile: "/etc/keys/gw.key"}, c.TLS); diff != "" {
+		t.Errorf("tls mismatch (-want +got):\n%s", diff)
+	}
+	if _, err := Parse([]byte("tls: {cert_file: a.pem}\n"), "yaml", "", mapEnv(nil)); err == nil || !strings.Contains(err.Error(), "tls.key_file") {
+		t.Errorf("tls without key_file: %v", err)
+	}
+}

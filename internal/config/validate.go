@@ -104,6 +104,14 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
+	if t := c.TLS; t != nil {
+		if t.CertFile == "" {
+			ps.add("tls.cert_file", "is required under tls: the PEM certificate chain of the listener")
+		}
+		if t.KeyFile == "" {
+			ps.add("tls.key_file", "is required under tls: the PEM private key of the certificate")
+		}
+	}
 	if !separatorRE.MatchString(c.Separator) {
 		ps.add("separator", "must be 1 to 4 characters from A-Z, a-z, 0-9, _ and -")
 	}

@@ -58,6 +58,11 @@ func TestValidate(t *testing.T) {
 		{"listen named port", func(c *Config) { c.Listen = "localhost:http" },
 			[]Problem{{Path: "listen", Message: "must be host:port with a numeric port, such as 127.0.0.1:8080 or :8080"}}},
 		{"listen all interfaces", func(c *Config) { c.Listen = ":8080" }, nil},
+		{"tls", func(c *Config) { c.TLS = &TLS{CertFile: "/c.pem", KeyFile: "/k.pem"} }, nil},
+		{"tls without files", func(c *Config) { c.TLS = &TLS{} }, []Problem{
+			{Path: "tls.cert_file", Message: "is required under tls: the PEM certificate chain of the listener"},
+			{Path: "tls.key_file", Message: "is required under tls: the PEM private key of the certificate"},
+		}},
 		{"listen ipv6", func(c *Config) { c.Listen = "[::1]:8080" }, nil},
 		{"endpoint reserved", func(c *Config) { c.Endpoint = "/metrics" },
 			[]Problem{{Path: "endpoint", Message: "may not be /metrics, which the gateway serves itself"}}},
