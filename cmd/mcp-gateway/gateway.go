@@ -221,6 +221,15 @@ func routerOptions(cfg *config.Config, rec recorders, onChange func(router.Chang
 					OnNotification:  o.Notify,
 					OnRequest:       o.Request,
 				}
+				if t := u.TLS; t != nil {
+					// Read when the upstream is built: at start, and
+					// when a reload changes its settings.
+					cfg, err := upstream.ClientTLS(t.CAFile, t.CertFile, t.KeyFile, t.ServerName)
+					if err != nil {
+						return nil, err // the router names the upstream
+					}
+					opts.TLS = cfg
+				}
 				var c upstreamClient
 				var err error
 				if o.OnState == nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-gateway/mcp-gateway/internal/config"
 	"github.com/mcp-gateway/mcp-gateway/internal/mcptest"
 )
 
@@ -79,5 +80,42 @@ func TestServeTLS(t *testing.T) {
 	defer cs.Close()
 	if got, err := callText(cctx, cs, "echo__echo", map[string]any{"text": "over tls"}); err != nil || got != "over tls" {
 		t.Errorf("echo over TLS: %q, %v", got, err)
+	}
+}
+
+// TestHTTPSUpstreamWithClientCertificate: an upstream behind mutual TLS
+// and a private CA serves its tools through the gateway configured with
+// its tls settings; the same upstream without them is down, and its
+// tools absent.
+func TestHTTPSUpstreamWithClientCertificate(t *testing.T) {
+	serverCert, clientCert := mcptest.NewCert(t, 1, false), mcptest.NewCert(t, 2, true)
+	srv := mcptest.NewStreamableServer(t, &mcptest.HTTPOptions{Stateless: true, TLS: &tls.Config{
+		Certificates: []tls.Certificate{serverCert.TLS(t)},
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+		ClientCAs:    mcptest.Pool(clientCert),
+	}})
+	dir := t.TempDir()
+	caFile, certFile, keyFile := filepath.Join(dir, "ca.pem"), filepath.Join(dir, "client.pem"), filepath.Join(dir, "client.key")
+	mcptest.WriteFileAt(t, caFile, serverCert.CertPEM, time.Time{})
+	clientCert.Write(t, certFile, keyFile, time.Time{})
+
+	cfg := config.Default()
+	mtls := httpUpstream("crm", srv.URL)
+	mtls.TLS = &config.UpstreamTLS{CAFile: caFile, CertFile: certFile, KeyFile: keyFile, ServerName: "localhost"}
+	cfg.Upstreams = []config.Upstream{mtls, httpUpstream("plain", srv.URL)}
+	url, _ := startGateway(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cs, err := connectAs(t, url, eras[1], "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := callText(ctx, cs, "crm__echo", map[string]any{"text": "mtls"}); err != nil || got != "mtls" {
+		t.Errorf("crm__echo: %q, %v", got, err)
+	}
+	for _, n := range toolNames(ctx, t, cs, "tools/list") {
+		if strings.HasPrefix(n, "plain__") {
+			t.Errorf("the upstream without its tls settings offers %s", n)
+		}
 	}
 }

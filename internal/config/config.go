@@ -379,6 +379,12 @@ type Upstream struct {
 	// Only for url upstreams.
 	Headers map[string]string
 
+	// TLS configures the TLS of an https:// upstream: the CAs it is
+	// checked against, a client certificate for mutual TLS, the name it
+	// is checked for. Key: tls. Default: not set, the system's CAs and
+	// no client certificate.
+	TLS *UpstreamTLS
+
 	// Timeout bounds each request to this upstream. Key: timeout, a Go
 	// duration such as "60s" or "2m". Default 60s. Must be > 0.
 	Timeout time.Duration
@@ -465,6 +471,24 @@ type Upstream struct {
 	// "mcpServers.GitHub". Set by Load; problem paths use it. Empty means
 	// upstreams[i], i being the index in Config.Upstreams.
 	Source string
+}
+
+// UpstreamTLS is how the gateway reaches an https:// upstream. The files
+// are read when the gateway starts the upstream, and again when a reload
+// changes its settings; a relative path is resolved against the config
+// file's directory.
+type UpstreamTLS struct {
+	// CAFile is a PEM bundle of the CAs the upstream's certificate must
+	// chain to, in place of the system's (a private CA). Key: ca_file.
+	CAFile string
+	// CertFile and KeyFile are a PEM client certificate and its key,
+	// presented to an upstream that asks for one (mutual TLS). Keys:
+	// cert_file, key_file; both or neither.
+	CertFile, KeyFile string
+	// ServerName is the name the upstream's certificate is checked for
+	// (and sent as SNI), when it is not the URL's host (an upstream
+	// reached by IP). Key: server_name.
+	ServerName string
 }
 
 // UpstreamTasks override the top-level tasks settings for one upstream.

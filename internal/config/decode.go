@@ -589,14 +589,24 @@ func (d *decoder) upstream(p string, n *yaml.Node) (Upstream, bool) {
 	u.Source = p
 	d.object(p, n, schema{
 		fields: map[string]field{
-			"name":         func(p string, v *yaml.Node) { u.Name = d.str(p, v) },
-			"command":      func(p string, v *yaml.Node) { u.Command = d.command(p, v) },
-			"args":         func(p string, v *yaml.Node) { u.Args = d.strings(p, v) },
-			"env":          func(p string, v *yaml.Node) { u.Env = d.stringMap(p, v) },
-			"cwd":          func(p string, v *yaml.Node) { u.Cwd = d.str(p, v) },
-			"url":          func(p string, v *yaml.Node) { u.URL = d.str(p, v) },
-			"transport":    func(p string, v *yaml.Node) { u.Transport = Transport(d.str(p, v)) },
-			"headers":      func(p string, v *yaml.Node) { u.Headers = d.stringMap(p, v) },
+			"name":      func(p string, v *yaml.Node) { u.Name = d.str(p, v) },
+			"command":   func(p string, v *yaml.Node) { u.Command = d.command(p, v) },
+			"args":      func(p string, v *yaml.Node) { u.Args = d.strings(p, v) },
+			"env":       func(p string, v *yaml.Node) { u.Env = d.stringMap(p, v) },
+			"cwd":       func(p string, v *yaml.Node) { u.Cwd = d.str(p, v) },
+			"url":       func(p string, v *yaml.Node) { u.URL = d.str(p, v) },
+			"transport": func(p string, v *yaml.Node) { u.Transport = Transport(d.str(p, v)) },
+			"headers":   func(p string, v *yaml.Node) { u.Headers = d.stringMap(p, v) },
+			"tls": func(p string, v *yaml.Node) {
+				t := &UpstreamTLS{}
+				d.object(p, v, schema{fields: map[string]field{
+					"ca_file":     func(p string, v *yaml.Node) { t.CAFile = d.path(p, v) },
+					"cert_file":   func(p string, v *yaml.Node) { t.CertFile = d.path(p, v) },
+					"key_file":    func(p string, v *yaml.Node) { t.KeyFile = d.path(p, v) },
+					"server_name": func(p string, v *yaml.Node) { t.ServerName = d.str(p, v) },
+				}})
+				u.TLS = t
+			},
 			"timeout":      func(p string, v *yaml.Node) { d.duration(p, v, &u.Timeout) },
 			"session":      func(p string, v *yaml.Node) { u.Session = SessionMode(d.str(p, v)) },
 			"required":     func(p string, v *yaml.Node) { d.boolean(p, v, &u.Required) },

@@ -111,4 +111,12 @@ func TestDecodeTLS(t *testing.T) {
 	if _, err := Parse([]byte("tls: {cert_file: a.pem}\n"), "yaml", "", mapEnv(nil)); err == nil || !strings.Contains(err.Error(), "tls.key_file") {
 		t.Errorf("tls without key_file: %v", err)
 	}
+	c, err = Parse([]byte("upstreams: [{name: crm, url: \"https://10.0.0.5/mcp\", tls: {ca_file: ca.pem, cert_file: /c.pem, key_file: k.pem, server_name: crm.internal}}]\n"), "yaml", "/etc/gw", mapEnv(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &UpstreamTLS{CAFile: "/etc/gw/ca.pem", CertFile: "/c.pem", KeyFile: "/etc/gw/k.pem", ServerName: "crm.internal"}
+	if diff := cmp.Diff(want, c.Upstreams[0].TLS); diff != "" {
+		t.Errorf("upstream tls mismatch (-want +got):\n%s", diff)
+	}
 }

@@ -480,6 +480,17 @@ func (u *Upstream) validate(i int, ps *problems) {
 	if hasCmd && !hasURL && len(u.Headers) > 0 {
 		ps.add(u.path(i, "headers"), "only applies to url (HTTP) upstreams")
 	}
+	if t := u.TLS; t != nil {
+		switch {
+		case hasURL && !strings.HasPrefix(strings.ToLower(u.URL), "https://"):
+			ps.add(u.path(i, "tls"), "only applies to https:// upstreams")
+		case !hasURL:
+			ps.add(u.path(i, "tls"), "only applies to url (HTTP) upstreams")
+		}
+		if (t.CertFile == "") != (t.KeyFile == "") {
+			ps.add(u.path(i, "tls"), "cert_file and key_file go together: the client certificate and its key")
+		}
+	}
 
 	for _, k := range sortedKeys(u.Env) {
 		switch {

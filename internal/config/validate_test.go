@@ -59,6 +59,18 @@ func TestValidate(t *testing.T) {
 			[]Problem{{Path: "listen", Message: "must be host:port with a numeric port, such as 127.0.0.1:8080 or :8080"}}},
 		{"listen all interfaces", func(c *Config) { c.Listen = ":8080" }, nil},
 		{"tls", func(c *Config) { c.TLS = &TLS{CertFile: "/c.pem", KeyFile: "/k.pem"} }, nil},
+		{"upstream tls", func(c *Config) {
+			c.Upstreams[1].TLS = &UpstreamTLS{CAFile: "/ca.pem", CertFile: "/c.pem", KeyFile: "/k.pem", ServerName: "mcp.internal"}
+		}, nil},
+		{"upstream tls misplaced", func(c *Config) {
+			c.Upstreams[0].TLS = &UpstreamTLS{CAFile: "/ca.pem"}
+			c.Upstreams[1].URL = "http://example.com/mcp"
+			c.Upstreams[1].TLS = &UpstreamTLS{CertFile: "/c.pem"}
+		}, []Problem{
+			{Path: "upstreams[0].tls", Message: "only applies to url (HTTP) upstreams"},
+			{Path: "upstreams[1].tls", Message: "only applies to https:// upstreams"},
+			{Path: "upstreams[1].tls", Message: "cert_file and key_file go together: the client certificate and its key"},
+		}},
 		{"tls without files", func(c *Config) { c.TLS = &TLS{} }, []Problem{
 			{Path: "tls.cert_file", Message: "is required under tls: the PEM certificate chain of the listener"},
 			{Path: "tls.key_file", Message: "is required under tls: the PEM private key of the certificate"},
