@@ -71,6 +71,9 @@ func (o *OAuth) introspection(ctx context.Context, sum [32]byte, token string) (
 	}
 	if p, ok := o.pending[sum]; ok {
 		o.imu.Unlock()
+		if o.onWait != nil {
+			o.onWait()
+		}
 		select {
 		case <-p.done:
 			return p.res, p.err

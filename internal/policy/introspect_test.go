@@ -295,6 +295,49 @@ func TestOAuthIntrospectionDiscovery(t *testing.T) {
 	}
 }
 
+// TestOAuthIntrospectionOnce: requests that carry the same new token at
+// once wait for one introspection instead of each asking.
+func TestOAuthIntrospectionOnce(t *testing.T) {
+	t.Parallel()
+	const n = 8
+	f, e, _ := introspectionFixture(t, nil)
+	e.set("opaque", f.answer(nil))
+	arrived, release := make(chan struct{}, n), make(chan struct{})
+	inner := e.srv.Config.Handler
+	e.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-release
+		inner.ServeHTTP(w, r)
+	})
+	waiting := make(chan struct{}, n)
+	f.o.onWait = func() { waiting <- struct{}{} }
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			_, err := f.o.Identify("opaque")
+			errs <- err
+		}()
+	}
+	<-arrived
+	for i := 0; i < n-1; i++ {
+		select {
+		case <-waiting:
+		case <-arrived:
+			t.Errorf("a second introspection of the same token")
+			i = n // stop waiting: the others ask too
+		}
+	}
+	close(release)
+	for range n {
+		if err := <-errs; err != nil {
+			t.Errorf("Identify: %v", err)
+		}
+	}
+	if got := e.count(); got != 1 {
+		t.Errorf("%d concurrent uses of a token asked %d times, want once", n, got)
+	}
+}
+
 // TestIntrospectionCacheBound: the cache never holds more than
 // maxIntrospected answers.
 func TestIntrospectionCacheBound(t *testing.T) {

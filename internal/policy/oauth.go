@@ -83,6 +83,9 @@ type OAuth struct {
 	// answers are the introspection answers, by the token's SHA-256.
 	answers map[[32]byte]introspected
 	pending map[[32]byte]*pendingIntrospection
+	// onWait, when set (tests), is called by a request that waits for
+	// the introspection another one is making.
+	onWait func()
 
 	mu sync.Mutex // guards known
 	// known holds the team each identity was last given, for Team.
