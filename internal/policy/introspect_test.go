@@ -35,7 +35,7 @@ const (
 	introspectionSecret = "client-s3cret"
 )
 
-func newIntrospectionEndpoint(t *testing.T) *introspectionEndpoint {
+func newIntrospectionEndpoint(t testing.TB) *introspectionEndpoint {
 	t.Helper()
 	e := &introspectionEndpoint{answers: map[string]map[string]any{}}
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -91,7 +91,7 @@ func (e *introspectionEndpoint) saw(token string) bool {
 
 // introspectionFixture is a verifier whose issuer introspects at e, with
 // the client secret in a file; modify may change the config further.
-func introspectionFixture(t *testing.T, modify func(c *config.Config, idp *testIdP)) (*oauthFixture, *introspectionEndpoint, *mcptest.LogBuffer) {
+func introspectionFixture(t testing.TB, modify func(c *config.Config, idp *testIdP)) (*oauthFixture, *introspectionEndpoint, *mcptest.LogBuffer) {
 	t.Helper()
 	e := newIntrospectionEndpoint(t)
 	secret := filepath.Join(t.TempDir(), "secret")
@@ -349,5 +349,23 @@ func TestIntrospectionCacheBound(t *testing.T) {
 	}
 	if n := len(f.o.answers); n > maxIntrospected {
 		t.Errorf("the cache holds %d answers, more than %d", n, maxIntrospected)
+	}
+}
+
+// BenchmarkIdentifyOpaque: an opaque token whose answer is cached, beside
+// BenchmarkIdentify's JWT and API key.
+func BenchmarkIdentifyOpaque(b *testing.B) {
+	f, e, _ := introspectionFixture(b, nil)
+	e.set("opaque", f.answer(map[string]any{"exp": f.clock.Now().Add(time.Hour).Unix()}))
+	if _, err := f.o.Identify("opaque"); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := f.o.Identify("opaque"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if e.count() != 1 {
+		b.Errorf("asked %d times, want once", e.count())
 	}
 }
