@@ -223,6 +223,15 @@ func routerOptions(cfg *config.Config, rec recorders, onChange func(router.Chang
 					OnNotification:  o.Notify,
 					OnRequest:       o.Request,
 				}
+				if t := u.TLS; t != nil {
+					// Read when the upstream is built: at start, and
+					// when a reload changes its settings.
+					cfg, err := upstream.ClientTLS(t.CAFile, t.CertFile, t.KeyFile, t.ServerName)
+					if err != nil {
+						return nil, err // the router names the upstream
+					}
+					opts.TLS = cfg
+				}
 				var c upstreamClient
 				var err error
 				if o.OnState == nil {
@@ -492,6 +501,13 @@ func serve(ctx context.Context, path string, cfg *config.Config, stderr io.Write
 		log.Error("invalid upstream", telemetry.KeyErr, err)
 		return exitError
 	}
+	var cert *server.Certificate
+	if cfg.TLS != nil {
+		if cert, err = server.NewCertificate(cfg.TLS.CertFile, cfg.TLS.KeyFile, log); err != nil {
+			log.Error("cannot load the listener's certificate", telemetry.KeyErr, err)
+			return exitError
+		}
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		log.Error("cannot listen", "listen", cfg.Listen, telemetry.KeyErr, err)
@@ -510,6 +526,15 @@ func serve(ctx context.Context, path string, cfg *config.Config, stderr io.Write
 	// end them when Shutdown starts, so that it can drain, while requests
 	// in progress finish.
 	httpSrv.RegisterOnShutdown(g.server.Drain)
+	scheme := "http://"
+	listen := httpSrv.Serve
+	if cert != nil {
+		scheme = "https://"
+		httpSrv.TLSConfig = cert.TLSConfig()
+		// ServeTLS adds HTTP/2 to the config; the certificate comes from
+		// GetCertificate, so no files are named here.
+		listen = func(ln net.Listener) error { return httpSrv.ServeTLS(ln, "", "") }
+	}
 
 	// The watch starts before the gateway is ready, so that no change
 	// made from then on is missed.
@@ -522,9 +547,9 @@ func serve(ctx context.Context, path string, cfg *config.Config, stderr io.Write
 		watch.run(watchCtx)
 	}()
 	g.router.Start(ctx)
-	log.Info("gateway listening", "address", "http://"+ln.Addr().String()+cfg.Endpoint, "upstreams", len(cfg.Upstreams))
+	log.Info("gateway listening", "address", scheme+ln.Addr().String()+cfg.Endpoint, "upstreams", len(cfg.Upstreams))
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- httpSrv.Serve(ln) }()
+	go func() { serveErr <- listen(ln) }()
 	defer func() {
 		stopWatch()
 		<-watched

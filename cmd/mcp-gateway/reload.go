@@ -135,6 +135,13 @@ func (g *gateway) reload(path string, current *config.Config, log *slog.Logger) 
 		log.Warn("listen and endpoint changes take effect at the next start", "listen", current.Listen, "endpoint", current.Endpoint)
 		next.Listen, next.Endpoint = current.Listen, current.Endpoint
 	}
+	// The listener's certificate files are watched on their own (a
+	// renewed certificate needs no reload); switching TLS on or off, or
+	// to other files, needs a new listener.
+	if !reflect.DeepEqual(next.TLS, current.TLS) {
+		log.Warn("tls changes take effect at the next start (renewed files at the same paths are picked up at once)")
+		next.TLS = current.TLS
+	}
 	// The HTTP server's Origin and Host checks and the limits' buckets
 	// are made once, at start.
 	if !slices.Equal(next.AllowedOrigins, current.AllowedOrigins) || !slices.Equal(next.AllowedHosts, current.AllowedHosts) {

@@ -177,6 +177,11 @@ type Config struct {
 	// (":8080") listens on every interface.
 	Listen string
 
+	// TLS, when set, makes the listener speak HTTPS (TLS 1.2 or later)
+	// with this certificate. Key: tls. Default: not set, plain HTTP
+	// (terminate TLS in front of the gateway, or set this).
+	TLS *TLS
+
 	// Endpoint is the URL path of the MCP endpoint (POST, GET and DELETE).
 	// Key: endpoint. Default "/mcp". It must start with "/" and may not be
 	// /healthz, /readyz or /metrics, which the gateway serves itself.
@@ -238,6 +243,22 @@ type Config struct {
 
 	// Tasks turn long tool calls into tasks the gateway runs. Key: tasks.
 	Tasks Tasks
+}
+
+// TLS is the certificate of the gateway's own listener.
+type TLS struct {
+	// CertFile is the PEM certificate chain, the server's certificate
+	// first. Key: cert_file. Required.
+	CertFile string
+	// KeyFile is the PEM private key of the certificate. Key: key_file.
+	// Required.
+	//
+	// Both files are read again when either changes (checked at most
+	// once per second, at a TLS handshake), so a renewed certificate
+	// (cert-manager, certbot) is served without a restart; a pair that
+	// does not load keeps the one before, with a warning in the log. A
+	// relative path is resolved against the config file's directory.
+	KeyFile string
 }
 
 // Tasks configure the tasks the gateway runs for hosts: a tools/call
@@ -363,6 +384,12 @@ type Upstream struct {
 	// exchange. Key: auth. Only for url upstreams. The host's own token
 	// is never sent to an upstream.
 	Auth UpstreamAuth
+
+	// TLS configures the TLS of an https:// upstream: the CAs it is
+	// checked against, a client certificate for mutual TLS, the name it
+	// is checked for. Key: tls. Default: not set, the system's CAs and
+	// no client certificate.
+	TLS *UpstreamTLS
 
 	// Timeout bounds each request to this upstream. Key: timeout, a Go
 	// duration such as "60s" or "2m". Default 60s. Must be > 0.
@@ -526,6 +553,24 @@ type OAuthClient struct {
 // session: per-client, or token_exchange, which implies it.
 func (u *Upstream) PerClient() bool {
 	return u.Session == SessionPerClient || u.Auth.TokenExchange != nil
+}
+
+// UpstreamTLS is how the gateway reaches an https:// upstream. The files
+// are read when the gateway starts the upstream, and again when a reload
+// changes its settings; a relative path is resolved against the config
+// file's directory.
+type UpstreamTLS struct {
+	// CAFile is a PEM bundle of the CAs the upstream's certificate must
+	// chain to, in place of the system's (a private CA). Key: ca_file.
+	CAFile string
+	// CertFile and KeyFile are a PEM client certificate and its key,
+	// presented to an upstream that asks for one (mutual TLS). Keys:
+	// cert_file, key_file; both or neither.
+	CertFile, KeyFile string
+	// ServerName is the name the upstream's certificate is checked for
+	// (and sent as SNI), when it is not the URL's host (an upstream
+	// reached by IP). Key: server_name.
+	ServerName string
 }
 
 // UpstreamTasks override the top-level tasks settings for one upstream.
@@ -765,6 +810,11 @@ const (
 	// OAuthFetchTimeout bounds one fetch of a discovery document or key
 	// set; the request waiting for it fails then, and the next may retry.
 	OAuthFetchTimeout = 10 * time.Second
+	// IntrospectionCacheTTL is how long the gateway keeps an issuer's
+	// answer about an opaque token (RFC 7662), active or not, before it
+	// asks again; an active token's answer is dropped at its exp if
+	// sooner. A revoked token thus passes for at most this long.
+	IntrospectionCacheTTL = 30 * time.Second
 )
 
 // Upstream credentials (upstreams[].auth).
@@ -844,6 +894,41 @@ type Issuer struct {
 	// RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, ES512 and
 	// EdDSA. Key: algorithms. Default RS256, PS256, ES256, EdDSA.
 	Algorithms []string
+	// Introspection, when set, makes the gateway accept this issuer's
+	// opaque access tokens (a bearer credential that is neither a JWT nor
+	// a team's API key) by asking the issuer about them (RFC 7662). Key:
+	// introspection. Default: not set, and opaque tokens are refused.
+	Introspection *Introspection
+}
+
+// Introspection is how the gateway asks an issuer about an opaque token
+// (RFC 7662 token introspection), as a client of that issuer.
+type Introspection struct {
+	// URL is the issuer's introspection endpoint. Key: url. Default
+	// empty: the introspection_endpoint of the issuer's OpenID Connect
+	// discovery document (<issuer>/.well-known/openid-configuration).
+	URL string
+	// ClientID identifies the gateway to the issuer (HTTP Basic, RFC 6749
+	// §2.3.1). Key: client_id. Required.
+	ClientID string
+	// ClientSecret is the gateway's client secret there. Key:
+	// client_secret, {env: VAR} or {file: path}. Required.
+	ClientSecret ClientSecret
+}
+
+// ClientSecret says where a secret is, so that the file holds none:
+// exactly one of Env and File is set.
+type ClientSecret struct {
+	// Env names the environment variable that holds the secret. Key: env.
+	// The variable must be set when the config is loaded; its value is
+	// read when the secret is used.
+	Env string
+	// File is a file whose content, trailing newline trimmed, is the
+	// secret, such as a mounted Kubernetes secret; it is read again each
+	// time the secret is used, so a rotated secret is picked up. Key:
+	// file. A relative path is resolved against the config file's
+	// directory.
+	File string
 }
 
 // Telemetry configures logs, metrics and traces.

@@ -428,10 +428,18 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 	var upstreams, servers *yaml.Node
 	s := schema{
 		fields: map[string]field{
-			"listen":          func(p string, v *yaml.Node) { c.Listen = d.str(p, v) },
-			"endpoint":        func(p string, v *yaml.Node) { c.Endpoint = d.str(p, v) },
-			"separator":       func(p string, v *yaml.Node) { c.Separator = d.str(p, v) },
-			"prefix":          func(p string, v *yaml.Node) { c.Prefix = PrefixMode(d.str(p, v)) },
+			"listen":    func(p string, v *yaml.Node) { c.Listen = d.str(p, v) },
+			"endpoint":  func(p string, v *yaml.Node) { c.Endpoint = d.str(p, v) },
+			"separator": func(p string, v *yaml.Node) { c.Separator = d.str(p, v) },
+			"prefix":    func(p string, v *yaml.Node) { c.Prefix = PrefixMode(d.str(p, v)) },
+			"tls": func(p string, v *yaml.Node) {
+				t := &TLS{}
+				d.object(p, v, schema{fields: map[string]field{
+					"cert_file": func(p string, v *yaml.Node) { t.CertFile = d.path(p, v) },
+					"key_file":  func(p string, v *yaml.Node) { t.KeyFile = d.path(p, v) },
+				}})
+				c.TLS = t
+			},
 			"allowed_origins": func(p string, v *yaml.Node) { c.AllowedOrigins = d.strings(p, v) },
 			"allowed_hosts":   func(p string, v *yaml.Node) { c.AllowedHosts = d.strings(p, v) },
 			"max_body_bytes":  func(p string, v *yaml.Node) { d.int64(p, v, &c.MaxBodyBytes, 64) },
@@ -581,15 +589,25 @@ func (d *decoder) upstream(p string, n *yaml.Node) (Upstream, bool) {
 	u.Source = p
 	d.object(p, n, schema{
 		fields: map[string]field{
-			"name":         func(p string, v *yaml.Node) { u.Name = d.str(p, v) },
-			"command":      func(p string, v *yaml.Node) { u.Command = d.command(p, v) },
-			"args":         func(p string, v *yaml.Node) { u.Args = d.strings(p, v) },
-			"env":          func(p string, v *yaml.Node) { u.Env = d.stringMap(p, v) },
-			"cwd":          func(p string, v *yaml.Node) { u.Cwd = d.str(p, v) },
-			"url":          func(p string, v *yaml.Node) { u.URL = d.str(p, v) },
-			"transport":    func(p string, v *yaml.Node) { u.Transport = Transport(d.str(p, v)) },
-			"headers":      func(p string, v *yaml.Node) { u.Headers = d.stringMap(p, v) },
-			"auth":         func(p string, v *yaml.Node) { d.upstreamAuth(p, v, &u.Auth) },
+			"name":      func(p string, v *yaml.Node) { u.Name = d.str(p, v) },
+			"command":   func(p string, v *yaml.Node) { u.Command = d.command(p, v) },
+			"args":      func(p string, v *yaml.Node) { u.Args = d.strings(p, v) },
+			"env":       func(p string, v *yaml.Node) { u.Env = d.stringMap(p, v) },
+			"cwd":       func(p string, v *yaml.Node) { u.Cwd = d.str(p, v) },
+			"url":       func(p string, v *yaml.Node) { u.URL = d.str(p, v) },
+			"transport": func(p string, v *yaml.Node) { u.Transport = Transport(d.str(p, v)) },
+			"headers":   func(p string, v *yaml.Node) { u.Headers = d.stringMap(p, v) },
+			"auth":      func(p string, v *yaml.Node) { d.upstreamAuth(p, v, &u.Auth) },
+			"tls": func(p string, v *yaml.Node) {
+				t := &UpstreamTLS{}
+				d.object(p, v, schema{fields: map[string]field{
+					"ca_file":     func(p string, v *yaml.Node) { t.CAFile = d.path(p, v) },
+					"cert_file":   func(p string, v *yaml.Node) { t.CertFile = d.path(p, v) },
+					"key_file":    func(p string, v *yaml.Node) { t.KeyFile = d.path(p, v) },
+					"server_name": func(p string, v *yaml.Node) { t.ServerName = d.str(p, v) },
+				}})
+				u.TLS = t
+			},
 			"timeout":      func(p string, v *yaml.Node) { d.duration(p, v, &u.Timeout) },
 			"session":      func(p string, v *yaml.Node) { u.Session = SessionMode(d.str(p, v)) },
 			"required":     func(p string, v *yaml.Node) { d.boolean(p, v, &u.Required) },
@@ -908,6 +926,15 @@ func (d *decoder) oauth(p string, n *yaml.Node, o *OAuth) {
 					"jwks_url":   func(p string, v *yaml.Node) { is.JWKSURL = d.str(p, v) },
 					"audiences":  func(p string, v *yaml.Node) { is.Audiences = d.strings(p, v) },
 					"algorithms": func(p string, v *yaml.Node) { is.Algorithms = d.strings(p, v) },
+					"introspection": func(p string, v *yaml.Node) {
+						in := &Introspection{}
+						d.object(p, v, schema{fields: map[string]field{
+							"url":           func(p string, v *yaml.Node) { in.URL = d.str(p, v) },
+							"client_id":     func(p string, v *yaml.Node) { in.ClientID = d.str(p, v) },
+							"client_secret": func(p string, v *yaml.Node) { d.clientSecret(p, v, &in.ClientSecret) },
+						}})
+						is.Introspection = in
+					},
 				}})
 				o.Issuers = append(o.Issuers, is)
 			})
@@ -917,6 +944,39 @@ func (d *decoder) oauth(p string, n *yaml.Node, o *OAuth) {
 		"clock_skew":       func(p string, v *yaml.Node) { d.duration(p, v, &o.ClockSkew) },
 		"unmatched":        func(p string, v *yaml.Node) { o.Unmatched = Unmatched(d.str(p, v)) },
 	}})
+}
+
+// path decodes a file path, resolving a relative one against the config
+// file's directory.
+func (d *decoder) path(p string, n *yaml.Node) string {
+	f := d.str(p, n)
+	if f != "" && d.baseDir != "" && !filepath.IsAbs(f) {
+		f = filepath.Join(d.baseDir, f)
+	}
+	return f
+}
+
+// clientSecret decodes a {env: VAR} or {file: path} secret reference. The
+// variable must be set now, though its value is read only when used, so
+// that the Config never holds the secret.
+func (d *decoder) clientSecret(p string, n *yaml.Node, s *ClientSecret) {
+	if n.Kind != yaml.MappingNode {
+		d.visit(p, n)
+		d.problem(p, n, "must be a mapping, {env: VAR} or {file: path}: the secret itself does not belong in the file")
+		return
+	}
+	d.object(p, n, schema{fields: map[string]field{
+		"env":  func(p string, v *yaml.Node) { s.Env = d.str(p, v) },
+		"file": func(p string, v *yaml.Node) { s.File = d.str(p, v) },
+	}})
+	if s.Env != "" {
+		if _, ok := d.lookup(s.Env); !ok {
+			d.problem(join(p, "env"), n, "the environment variable %s is not set", s.Env)
+		}
+	}
+	if s.File != "" && d.baseDir != "" && !filepath.IsAbs(s.File) {
+		s.File = filepath.Join(d.baseDir, s.File)
+	}
 }
 
 // limits decodes the top-level limits.

@@ -104,6 +104,14 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
+	if t := c.TLS; t != nil {
+		if t.CertFile == "" {
+			ps.add("tls.cert_file", "is required under tls: the PEM certificate chain of the listener")
+		}
+		if t.KeyFile == "" {
+			ps.add("tls.key_file", "is required under tls: the PEM private key of the certificate")
+		}
+	}
 	if !separatorRE.MatchString(c.Separator) {
 		ps.add("separator", "must be 1 to 4 characters from A-Z, a-z, 0-9, _ and -")
 	}
@@ -291,6 +299,22 @@ func validateScopes(ps *problems, p string, scopes []string) {
 	}
 }
 
+// validate checks an issuer's introspection settings at key path p.
+func (in *Introspection) validate(ps *problems, p string) {
+	if in.URL != "" && !validHTTPURL(in.URL) {
+		ps.add(p+".url", "must be an absolute https:// (or http://) URL, or empty to use the issuer's discovery document")
+	}
+	if in.ClientID == "" {
+		ps.add(p+".client_id", "is required: the gateway authenticates to the introspection endpoint as a client of the issuer")
+	}
+	switch s := in.ClientSecret; {
+	case s.Env == "" && s.File == "":
+		ps.add(p+".client_secret", "is required: {env: VAR} or {file: path}")
+	case s.Env != "" && s.File != "":
+		ps.add(p+".client_secret", "must set one of env and file, not both")
+	}
+}
+
 // validate checks auth.oauth, under auth.mode oauth.
 func (o *OAuth) validate(ps *problems) {
 	const p = "auth.oauth"
@@ -325,6 +349,9 @@ func (o *OAuth) validate(ps *problems) {
 			if a == "" {
 				ps.add(fmt.Sprintf("%s.audiences[%d]", ip, j), "is empty")
 			}
+		}
+		if in := is.Introspection; in != nil {
+			in.validate(ps, ip+".introspection")
 		}
 		for j, a := range is.Algorithms {
 			ap := fmt.Sprintf("%s.algorithms[%d]", ip, j)
@@ -455,6 +482,17 @@ func (u *Upstream) validate(i int, ps *problems) {
 	}
 	if hasCmd && !hasURL && len(u.Headers) > 0 {
 		ps.add(u.path(i, "headers"), "only applies to url (HTTP) upstreams")
+	}
+	if t := u.TLS; t != nil {
+		switch {
+		case hasURL && !strings.HasPrefix(strings.ToLower(u.URL), "https://"):
+			ps.add(u.path(i, "tls"), "only applies to https:// upstreams")
+		case !hasURL:
+			ps.add(u.path(i, "tls"), "only applies to url (HTTP) upstreams")
+		}
+		if (t.CertFile == "") != (t.KeyFile == "") {
+			ps.add(u.path(i, "tls"), "cert_file and key_file go together: the client certificate and its key")
+		}
 	}
 
 	for _, k := range sortedKeys(u.Env) {

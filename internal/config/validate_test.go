@@ -58,6 +58,23 @@ func TestValidate(t *testing.T) {
 		{"listen named port", func(c *Config) { c.Listen = "localhost:http" },
 			[]Problem{{Path: "listen", Message: "must be host:port with a numeric port, such as 127.0.0.1:8080 or :8080"}}},
 		{"listen all interfaces", func(c *Config) { c.Listen = ":8080" }, nil},
+		{"tls", func(c *Config) { c.TLS = &TLS{CertFile: "/c.pem", KeyFile: "/k.pem"} }, nil},
+		{"upstream tls", func(c *Config) {
+			c.Upstreams[1].TLS = &UpstreamTLS{CAFile: "/ca.pem", CertFile: "/c.pem", KeyFile: "/k.pem", ServerName: "mcp.internal"}
+		}, nil},
+		{"upstream tls misplaced", func(c *Config) {
+			c.Upstreams[0].TLS = &UpstreamTLS{CAFile: "/ca.pem"}
+			c.Upstreams[1].URL = "http://example.com/mcp"
+			c.Upstreams[1].TLS = &UpstreamTLS{CertFile: "/c.pem"}
+		}, []Problem{
+			{Path: "upstreams[0].tls", Message: "only applies to url (HTTP) upstreams"},
+			{Path: "upstreams[1].tls", Message: "only applies to https:// upstreams"},
+			{Path: "upstreams[1].tls", Message: "cert_file and key_file go together: the client certificate and its key"},
+		}},
+		{"tls without files", func(c *Config) { c.TLS = &TLS{} }, []Problem{
+			{Path: "tls.cert_file", Message: "is required under tls: the PEM certificate chain of the listener"},
+			{Path: "tls.key_file", Message: "is required under tls: the PEM private key of the certificate"},
+		}},
 		{"listen ipv6", func(c *Config) { c.Listen = "[::1]:8080" }, nil},
 		{"endpoint reserved", func(c *Config) { c.Endpoint = "/metrics" },
 			[]Problem{{Path: "endpoint", Message: "may not be /metrics, which the gateway serves itself"}}},
@@ -208,6 +225,18 @@ func TestValidate(t *testing.T) {
 			{Path: "auth.oauth.required_scopes[1]", Message: "must be a scope: printable ASCII characters, no spaces, quotes or backslashes"},
 			{Path: "auth.oauth.clock_skew", Message: "must be at most 5m0s"},
 			{Path: "auth.oauth.unmatched", Message: "must be default or deny"},
+		}},
+		{"oauth introspection", func(c *Config) {
+			setOAuth(c)
+			c.Auth.OAuth.Issuers = append(c.Auth.OAuth.Issuers,
+				Issuer{Issuer: "https://a.example.com", Introspection: &Introspection{ClientID: "gw", ClientSecret: ClientSecret{File: "/run/secret"}}},
+				Issuer{Issuer: "https://b.example.com", Introspection: &Introspection{URL: "ftp://b/introspect"}},
+				Issuer{Issuer: "https://c.example.com", Introspection: &Introspection{ClientID: "gw", ClientSecret: ClientSecret{Env: "S", File: "/s"}}})
+		}, []Problem{
+			{Path: "auth.oauth.issuers[2].introspection.url", Message: "must be an absolute https:// (or http://) URL, or empty to use the issuer's discovery document"},
+			{Path: "auth.oauth.issuers[2].introspection.client_id", Message: "is required: the gateway authenticates to the introspection endpoint as a client of the issuer"},
+			{Path: "auth.oauth.issuers[2].introspection.client_secret", Message: "is required: {env: VAR} or {file: path}"},
+			{Path: "auth.oauth.issuers[3].introspection.client_secret", Message: "must set one of env and file, not both"},
 		}},
 		{"oauth resource not a URL", func(c *Config) {
 			setOAuth(c)

@@ -2,6 +2,7 @@ package mcptest
 
 import (
 	"bytes"
+	"crypto/tls"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -34,6 +35,9 @@ type HTTPOptions struct {
 	// Received, if set, gets each POST's headers and body, as the server
 	// received them, before the handler serves it.
 	Received func(header http.Header, body []byte)
+	// TLS, if set, serves HTTPS with this configuration (its
+	// Certificates, and ClientAuth for mutual TLS).
+	TLS *tls.Config
 }
 
 // NewStreamableServer serves NewServer(&opts.Server) over Streamable HTTP
@@ -51,7 +55,7 @@ func NewStreamableServer(t testing.TB, opts *HTTPOptions) *httptest.Server {
 		JSONResponse:                 o.JSONResponse,
 		PropagateRequestCancellation: true,
 	})
-	return serve(t, s, g, h, o.Inspect, o.Received)
+	return serve(t, s, g, h, o.Inspect, o.Received, o.TLS)
 }
 
 // NewSSEServer serves NewServer(opts) over the deprecated HTTP+SSE
@@ -61,10 +65,10 @@ func NewSSEServer(t testing.TB, opts *ServerOptions) *httptest.Server {
 	t.Helper()
 	s, g := newServer(opts)
 	h := mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return s }, nil)
-	return serve(t, s, g, h, nil, nil)
+	return serve(t, s, g, h, nil, nil, nil)
 }
 
-func serve(t testing.TB, s *mcp.Server, g *gates, h http.Handler, inspect func(*http.Request), received func(http.Header, []byte)) *httptest.Server {
+func serve(t testing.TB, s *mcp.Server, g *gates, h http.Handler, inspect func(*http.Request), received func(http.Header, []byte), tlsConfig *tls.Config) *httptest.Server {
 	inner := h
 	h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if inspect != nil {
@@ -87,7 +91,13 @@ func serve(t testing.TB, s *mcp.Server, g *gates, h http.Handler, inspect func(*
 		}
 		inner.ServeHTTP(w, r)
 	})
-	srv := httptest.NewServer(h)
+	srv := httptest.NewUnstartedServer(h)
+	if tlsConfig != nil {
+		srv.TLS = tlsConfig
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
 	t.Cleanup(func() {
 		g.stop() // calls still waiting would hold their sessions open
 		srv.CloseClientConnections()

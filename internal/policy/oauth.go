@@ -76,6 +76,16 @@ type OAuth struct {
 	// now is the clock of the checks and of the fetch limits (tests
 	// replace it).
 	now func() time.Time
+	// introspecting are the issuers with introspection, in config order.
+	introspecting []*issuer
+
+	imu sync.Mutex // guards answers and pending
+	// answers are the introspection answers, by the token's SHA-256.
+	answers map[[32]byte]introspected
+	pending map[[32]byte]*pendingIntrospection
+	// onWait, when set (tests), is called by a request that waits for
+	// the introspection another one is making.
+	onWait func()
 
 	mu sync.Mutex // guards known
 	// known holds the team each identity was last given, for Team.
@@ -99,20 +109,31 @@ type issuer struct {
 	client    *http.Client // discovery: bounded, not limited
 	keyClient *http.Client // keys: bounded and rate-limited
 	limit     *fetchLimit
+	intro     *introspection // nil: the issuer's opaque tokens are refused
 
 	mu sync.Mutex // guards the fields below
 	// verifier checks signatures with the issuer's remote key set; nil
 	// until the key set's URL is known.
 	verifier *oidc.IDTokenVerifier
+	// disc is the discovery document; nil until it was fetched.
+	disc *discovery
 	// tried is when discovery was last attempted, and lastErr why it
 	// failed.
 	tried   time.Time
 	lastErr error
 }
 
+// discovery is what the gateway reads of an OIDC discovery document.
+type discovery struct {
+	JWKSURI               string `json:"jwks_uri"`
+	IntrospectionEndpoint string `json:"introspection_endpoint"`
+}
+
 // NewOAuth builds the verifier of cfg's auth.oauth and its teams' claims.
 // The teams' api_keys, when any, are accepted too: a bearer credential is
-// first compared with them, then, if it is a JWT, verified. It does not
+// first compared with them, then, if it is a JWT, verified, else (an
+// opaque token) introspected at the issuers that configured
+// introspection; an API key is thus never sent to an issuer. It does not
 // touch the network.
 func NewOAuth(cfg *config.Config, opts *OAuthOptions) (*OAuth, error) {
 	if opts == nil {
@@ -140,6 +161,7 @@ func NewOAuth(cfg *config.Config, opts *OAuthOptions) (*OAuth, error) {
 		keys: keys, resource: oc.Resource, issuers: map[string]*issuer{},
 		required: oc.RequiredScopes, skew: oc.ClockSkew, unmatched: oc.Unmatched,
 		log: opts.Logger, now: time.Now, known: map[string]string{},
+		answers: map[[32]byte]introspected{}, pending: map[[32]byte]*pendingIntrospection{},
 	}
 	if o.log == nil {
 		o.log = slog.New(slog.DiscardHandler)
@@ -167,6 +189,13 @@ func NewOAuth(cfg *config.Config, opts *OAuthOptions) (*OAuth, error) {
 		}
 		if is.jwksURL != "" {
 			is.verifier = is.newVerifier(is.jwksURL, o.now)
+		}
+		if in := ic.Introspection; in != nil {
+			is.intro = &introspection{
+				url: in.URL, clientID: in.ClientID, secret: in.ClientSecret,
+				client: &http.Client{Transport: bounded{rt}, Timeout: config.OAuthFetchTimeout},
+			}
+			o.introspecting = append(o.introspecting, is)
 		}
 		o.issuers[ic.Issuer] = is
 	}
@@ -205,6 +234,25 @@ func (is *issuer) verifierFor(ctx context.Context, now func() time.Time) (*oidc.
 	if is.verifier != nil {
 		return is.verifier, nil
 	}
+	meta, err := is.discoverLocked(ctx, now)
+	if err != nil {
+		return nil, err
+	}
+	if meta.JWKSURI == "" {
+		return nil, errors.New("the discovery document names no jwks_uri")
+	}
+	is.verifier = is.newVerifier(meta.JWKSURI, now)
+	return is.verifier, nil
+}
+
+// discoverLocked returns the issuer's discovery document, fetching it
+// the first time; is.mu is held. A failed discovery is retried at most
+// once per config.JWKSRefetchInterval; in between, it fails at once with
+// the last error.
+func (is *issuer) discoverLocked(ctx context.Context, now func() time.Time) (*discovery, error) {
+	if is.disc != nil {
+		return is.disc, nil
+	}
 	if !is.tried.IsZero() && now().Sub(is.tried) < config.JWKSRefetchInterval {
 		return nil, fmt.Errorf("discovery failed less than %s ago: %w", config.JWKSRefetchInterval, is.lastErr)
 	}
@@ -214,15 +262,13 @@ func (is *issuer) verifierFor(ctx context.Context, now func() time.Time) (*oidc.
 		is.lastErr = err
 		return nil, fmt.Errorf("discovery: %w", err)
 	}
-	var meta struct {
-		JWKSURI string `json:"jwks_uri"`
-	}
-	if err := p.Claims(&meta); err != nil || meta.JWKSURI == "" {
-		is.lastErr = errors.New("the discovery document names no jwks_uri")
+	var meta discovery
+	if err := p.Claims(&meta); err != nil {
+		is.lastErr = fmt.Errorf("the discovery document: %v", err)
 		return nil, is.lastErr
 	}
-	is.verifier = is.newVerifier(meta.JWKSURI, now)
-	return is.verifier, nil
+	is.disc = &meta
+	return is.disc, nil
 }
 
 // LooksLikeJWT reports whether a bearer credential has the shape of a
@@ -257,7 +303,8 @@ func (o *OAuth) Identify(token string) (Identity, error) {
 			return id, nil
 		}
 	}
-	if !LooksLikeJWT(token) {
+	jwt := LooksLikeJWT(token)
+	if !jwt && len(o.introspecting) == 0 {
 		if o.keys != nil {
 			return Identity{}, ErrInvalidCredentials
 		}
@@ -265,7 +312,13 @@ func (o *OAuth) Identify(token string) (Identity, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), config.OAuthFetchTimeout)
 	defer cancel()
-	id, err := o.verify(ctx, token)
+	var id Identity
+	var err error
+	if jwt {
+		id, err = o.verify(ctx, token)
+	} else {
+		id, err = o.introspect(ctx, token)
+	}
 	if err != nil {
 		var se *ScopeError
 		if errors.As(err, &se) || errors.Is(err, ErrNoTeam) {
@@ -332,16 +385,32 @@ func (o *OAuth) verify(ctx context.Context, token string) (Identity, error) {
 	if err := tok.Claims(&claims); err != nil {
 		return Identity{}, errors.New("malformed token: the payload is not a JSON object")
 	}
-	if err := o.checkTimes(claims); err != nil {
+	return o.admit(is, claims, false)
+}
+
+// admit checks the claims of a token of issuer is (a verified JWT's, or
+// an introspection answer's, when introspected) and returns its
+// identity: times, aud, sub, then the team and its scopes. The two kinds
+// of token get the same checks and the same identity, but for exp,
+// which an introspection answer may leave out (RFC 7662 §2.2: active
+// already says the token has not expired), and iss, which, when an
+// answer has it, must be the issuer asked.
+func (o *OAuth) admit(is *issuer, claims claimSet, introspected bool) (Identity, error) {
+	if iss, ok := claims["iss"]; introspected && ok && iss != is.iss {
+		return Identity{}, fmt.Errorf("the introspection answer of %s names another issuer", is.iss)
+	}
+	if err := o.checkTimes(claims, !introspected); err != nil {
 		return Identity{}, err
 	}
-	if !slices.ContainsFunc(tok.Audience, func(a string) bool { return slices.Contains(is.audiences, a) }) {
-		return Identity{}, fmt.Errorf("audience %s is not this gateway's (%s)", quote(strings.Join(tok.Audience, " ")), o.resource)
+	aud := claims.audience()
+	if !slices.ContainsFunc(aud, func(a string) bool { return slices.Contains(is.audiences, a) }) {
+		return Identity{}, fmt.Errorf("audience %s is not this gateway's (%s)", quote(strings.Join(aud, " ")), o.resource)
 	}
-	if tok.Subject == "" {
+	sub, _ := claims["sub"].(string)
+	if sub == "" {
 		return Identity{}, errors.New("the token has no sub")
 	}
-	id := Identity{Key: "sub:" + tok.Subject + "@" + hostOf(is.iss), ID: "oauth:" + is.iss + "#" + tok.Subject}
+	id := Identity{Key: "sub:" + sub + "@" + hostOf(is.iss), ID: "oauth:" + is.iss + "#" + sub}
 	needed := o.required
 	matched := false
 	for _, t := range o.teams {
@@ -363,16 +432,18 @@ func (o *OAuth) verify(ctx context.Context, token string) (Identity, error) {
 	return id, nil
 }
 
-// checkTimes checks exp (required), nbf and iat against the clock, each
-// with the skew.
-func (o *OAuth) checkTimes(c claimSet) error {
+// checkTimes checks exp (required when needExp), nbf and iat against the
+// clock, each with the skew.
+func (o *OAuth) checkTimes(c claimSet, needExp bool) error {
 	now := o.now()
 	exp, ok, err := c.time("exp")
 	switch {
 	case err != nil:
 		return err
-	case !ok:
+	case !ok && needExp:
 		return errors.New("the token has no exp")
+	case !ok:
+		// An introspection answer without exp: its active stands for it.
 	case !now.Before(exp.Add(o.skew)):
 		return fmt.Errorf("the token expired at %s", exp.UTC().Format(time.RFC3339))
 	}
@@ -401,6 +472,24 @@ func (c claimSet) time(name string) (time.Time, bool, error) {
 	}
 	sec := int64(f)
 	return time.Unix(sec, int64((f-float64(sec))*1e9)), true, nil
+}
+
+// audience returns the token's aud: a string or a list of strings
+// (RFC 7519 §4.1.3).
+func (c claimSet) audience() []string {
+	switch v := c["aud"].(type) {
+	case string:
+		return []string{v}
+	case []any:
+		out := make([]string, 0, len(v))
+		for _, item := range v {
+			if s, ok := item.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
 }
 
 // scopes returns the scopes a token grants: its scope claim, a

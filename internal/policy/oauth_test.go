@@ -32,6 +32,9 @@ type testIdP struct {
 	fetches atomic.Int64      // key set requests
 	// down makes discovery answer 503.
 	down atomic.Bool
+	// introspection is the discovery document's introspection_endpoint
+	// (set before the first discovery); "" leaves it out.
+	introspection string
 }
 
 func newTestIdP(t testing.TB) *testIdP {
@@ -43,7 +46,11 @@ func newTestIdP(t testing.TB) *testIdP {
 			http.Error(w, "down", http.StatusServiceUnavailable)
 			return
 		}
-		_ = json.NewEncoder(w).Encode(map[string]string{"issuer": idp.srv.URL, "jwks_uri": idp.srv.URL + "/jwks"})
+		doc := map[string]string{"issuer": idp.srv.URL, "jwks_uri": idp.srv.URL + "/jwks"}
+		if idp.introspection != "" {
+			doc["introspection_endpoint"] = idp.introspection
+		}
+		_ = json.NewEncoder(w).Encode(doc)
 	})
 	mux.HandleFunc("/jwks", func(w http.ResponseWriter, r *http.Request) {
 		idp.fetches.Add(1)

@@ -317,7 +317,8 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 
 // guard applies the check every endpoint shares: the Origin header
 // (2025-11-25 basic/transports "Security Warning": servers must validate
-// it on every connection, against DNS rebinding).
+// it on every connection, against DNS rebinding); then, for an origin
+// listed in AllowedOrigins, CORS (cors).
 //
 // It also sets the request's first deadlines: a body must arrive within
 // BodyTimeout (post clears it once read; a handler that answers without
@@ -338,6 +339,9 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			s.log.Warn("request with a foreign Origin rejected", "origin", origin)
 			writeError(w, http.StatusForbidden, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
 				"Forbidden: Origin %q is not allowed (list it in allowed_origins)", origin))
+			return
+		}
+		if s.cors(w, r) {
 			return
 		}
 		next.ServeHTTP(w, r)

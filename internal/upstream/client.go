@@ -75,6 +75,7 @@ package upstream
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -183,6 +184,11 @@ type Options struct {
 	// and TLS timeouts and connection reuse. Requests are bounded by their
 	// contexts, so it should have no overall Timeout (streams are long).
 	HTTPClient *http.Client
+	// TLS configures the TLS of an https:// upstream (see ClientTLS):
+	// the CAs, a client certificate, the server name. nil means the
+	// system's CAs and no client certificate. Ignored with HTTPClient,
+	// whose Transport has its own.
+	TLS *tls.Config
 
 	// Timeout bounds each request; 0 means config.DefaultTimeout (60s).
 	// Progress may extend it
@@ -580,6 +586,9 @@ func New(opts *Options) (*Client, error) {
 		c.hc = o.HTTPClient
 		if c.hc == nil {
 			c.ownTransport = defaultTransport(inflight)
+			if o.TLS != nil {
+				c.ownTransport.TLSClientConfig = o.TLS.Clone()
+			}
 			c.hc = &http.Client{Transport: c.ownTransport}
 			if c.kind != kindSSE {
 				c.h1 = newH1Transport(c.ownTransport, o.URL, c.ownTransport.MaxIdleConnsPerHost)
