@@ -83,7 +83,7 @@ func TestOpaqueTokensWithARealAuthorizationServer(t *testing.T) {
 	cfg.Auth.Mode = config.AuthOAuth
 	cfg.Auth.OAuth.Resource = resource
 	cfg.Auth.OAuth.Issuers = []config.Issuer{{Issuer: idp.Issuer, Introspection: &config.Introspection{
-		URL: rec.srv.URL, ClientID: "mcp-gateway", ClientSecret: config.ClientSecret{File: secret},
+		URL: rec.srv.URL, ClientID: "mcp-gateway", ClientSecret: config.Secret{File: secret},
 	}}}
 	cfg.Auth.OAuth.RequiredScopes = []string{"mcp:tools"}
 	cfg.Auth.OAuth.Unmatched = config.UnmatchedDeny

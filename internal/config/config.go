@@ -913,22 +913,7 @@ type Introspection struct {
 	ClientID string
 	// ClientSecret is the gateway's client secret there. Key:
 	// client_secret, {env: VAR} or {file: path}. Required.
-	ClientSecret ClientSecret
-}
-
-// ClientSecret says where a secret is, so that the file holds none:
-// exactly one of Env and File is set.
-type ClientSecret struct {
-	// Env names the environment variable that holds the secret. Key: env.
-	// The variable must be set when the config is loaded; its value is
-	// read when the secret is used.
-	Env string
-	// File is a file whose content, trailing newline trimmed, is the
-	// secret, such as a mounted Kubernetes secret; it is read again each
-	// time the secret is used, so a rotated secret is picked up. Key:
-	// file. A relative path is resolved against the config file's
-	// directory.
-	File string
+	ClientSecret Secret
 }
 
 // Telemetry configures logs, metrics and traces.

@@ -931,7 +931,7 @@ func (d *decoder) oauth(p string, n *yaml.Node, o *OAuth) {
 						d.object(p, v, schema{fields: map[string]field{
 							"url":           func(p string, v *yaml.Node) { in.URL = d.str(p, v) },
 							"client_id":     func(p string, v *yaml.Node) { in.ClientID = d.str(p, v) },
-							"client_secret": func(p string, v *yaml.Node) { d.clientSecret(p, v, &in.ClientSecret) },
+							"client_secret": func(p string, v *yaml.Node) { in.ClientSecret = d.secret(p, v, false) },
 						}})
 						is.Introspection = in
 					},
@@ -954,29 +954,6 @@ func (d *decoder) path(p string, n *yaml.Node) string {
 		f = filepath.Join(d.baseDir, f)
 	}
 	return f
-}
-
-// clientSecret decodes a {env: VAR} or {file: path} secret reference. The
-// variable must be set now, though its value is read only when used, so
-// that the Config never holds the secret.
-func (d *decoder) clientSecret(p string, n *yaml.Node, s *ClientSecret) {
-	if n.Kind != yaml.MappingNode {
-		d.visit(p, n)
-		d.problem(p, n, "must be a mapping, {env: VAR} or {file: path}: the secret itself does not belong in the file")
-		return
-	}
-	d.object(p, n, schema{fields: map[string]field{
-		"env":  func(p string, v *yaml.Node) { s.Env = d.str(p, v) },
-		"file": func(p string, v *yaml.Node) { s.File = d.str(p, v) },
-	}})
-	if s.Env != "" {
-		if _, ok := d.lookup(s.Env); !ok {
-			d.problem(join(p, "env"), n, "the environment variable %s is not set", s.Env)
-		}
-	}
-	if s.File != "" && d.baseDir != "" && !filepath.IsAbs(s.File) {
-		s.File = filepath.Join(d.baseDir, s.File)
-	}
 }
 
 // limits decodes the top-level limits.

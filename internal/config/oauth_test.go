@@ -48,8 +48,8 @@ teams:
 		Issuers: []Issuer{
 			{Issuer: "https://idp.example.com/realms/main"},
 			{Issuer: "https://other.example.com", JWKSURL: "https://other.example.com/keys", Audiences: []string{"gateway"}, Algorithms: []string{"ES256"},
-				Introspection: &Introspection{URL: "https://other.example.com/introspect", ClientID: "gateway", ClientSecret: ClientSecret{Env: "GW_SECRET"}}},
-			{Issuer: "https://third.example.com", Introspection: &Introspection{ClientID: "gw", ClientSecret: ClientSecret{File: "/etc/gw/secrets/gw"}}},
+				Introspection: &Introspection{URL: "https://other.example.com/introspect", ClientID: "gateway", ClientSecret: Secret{Env: "GW_SECRET", Value: "s3cret"}}},
+			{Issuer: "https://third.example.com", Introspection: &Introspection{ClientID: "gw", ClientSecret: Secret{File: "/etc/gw/secrets/gw"}}},
 		},
 		ScopesSupported: []string{"mcp:tools", "mcp:admin"},
 		RequiredScopes:  []string{"mcp:tools"},
@@ -82,7 +82,7 @@ teams:
 func TestDecodeClientSecret(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ name, secret, want string }{
-		{"plain string", `"s3cret"`, "auth.oauth.issuers[0].introspection.client_secret: must be a mapping, {env: VAR} or {file: path}: the secret itself does not belong in the file"},
+		{"plain string", `"s3cret"`, "auth.oauth.issuers[0].introspection.client_secret: must be {env: VAR} or {file: PATH}: a secret is not written in gateway.yaml"},
 		{"unset variable", `{env: NOPE}`, "auth.oauth.issuers[0].introspection.client_secret.env: the environment variable NOPE is not set"},
 		{"unknown key", `{value: x}`, "auth.oauth.issuers[0].introspection.client_secret.value"},
 	} {

@@ -229,9 +229,9 @@ func TestValidate(t *testing.T) {
 		{"oauth introspection", func(c *Config) {
 			setOAuth(c)
 			c.Auth.OAuth.Issuers = append(c.Auth.OAuth.Issuers,
-				Issuer{Issuer: "https://a.example.com", Introspection: &Introspection{ClientID: "gw", ClientSecret: ClientSecret{File: "/run/secret"}}},
+				Issuer{Issuer: "https://a.example.com", Introspection: &Introspection{ClientID: "gw", ClientSecret: Secret{File: "/run/secret"}}},
 				Issuer{Issuer: "https://b.example.com", Introspection: &Introspection{URL: "ftp://b/introspect"}},
-				Issuer{Issuer: "https://c.example.com", Introspection: &Introspection{ClientID: "gw", ClientSecret: ClientSecret{Env: "S", File: "/s"}}})
+				Issuer{Issuer: "https://c.example.com", Introspection: &Introspection{ClientID: "gw", ClientSecret: Secret{Env: "S", File: "/s"}}})
 		}, []Problem{
 			{Path: "auth.oauth.issuers[2].introspection.url", Message: "must be an absolute https:// (or http://) URL, or empty to use the issuer's discovery document"},
 			{Path: "auth.oauth.issuers[2].introspection.client_id", Message: "is required: the gateway authenticates to the introspection endpoint as a client of the issuer"},

@@ -23,7 +23,7 @@ const maxIntrospected = 4096
 type introspection struct {
 	url      string // "" until discovery names it (is.mu guards it then)
 	clientID string
-	secret   config.ClientSecret
+	secret   config.Secret
 	client   *http.Client
 }
 
@@ -207,15 +207,16 @@ func (is *issuer) introspectionURL(ctx context.Context, now func() time.Time) (s
 	return is.intro.url, nil
 }
 
-// readSecret returns the secret s points to, read now, so that a rotated
-// file is picked up. Errors name the variable or file, never a value.
-func readSecret(s config.ClientSecret) (string, error) {
+// readSecret returns the secret s points to: an environment variable's
+// value as read when the config was loaded, or the file read now, so that
+// a rotated file is picked up. Errors name the variable or file, never a
+// value.
+func readSecret(s config.Secret) (string, error) {
 	if s.Env != "" {
-		v, ok := os.LookupEnv(s.Env)
-		if !ok || v == "" {
+		if s.Value == "" {
 			return "", fmt.Errorf("the client secret's variable %s is not set", s.Env)
 		}
-		return v, nil
+		return s.Value, nil
 	}
 	b, err := os.ReadFile(s.File)
 	if err != nil {

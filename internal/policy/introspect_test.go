@@ -100,7 +100,7 @@ func introspectionFixture(t testing.TB, modify func(c *config.Config, idp *testI
 	}
 	f := newOAuthFixture(t, func(c *config.Config, idp *testIdP) {
 		c.Auth.OAuth.Issuers[0].Introspection = &config.Introspection{
-			URL: e.srv.URL, ClientID: introspectionClient, ClientSecret: config.ClientSecret{File: secret},
+			URL: e.srv.URL, ClientID: introspectionClient, ClientSecret: config.Secret{File: secret},
 		}
 		if modify != nil {
 			modify(c, idp)
