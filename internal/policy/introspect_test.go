@@ -369,3 +369,32 @@ func BenchmarkIdentifyOpaque(b *testing.B) {
 		b.Errorf("asked %d times, want once", e.count())
 	}
 }
+
+// TestOAuthHugeToken: a bearer credential longer than maxTokenBytes is
+// refused as such, before any parsing, and is never sent to an issuer:
+// a junk "token" of up to the server's header limit (1 MB) would
+// otherwise be posted to the introspection endpoint for each request.
+func TestOAuthHugeToken(t *testing.T) {
+	t.Parallel()
+	f, e, _ := introspectionFixture(t, nil)
+	huge := strings.Repeat("a", maxTokenBytes+1)
+	e.set(huge, f.answer(nil))
+	for name, tok := range map[string]string{
+		"opaque": huge,
+		"jwt":    f.token(t, map[string]any{"pad": strings.Repeat("x", maxTokenBytes)}),
+	} {
+		_, err := f.o.Identify(tok)
+		if !errors.Is(err, ErrInvalidCredentials) || !strings.Contains(err.Error(), "longer than") {
+			t.Errorf("%s token of %d bytes: %v, want an invalid-credentials error saying it is too long", name, len(tok), err)
+		}
+	}
+	if n := e.count(); n != 0 {
+		t.Errorf("the introspection endpoint was asked %d times about a huge token", n)
+	}
+	// A token at the bound is still asked about.
+	atBound := strings.Repeat("b", maxTokenBytes)
+	e.set(atBound, f.answer(nil))
+	if _, err := f.o.Identify(atBound); err != nil {
+		t.Errorf("a token of exactly %d bytes: %v", maxTokenBytes, err)
+	}
+}

@@ -42,6 +42,11 @@ const maxKeySetBytes = 1 << 20
 // maxKnown bounds the identities OAuth remembers the team of (for Team).
 const maxKnown = 4096
 
+// maxTokenBytes bounds a bearer credential: real access tokens, even JWTs
+// with many groups, take a few kilobytes, and a longer one is refused
+// before it is parsed or sent to an introspection endpoint.
+const maxTokenBytes = 16 << 10
+
 // OAuthOptions are the optional parts of NewOAuth.
 type OAuthOptions struct {
 	// Transport makes the requests to the issuers (discovery, keys); nil
@@ -302,6 +307,9 @@ func (o *OAuth) Identify(token string) (Identity, error) {
 		if id, err := o.keys.Identify(token); err == nil {
 			return id, nil
 		}
+	}
+	if len(token) > maxTokenBytes {
+		return Identity{}, fmt.Errorf("%w: the token is longer than %d bytes", ErrInvalidCredentials, maxTokenBytes)
 	}
 	jwt := LooksLikeJWT(token)
 	if !jwt && len(o.introspecting) == 0 {
