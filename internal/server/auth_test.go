@@ -260,3 +260,37 @@ func TestBearerSchemeIsCaseInsensitive(t *testing.T) {
 		wantError(t, do(t, ts, "POST", map[string]string{"Authorization": auth}, initBody), 401, jsonrpc.CodeInvalidRequest, "Unauthorized")
 	}
 }
+
+// TestTwoAuthorizationHeaders: a request with more than one
+// Authorization header is refused (401 invalid_token), whatever they
+// hold: the field is a singleton (RFC 9110 §11.6.2), and a proxy in front
+// that reads the other copy than the gateway would authenticate one
+// identity while the gateway serves another.
+func TestTwoAuthorizationHeaders(t *testing.T) {
+	keys, err := policy.NewAPIKeys(map[string][]string{"red": {"red-key-0123456789"}, "blue": {"blue-key-0123456789"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, _, _ := newTestServerWith(t, &Options{Identify: keys.Identify})
+	for name, values := range map[string][]string{
+		"the same key twice": {"Bearer red-key-0123456789", "Bearer red-key-0123456789"},
+		"two teams' keys":    {"Bearer red-key-0123456789", "Bearer blue-key-0123456789"},
+		"a key, then junk":   {"Bearer red-key-0123456789", "Bearer nope"},
+	} {
+		req, err := http.NewRequest("POST", ts.URL+"/mcp", strings.NewReader(initBody))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header["Authorization"] = values
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 401 || !strings.Contains(resp.Header.Get("WWW-Authenticate"), `error="invalid_token"`) {
+			t.Errorf("%s: status %d, WWW-Authenticate %q, want 401 invalid_token", name, resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+		}
+	}
+}

@@ -531,7 +531,15 @@ func (s *Server) identity(w http.ResponseWriter, r *http.Request) (policy.Identi
 	if identify == nil {
 		return policy.Identity{}, true
 	}
-	id, err := (*identify)(bearerToken(r.Header.Get("Authorization")))
+	var id policy.Identity
+	var err error
+	if auth := r.Header.Values("Authorization"); len(auth) > 1 {
+		// A singleton field (RFC 9110 §11.6.2): a proxy in front that
+		// read another copy than this would vouch for another identity.
+		err = fmt.Errorf("%w: more than one Authorization header", policy.ErrInvalidCredentials)
+	} else {
+		id, err = (*identify)(bearerToken(r.Header.Get("Authorization")))
+	}
 	if err == nil {
 		return id, true
 	}
