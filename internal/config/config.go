@@ -815,6 +815,12 @@ const (
 	// asks again; an active token's answer is dropped at its exp if
 	// sooner. A revoked token thus passes for at most this long.
 	IntrospectionCacheTTL = 30 * time.Second
+	// IntrospectionConcurrency bounds the introspection requests the
+	// gateway has in flight at once, over all issuers: anyone can send
+	// made-up opaque tokens, each a new question to the issuers, and the
+	// bound keeps a flood of them from becoming one to the issuers; the
+	// requests past it wait (within config.OAuthFetchTimeout) for a slot.
+	IntrospectionConcurrency = 16
 )
 
 // Upstream credentials (upstreams[].auth).

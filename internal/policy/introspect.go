@@ -117,10 +117,24 @@ func (o *OAuth) remember(sum [32]byte, res introspected) {
 	o.answers[sum] = res
 }
 
-// askIssuers asks each issuer with introspection about token. An issuer
-// that cannot be asked is logged and skipped; when no issuer said active
-// and one could not be asked, that is the error.
+// askIssuers asks each issuer with introspection about token, once a
+// slot is free (o.slots). An issuer that cannot be asked is logged and
+// skipped; when no issuer said active and one could not be asked, that
+// is the error.
 func (o *OAuth) askIssuers(ctx context.Context, token string) (introspected, error) {
+	select {
+	case o.slots <- struct{}{}:
+	default:
+		if o.onQueue != nil {
+			o.onQueue()
+		}
+		select {
+		case o.slots <- struct{}{}:
+		case <-ctx.Done():
+			return introspected{}, fmt.Errorf("%d introspections were in flight: %w", cap(o.slots), ctx.Err())
+		}
+	}
+	defer func() { <-o.slots }()
 	var failed error
 	for _, is := range o.introspecting {
 		claims, err := is.introspect(ctx, token, o.now)

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -396,5 +397,53 @@ func TestOAuthHugeToken(t *testing.T) {
 	e.set(atBound, f.answer(nil))
 	if _, err := f.o.Identify(atBound); err != nil {
 		t.Errorf("a token of exactly %d bytes: %v", maxTokenBytes, err)
+	}
+}
+
+// TestOAuthIntrospectionConcurrency: a flood of distinct made-up opaque
+// tokens never has more than config.IntrospectionConcurrency
+// introspections in flight at the issuer; the others wait for a slot,
+// and are answered once the issuer answers.
+func TestOAuthIntrospectionConcurrency(t *testing.T) {
+	t.Parallel()
+	limit := config.IntrospectionConcurrency
+	n := limit + 3
+	f, e, _ := introspectionFixture(t, nil)
+	arrived, release := make(chan struct{}, n), make(chan struct{})
+	inner := e.srv.Config.Handler
+	e.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-release
+		inner.ServeHTTP(w, r)
+	})
+	queued := make(chan struct{}, n)
+	f.o.onQueue = func() { queued <- struct{}{} }
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			_, err := f.o.Identify("junk-" + strconv.Itoa(i))
+			errs <- err
+		}()
+	}
+	inFlight, waiting := 0, 0
+	for inFlight+waiting < n && inFlight <= limit {
+		select {
+		case <-arrived:
+			inFlight++
+		case <-queued:
+			waiting++
+		}
+	}
+	if inFlight > limit {
+		t.Errorf("more than %d introspections in flight at once", limit)
+	}
+	close(release)
+	for range n {
+		if err := <-errs; !errors.Is(err, ErrInvalidCredentials) || !strings.Contains(err.Error(), "not active") {
+			t.Errorf("a made-up token: %v, want the issuer's not-active answer", err)
+		}
+	}
+	if got := e.count(); got != n {
+		t.Errorf("the issuer was asked %d times about %d tokens", got, n)
 	}
 }

@@ -88,9 +88,15 @@ type OAuth struct {
 	// answers are the introspection answers, by the token's SHA-256.
 	answers map[[32]byte]introspected
 	pending map[[32]byte]*pendingIntrospection
+	// slots bounds the introspections in flight
+	// (config.IntrospectionConcurrency): one send per request asking.
+	slots chan struct{}
 	// onWait, when set (tests), is called by a request that waits for
 	// the introspection another one is making.
 	onWait func()
+	// onQueue, when set (tests), is called by a request that waits for
+	// a free introspection slot.
+	onQueue func()
 
 	mu sync.Mutex // guards known
 	// known holds the team each identity was last given, for Team.
@@ -167,6 +173,7 @@ func NewOAuth(cfg *config.Config, opts *OAuthOptions) (*OAuth, error) {
 		required: oc.RequiredScopes, skew: oc.ClockSkew, unmatched: oc.Unmatched,
 		log: opts.Logger, now: time.Now, known: map[string]string{},
 		answers: map[[32]byte]introspected{}, pending: map[[32]byte]*pendingIntrospection{},
+		slots: make(chan struct{}, config.IntrospectionConcurrency),
 	}
 	if o.log == nil {
 		o.log = slog.New(slog.DiscardHandler)
