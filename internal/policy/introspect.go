@@ -199,6 +199,12 @@ func (is *issuer) introspect(ctx context.Context, token string, now func() time.
 	if !active {
 		return nil, nil
 	}
+	if _, ok := answer["iss"]; !ok {
+		// The answer is this issuer's, and says so, for teams that match
+		// the claim iss: a team meant for one issuer's users must match
+		// its opaque tokens as it does its JWTs.
+		answer["iss"] = is.iss
+	}
 	return answer, nil
 }
 

@@ -447,3 +447,35 @@ func TestOAuthIntrospectionConcurrency(t *testing.T) {
 		t.Errorf("the issuer was asked %d times about %d tokens", got, n)
 	}
 }
+
+// TestOAuthTeamOfOneIssuer: with two issuers, one of them able to mint
+// any claims (another organisation's IdP), a team restricted to one
+// issuer by the claim iss (claims_match: all) is never given to the
+// other's tokens, however their groups read; and an introspection answer
+// that leaves iss out (RFC 7662 makes it optional) is the asked
+// issuer's, so it still matches such a team.
+func TestOAuthTeamOfOneIssuer(t *testing.T) {
+	t.Parallel()
+	var other *testIdP
+	f, e, _ := introspectionFixture(t, func(c *config.Config, idp *testIdP) {
+		other = newTestIdP(t)
+		c.Auth.OAuth.Issuers = append(c.Auth.OAuth.Issuers, config.Issuer{Issuer: other.srv.URL})
+		c.Teams = []config.Team{{Name: "admins", ClaimsMatch: config.ClaimsAll,
+			Claims: map[string][]string{"iss": {idp.srv.URL}, "groups": {"admins"}}}}
+	})
+	otherKey := newRSA(t, "k1")
+	other.publish(otherKey)
+	admins := map[string]any{"groups": []string{"admins"}}
+
+	if id, err := f.o.Identify(f.token(t, admins)); err != nil || id.Team != "admins" {
+		t.Errorf("the issuer's own admin: %+v, %v, want team admins", id, err)
+	}
+	forged := mint(t, otherKey, f.claims(map[string]any{"iss": other.srv.URL, "groups": []string{"admins"}}))
+	if id, err := f.o.Identify(forged); err != nil || id.Team != "" || id.ID != "oauth:"+other.srv.URL+"#alice" {
+		t.Errorf("the other issuer's admin: %+v, %v, want the default view as its own identity", id, err)
+	}
+	e.set("opaque-admin", f.answer(map[string]any{"iss": nil, "groups": []string{"admins"}}))
+	if id, err := f.o.Identify("opaque-admin"); err != nil || id.Team != "admins" {
+		t.Errorf("an introspected admin without iss: %+v, %v, want team admins", id, err)
+	}
+}
