@@ -124,6 +124,11 @@ func newTokenServer(t *testing.T, ttl int) *tokenServer {
 			w.WriteHeader(http.StatusUnauthorized)
 			_, _ = fmt.Fprint(w, `{"error":"invalid_client","error_description":"unknown client","debug":"body-marker-e1"}`)
 			return
+		case 3: // an endpoint that quotes what it was sent
+			w.WriteHeader(http.StatusBadRequest)
+			_ = json.NewEncoder(w).Encode(map[string]string{"error": "invalid_grant",
+				"error_description": "subject_token " + form.Get("subject_token") + " has expired"})
+			return
 		case 2:
 			w.WriteHeader(http.StatusInternalServerError)
 			_, _ = fmt.Fprint(w, `stack trace: body-marker-e2`)
@@ -347,5 +352,24 @@ func TestRejectedTokenRenewed(t *testing.T) {
 	}
 	if n := posts.Load() - before; n != 2 {
 		t.Errorf("%d POSTs for a call refused twice, want 2 (one retry)", n)
+	}
+}
+
+// TestTokenExchangeErrorHidesHostToken: a token endpoint whose
+// error_description quotes the subject_token it refused (some do) does
+// not put the host's token into the error, which reaches logs and the
+// host.
+func TestTokenExchangeErrorHidesHostToken(t *testing.T) {
+	ts := newTokenServer(t, 3600)
+	ts.fail.Store(3)
+	clk := &fakeClock{t: time.Now()}
+	x := NewTokenExchange(ccOptions(ts, clk))
+	ctx := WithSubject(context.Background(), NewSubject("oauth:idp#alice", "alice-host-token-5e2"))
+	err := x.For().Apply(ctx, http.Header{})
+	if !errors.Is(err, ErrCredentials) || !strings.Contains(err.Error(), "invalid_grant") {
+		t.Fatalf("err = %v, want the endpoint's invalid_grant", err)
+	}
+	if strings.Contains(err.Error(), "alice-host-token-5e2") {
+		t.Errorf("the error quotes the host's token: %v", err)
 	}
 }

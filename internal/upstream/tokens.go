@@ -96,7 +96,7 @@ func (e *tokenEndpoint) fetch(ctx context.Context, extra url.Values) (*oauth2.To
 	ctx = context.WithValue(ctx, oauth2.HTTPClient, e.opts.HTTPClient)
 	tok, err := conf.Token(ctx)
 	if err != nil {
-		return nil, e.fail(ctx, err)
+		return nil, e.fail(ctx, err, secret, extra.Get("subject_token"))
 	}
 	return tok, nil
 }
@@ -105,8 +105,10 @@ func (e *tokenEndpoint) fetch(ctx context.Context, extra url.Values) (*oauth2.To
 // names the upstream and the token endpoint's host, and keeps only what
 // holds no secret: the status, the OAuth error code and description,
 // or the network error (oauth2's own text quotes the whole response
-// body).
-func (e *tokenEndpoint) fail(ctx context.Context, err error) error {
+// body). The description is the endpoint's own text, and some endpoints
+// quote what they refused: each of hide (the client secret, the host's
+// token) is cut out of it.
+func (e *tokenEndpoint) fail(ctx context.Context, err error, hide ...string) error {
 	var cause error
 	var re *oauth2.RetrieveError
 	var ue *url.Error
@@ -118,6 +120,11 @@ func (e *tokenEndpoint) fail(ctx context.Context, err error) error {
 		}
 		if re.ErrorCode != "" {
 			desc := re.ErrorDescription
+			for _, h := range hide {
+				if h != "" {
+					desc = strings.ReplaceAll(desc, h, "[redacted]")
+				}
+			}
 			if len(desc) > 200 {
 				desc = desc[:200] + "..."
 			}
