@@ -425,7 +425,7 @@ func (o *OAuth) admit(is *issuer, claims claimSet, introspected bool) (Identity,
 	if sub == "" {
 		return Identity{}, errors.New("the token has no sub")
 	}
-	id := Identity{Key: "sub:" + sub + "@" + hostOf(is.iss), ID: "oauth:" + is.iss + "#" + sub}
+	id := Identity{Key: "sub:" + sub + "@" + issuerName(is.iss), ID: "oauth:" + is.iss + "#" + sub}
 	needed := o.required
 	matched := false
 	for _, t := range o.teams {
@@ -596,9 +596,12 @@ func union(a, b []string) []string {
 	return out
 }
 
-func hostOf(iss string) string {
+// issuerName is iss without its scheme (the host and path), which the
+// audit log names a token's subject by: the host alone would give the
+// users of two issuers on one host (a Keycloak's realms) one name.
+func issuerName(iss string) string {
 	if u, err := url.Parse(iss); err == nil && u.Host != "" {
-		return u.Host
+		return u.Host + strings.TrimSuffix(u.EscapedPath(), "/")
 	}
 	return iss
 }

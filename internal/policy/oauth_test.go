@@ -561,3 +561,30 @@ func BenchmarkIdentify(b *testing.B) {
 		}
 	})
 }
+
+// TestOAuthAuditKeyNamesTheIssuer: two issuers on one host (a Keycloak's
+// realms) give their users of the same sub distinct audit identities
+// (Identity.Key), as they give them distinct IDs: the audit log must not
+// show realm b's alice as realm a's.
+func TestOAuthAuditKeyNamesTheIssuer(t *testing.T) {
+	t.Parallel()
+	var a, b string
+	f := newOAuthFixture(t, func(c *config.Config, idp *testIdP) {
+		a, b = idp.srv.URL+"/realms/a", idp.srv.URL+"/realms/b"
+		c.Auth.OAuth.Issuers = []config.Issuer{{Issuer: a, JWKSURL: idp.srv.URL + "/jwks"}, {Issuer: b, JWKSURL: idp.srv.URL + "/jwks"}}
+	})
+	ida, err := f.o.Identify(f.token(t, map[string]any{"iss": a}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	idb, err := f.o.Identify(f.token(t, map[string]any{"iss": b}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ida.ID == idb.ID || ida.Key == idb.Key {
+		t.Errorf("realm a's alice %+v and realm b's %+v share an identity", ida, idb)
+	}
+	if want := "sub:alice@" + strings.TrimPrefix(a, "http://"); ida.Key != want {
+		t.Errorf("Key = %q, want %q", ida.Key, want)
+	}
+}
