@@ -501,6 +501,21 @@ type Secret struct {
 	Value string `json:"-"`
 }
 
+// String names where the secret is, never its value, so that a config
+// struct that holds one can be formatted or logged.
+func (s Secret) String() string {
+	if s.File != "" {
+		return "{file: " + s.File + "}"
+	}
+	return "{env: " + s.Env + "}"
+}
+
+// GoString hides the value from %#v.
+func (s Secret) GoString() string { return s.String() }
+
+// LogValue hides the value from slog.
+func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
+
 // UpstreamAuth are the gateway's credentials for one upstream
 // (upstreams[].auth). At most one of OAuth and TokenExchange is set, and
 // then Headers may not set Authorization.

@@ -2,6 +2,8 @@ package config
 
 import (
 	"errors"
+	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -115,5 +117,25 @@ func TestUpstreamAuthProblems(t *testing.T) {
 			}
 			t.Errorf("no problem at %s containing %q; got:\n%v", tt.path, tt.msg, err)
 		})
+	}
+}
+
+// TestSecretFormatsWithoutValue: a Secret, alone or inside the config
+// structs that hold it, formats (fmt, slog's text and JSON handlers)
+// without the value it read from the environment, so that logging a
+// piece of the config never writes a secret.
+func TestSecretFormatsWithoutValue(t *testing.T) {
+	const value = "s3cret-value-71c"
+	s := Secret{Env: "API_KEY", Value: value, Prefix: "Bearer "}
+	u := UpstreamAuth{Headers: map[string]Secret{"X-Api-Key": s}, OAuth: &OAuthClient{ClientID: "gw", ClientSecret: s}}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v %+v %#v %s %v %+v %#v", s, s, s, s, u, u, *u.OAuth)
+	slog.New(slog.NewTextHandler(&b, nil)).Info("x", "secret", s, "auth", u)
+	slog.New(slog.NewJSONHandler(&b, nil)).Info("x", "secret", s, "auth", u)
+	if strings.Contains(b.String(), value) {
+		t.Errorf("a formatted Secret shows its value:\n%s", b.String())
+	}
+	if !strings.Contains(b.String(), "API_KEY") {
+		t.Errorf("a formatted Secret does not name its variable:\n%s", b.String())
 	}
 }
