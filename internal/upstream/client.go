@@ -82,8 +82,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -589,7 +590,7 @@ func New(opts *Options) (*Client, error) {
 			if o.TLS != nil {
 				c.ownTransport.TLSClientConfig = o.TLS.Clone()
 			}
-			c.hc = &http.Client{Transport: c.ownTransport}
+			c.hc = &http.Client{Transport: c.ownTransport, CheckRedirect: checkRedirect}
 			if c.kind != kindSSE {
 				c.h1 = newH1Transport(c.ownTransport, o.URL, c.ownTransport.MaxIdleConnsPerHost)
 			}
@@ -798,6 +799,34 @@ func (c *Client) spawn(f func()) bool {
 		f()
 	}()
 	return true
+}
+
+// redirectHeaders are the headers a request keeps when the upstream
+// redirects it to another origin: the protocol's, which the new address
+// needs to serve it.
+var redirectHeaders = []string{"Accept", "Content-Type", "User-Agent", "Mcp-Session-Id",
+	"Mcp-Protocol-Version", "Mcp-Method", "Mcp-Name", "Last-Event-Id"}
+
+// checkRedirect follows a redirect as net/http does, but one to another
+// origin (scheme, host and port) carries only the protocol's headers
+// (redirectHeaders, Mcp-Param-*): a redirect copies every header of the
+// request, and net/http strips only Authorization, and only for another
+// host name, never the secret headers of auth.headers or
+// Options.Headers. Such an address that needs credentials answers 401.
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	from := via[0].URL
+	if req.URL.Scheme == from.Scheme && req.URL.Host == from.Host {
+		return nil
+	}
+	for name := range req.Header {
+		if !slices.Contains(redirectHeaders, name) && !strings.HasPrefix(name, mcpheader.ParamPrefix) {
+			delete(req.Header, name)
+		}
+	}
+	return nil
 }
 
 // addHeaders adds the configured headers (Options.Headers) and the

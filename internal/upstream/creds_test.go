@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -120,4 +121,51 @@ func TestBreakerIgnoresCredentials(t *testing.T) {
 			t.Errorf("breaker %v after credential failures, want closed", b)
 		}
 	})
+}
+
+// headerCreds sets a static secret header and an Authorization.
+type headerCreds struct{}
+
+func (headerCreds) Apply(_ context.Context, h http.Header) error {
+	h.Set("Authorization", "Bearer gateway-own")
+	h.Set("X-Api-Key", "upstream-secret-4d1")
+	return nil
+}
+
+// TestCredentialsNotRedirectedAway: an upstream that redirects the
+// gateway to another origin (an open redirect on its host, or a hostile
+// upstream) does not get the gateway's credentials sent there: net/http
+// strips only Authorization, and only for another host name, never a
+// header such as X-Api-Key (auth.headers). The protocol's headers go
+// on, so an address that needs no credentials still serves.
+func TestCredentialsNotRedirectedAway(t *testing.T) {
+	var mu sync.Mutex
+	var leaked []string
+	target := mcptest.NewStreamableServer(t, &mcptest.HTTPOptions{
+		Server: mcptest.ServerOptions{Name: "elsewhere", Versions: mcptest.LegacyVersions()},
+		Inspect: func(r *http.Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, h := range []string{"Authorization", "X-Api-Key"} {
+				if v := r.Header.Get(h); v != "" {
+					leaked = append(leaked, h+": "+v)
+				}
+			}
+		},
+	}).URL
+	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(redirector.Close)
+	c := newClient(t, &upstream.Options{Name: "remote", URL: redirector.URL + "/mcp", Transport: "streamable-http", ClientInfo: gateway, Credentials: headerCreds{}})
+	if err := c.Start(testCtx(t)); err != nil {
+		t.Errorf("Start through a redirect to another origin: %v", err)
+	} else if got := callTool(t, testCtx(t), c, "echo", `{"text":"moved"}`); got != "moved" {
+		t.Errorf("echo through the redirect = %q", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(leaked) > 0 {
+		t.Errorf("the other origin received the credentials: %v", leaked)
+	}
 }
