@@ -479,3 +479,26 @@ func TestOAuthTeamOfOneIssuer(t *testing.T) {
 		t.Errorf("an introspected admin without iss: %+v, %v, want team admins", id, err)
 	}
 }
+
+// TestOAuthIntrospectionNotRedirected: an introspection endpoint that
+// redirects (307 keeps the body: the token, and Basic the secret) is not
+// followed: the token and the client secret never reach the other
+// address, and the token is refused as the endpoint's failure.
+func TestOAuthIntrospectionNotRedirected(t *testing.T) {
+	t.Parallel()
+	var reached atomic.Int32
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+	}))
+	t.Cleanup(elsewhere.Close)
+	f, e, _ := introspectionFixture(t, nil)
+	e.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, elsewhere.URL, http.StatusTemporaryRedirect)
+	})
+	if _, err := f.o.Identify("opaque-redirected"); !errors.Is(err, ErrInvalidCredentials) || !strings.Contains(err.Error(), "307") {
+		t.Errorf("a redirected introspection: %v, want the endpoint's 307 as the failure", err)
+	}
+	if n := reached.Load(); n != 0 {
+		t.Errorf("the redirect was followed %d times, with the token and the secret", n)
+	}
+}

@@ -205,7 +205,10 @@ func NewOAuth(cfg *config.Config, opts *OAuthOptions) (*OAuth, error) {
 		if in := ic.Introspection; in != nil {
 			is.intro = &introspection{
 				url: in.URL, clientID: in.ClientID, secret: in.ClientSecret,
-				client: &http.Client{Transport: bounded{rt}, Timeout: config.OAuthFetchTimeout},
+				// A redirect is not followed: a 307 would carry the token
+				// (the body) and, to the same host name, the secret.
+				client: &http.Client{Transport: bounded{rt}, Timeout: config.OAuthFetchTimeout,
+					CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
 			}
 			o.introspecting = append(o.introspecting, is)
 		}

@@ -373,3 +373,26 @@ func TestTokenExchangeErrorHidesHostToken(t *testing.T) {
 		t.Errorf("the error quotes the host's token: %v", err)
 	}
 }
+
+// TestTokenEndpointNotRedirected: a token endpoint that redirects (307
+// keeps the body: the host's subject_token, and the client's
+// credentials) is not followed; the failure names the status.
+func TestTokenEndpointNotRedirected(t *testing.T) {
+	var reached atomic.Int32
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached.Add(1) }))
+	t.Cleanup(elsewhere.Close)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, elsewhere.URL, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(ts.Close)
+	clk := &fakeClock{t: time.Now()}
+	o := ccOptions(&tokenServer{Server: ts}, clk)
+	ctx := WithSubject(context.Background(), NewSubject("oauth:idp#alice", "alice-host-token"))
+	err := NewTokenExchange(o).For().Apply(ctx, http.Header{})
+	if !errors.Is(err, ErrCredentials) || !strings.Contains(err.Error(), "307") {
+		t.Errorf("a redirected token request: %v, want the endpoint's 307", err)
+	}
+	if n := reached.Load(); n != 0 {
+		t.Errorf("the redirect was followed %d times, with the host's token and the client secret", n)
+	}
+}

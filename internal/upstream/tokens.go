@@ -36,12 +36,17 @@ type TokenOptions struct {
 
 func (o *TokenOptions) fill() {
 	if o.HTTPClient == nil {
-		o.HTTPClient = &http.Client{Transport: &http.Transport{
-			Proxy:               http.ProxyFromEnvironment,
-			DialContext:         (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
-			TLSHandshakeTimeout: 10 * time.Second,
-			MaxIdleConnsPerHost: 4,
-		}}
+		o.HTTPClient = &http.Client{
+			Transport: &http.Transport{
+				Proxy:               http.ProxyFromEnvironment,
+				DialContext:         (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
+				TLSHandshakeTimeout: 10 * time.Second,
+				MaxIdleConnsPerHost: 4,
+			},
+			// A redirect is not followed: a 307 would carry the client's
+			// credentials and the host's subject_token (the body).
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
 	}
 	if o.FetchTimeout <= 0 {
 		o.FetchTimeout = config.TokenFetchTimeout
