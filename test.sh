@@ -5,7 +5,8 @@
 #
 #   1. go vet
 #   2. go test -race ./... (unit, end-to-end and interop tests), and the same
-#      for interop/idp, the test OpenID Provider's own module
+#      for interop/idp, the test OpenID Provider's own module, and
+#      tools/image, which builds the container image and runs it
 #   3. the differential fuzz target of the strict decoder, for 30 s
 #   4. the interop harness's own tests
 #   5. the conformance suites against the Go SDK conformance server directly
@@ -34,6 +35,9 @@ MCP_GATEWAY_TEST_PEERS=require go test -race -count=1 ./...
 
 echo "== go test: the test OpenID Provider (interop/idp, its own module)"
 (cd interop/idp && GOWORK=off go vet ./... && GOWORK=off go test -race -count=1 ./...)
+
+echo "== go test: the container image (tools/image, its own module)"
+(cd tools/image && GOWORK=off go vet ./... && GOWORK=off go test -race -count=1 ./...)
 
 echo "== fuzz: the strict decoder against encoding/json and a last-member-wins parser"
 go test ./internal/jsonrpc -run '^$' -fuzz '^FuzzDecodeRequestDifferential$' -fuzztime 30s
