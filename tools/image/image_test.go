@@ -352,3 +352,38 @@ func jsonArray(t *testing.T, line, arg string) []string {
 	}
 	return a
 }
+
+// TestDockerfileNodeInStep checks that Dockerfile.node runs the gateway as
+// the image this tool writes does: same user, entrypoint, arguments and
+// listen address.
+func TestDockerfileNodeInStep(t *testing.T) {
+	b, err := os.ReadFile("../../Dockerfile.node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(b), "\n")
+	// The exec form as the Dockerfiles write it: ["a", "b"].
+	mustJSON := func(v []string) string {
+		var parts []string
+		for _, s := range v {
+			j, err := json.Marshal(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			parts = append(parts, string(j))
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	}
+	for _, want := range []string{
+		"USER " + user,
+		"ENTRYPOINT " + mustJSON(entrypoint),
+		"CMD " + mustJSON(cmd),
+		"ENV " + listenEnv + " \\",
+		"COPY --from=build /out/mcp-gateway " + binaryPath,
+		"COPY tools/image/gateway.yaml " + configPath,
+	} {
+		if !slices.Contains(lines, want) {
+			t.Errorf("Dockerfile.node has no line %q", want)
+		}
+	}
+}
