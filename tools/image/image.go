@@ -5,7 +5,7 @@
 // in step.
 //
 //	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o mcp-gateway ./cmd/mcp-gateway
-//	go run ./tools/image -binary mcp-gateway -out image-layout
+//	cd tools/image && GOWORK=off go run . -binary ../../mcp-gateway -out ../../image-layout
 package main
 
 import (
@@ -190,7 +190,9 @@ func parents(path string) []string {
 	return dirs
 }
 
-// writeLayout writes img as the only image of a new OCI image layout in dir.
+// writeLayout writes img as the only image of a new OCI image layout in dir,
+// tagged latest (skopeo copy oci:DIR:latest ...) with its platform in the
+// index.
 func writeLayout(dir string, img v1.Image) error {
 	if _, err := os.Stat(dir + "/index.json"); err == nil {
 		return fmt.Errorf("%s: already holds an image layout", dir)
@@ -199,5 +201,11 @@ func writeLayout(dir string, img v1.Image) error {
 	if err != nil {
 		return err
 	}
-	return p.AppendImage(img)
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return err
+	}
+	return p.AppendImage(img,
+		layout.WithPlatform(v1.Platform{OS: cf.OS, Architecture: cf.Architecture}),
+		layout.WithAnnotations(map[string]string{"org.opencontainers.image.ref.name": "latest"}))
 }

@@ -59,6 +59,9 @@ func readLayout(t *testing.T, dir string) v1.Image {
 	if len(im.Manifests) != 1 {
 		t.Fatalf("layout holds %d manifests, want 1", len(im.Manifests))
 	}
+	if d := im.Manifests[0]; d.Platform == nil || d.Platform.OS != "linux" || d.Annotations["org.opencontainers.image.ref.name"] != "latest" {
+		t.Errorf("index entry: platform %v, annotations %v; want linux and ref.name latest", d.Platform, d.Annotations)
+	}
 	img, err := idx.Image(im.Manifests[0].Digest)
 	if err != nil {
 		t.Fatal(err)
