@@ -139,6 +139,10 @@ const (
 	// DefaultShutdownTimeout bounds the graceful part of a shutdown;
 	// then every connection still open is closed.
 	DefaultShutdownTimeout = 10 * time.Second
+	// MaxShutdownDelay and MaxShutdownTimeout bound shutdown.delay and
+	// shutdown.timeout.
+	MaxShutdownDelay   = 5 * time.Minute
+	MaxShutdownTimeout = time.Hour
 	// DefaultMaxStdioMessage bounds one line from a stdio host, and
 	// DefaultStdioQueue the messages waiting for it to read them.
 	DefaultMaxStdioMessage = 64 << 20
@@ -243,6 +247,71 @@ type Config struct {
 
 	// Tasks turn long tool calls into tasks the gateway runs. Key: tasks.
 	Tasks Tasks
+
+	// State says where the state that replicas share lives. Key: state.
+	State State
+
+	// Shutdown says how the gateway stops on SIGTERM. Key: shutdown.
+	Shutdown Shutdown
+}
+
+// StoreKind names where shared state lives.
+type StoreKind string
+
+const (
+	// StoreMemory keeps every session, parked call and task in the
+	// process: one replica (the default).
+	StoreMemory StoreKind = "memory"
+	// StoreRedis shares sessions between replicas through Redis, and
+	// lets a replica reach the others (see docs/scaling.md).
+	StoreRedis StoreKind = "redis"
+)
+
+// State says where the state that gateway replicas share lives.
+type State struct {
+	// Store is memory (default: one replica) or redis (several replicas
+	// behind any balancer, no affinity needed). Key: store.
+	Store StoreKind
+	// Redis is the Redis server of store: redis. Key: redis.
+	Redis Redis
+	// Key seals legacy session ids and modern request states: 32 random
+	// bytes (base64, padded or not, standard or URL alphabet, or 64 hex
+	// digits), the same on every replica. Key: key, a secret ({env: VAR}
+	// or {file: PATH}). Required with store: redis; with memory, each
+	// start makes its own.
+	Key Secret
+	// PreviousKey is the key before Key, still accepted when opening a
+	// session id or request state, never used to seal: set it to the old
+	// key while rotating. Key: previous_key, a secret. Optional.
+	PreviousKey Secret
+}
+
+// Redis is a Redis server.
+type Redis struct {
+	// URL is redis://[user@]host:port/db or rediss:// (TLS, checked
+	// against the system's roots, or CAFile). Key: url. Required with
+	// store: redis. A password is not written here: see Password.
+	URL string
+	// Password is the password (AUTH) of the URL's user, or of the
+	// default user. Key: password, a secret. Optional.
+	Password Secret
+	// CAFile is a PEM file of the CAs that sign the server's certificate
+	// (rediss:// only); relative to the config file. Key: ca_file.
+	CAFile string
+}
+
+// Shutdown says how the gateway stops on SIGTERM (or SIGINT).
+type Shutdown struct {
+	// Delay is how long the gateway goes on serving after the signal,
+	// with /readyz answering 503 and every answer closing its
+	// connection, so that a load balancer takes the replica out of
+	// rotation before it stops accepting. Key: delay, a Go duration.
+	// Default 0s; at most 5m.
+	Delay time.Duration
+	// Timeout is how long requests in progress may then finish before
+	// every connection still open is closed. Key: timeout, a Go
+	// duration. Default 10s; more than 0 and at most 1h.
+	Timeout time.Duration
 }
 
 // TLS is the certificate of the gateway's own listener.
@@ -1012,6 +1081,8 @@ func Default() *Config {
 		Auth:         Auth{Mode: AuthNone, OAuth: OAuth{ClockSkew: DefaultClockSkew, Unmatched: UnmatchedDefault}},
 		Telemetry:    Telemetry{LogLevel: DefaultLogLevel, Metrics: true, Audit: Audit{Arguments: AuditOmit}},
 		Tasks:        Tasks{TTL: DefaultTaskTTL, MaxPerIdentity: DefaultMaxTasks},
+		State:        State{Store: StoreMemory},
+		Shutdown:     Shutdown{Timeout: DefaultShutdownTimeout},
 	}
 }
 

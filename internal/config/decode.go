@@ -477,6 +477,26 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 					"max_per_identity": func(p string, v *yaml.Node) { d.integer(p, v, &c.Tasks.MaxPerIdentity) },
 				}})
 			},
+			"state": func(p string, v *yaml.Node) {
+				d.object(p, v, schema{fields: map[string]field{
+					"store": func(p string, v *yaml.Node) { c.State.Store = StoreKind(d.str(p, v)) },
+					"redis": func(p string, v *yaml.Node) {
+						d.object(p, v, schema{fields: map[string]field{
+							"url":      func(p string, v *yaml.Node) { c.State.Redis.URL = d.str(p, v) },
+							"password": func(p string, v *yaml.Node) { c.State.Redis.Password = d.secret(p, v, false) },
+							"ca_file":  func(p string, v *yaml.Node) { c.State.Redis.CAFile = d.path(p, v) },
+						}})
+					},
+					"key":          func(p string, v *yaml.Node) { c.State.Key = d.secret(p, v, false) },
+					"previous_key": func(p string, v *yaml.Node) { c.State.PreviousKey = d.secret(p, v, false) },
+				}})
+			},
+			"shutdown": func(p string, v *yaml.Node) {
+				d.object(p, v, schema{fields: map[string]field{
+					"delay":   func(p string, v *yaml.Node) { d.duration(p, v, &c.Shutdown.Delay) },
+					"timeout": func(p string, v *yaml.Node) { d.duration(p, v, &c.Shutdown.Timeout) },
+				}})
+			},
 			"telemetry": func(p string, v *yaml.Node) {
 				d.object(p, v, schema{fields: map[string]field{
 					"log_level":     func(p string, v *yaml.Node) { c.Telemetry.LogLevel = d.str(p, v) },

@@ -178,6 +178,7 @@ func TestLoadFull(t *testing.T) {
 			Audit: Audit{Enabled: true, Path: filepath.Join(dir, "logs", "audit.jsonl"), Arguments: AuditHash},
 		},
 		Tasks: Tasks{TTL: DefaultTaskTTL, MaxPerIdentity: DefaultMaxTasks},
+		State: State{Store: StoreMemory}, Shutdown: Shutdown{Timeout: DefaultShutdownTimeout},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Load(full.yaml) mismatch (-want +got):\n%s", diff)

@@ -167,6 +167,8 @@ func (c *Config) Validate() error {
 	c.validateTeams(&ps)
 	c.Limits.validate(&ps)
 	c.Tasks.validate(&ps)
+	c.State.validate(&ps)
+	c.Shutdown.validate(&ps)
 
 	switch c.Auth.Mode {
 	case AuthNone:
@@ -600,6 +602,58 @@ func (u *Upstream) validate(i int, ps *problems) {
 	}
 	if u.Tasks.After != nil {
 		validateTaskAfter(ps, u.path(i, "tasks.after"), *u.Tasks.After)
+	}
+}
+
+func (st *State) validate(ps *problems) {
+	switch st.Store {
+	case StoreMemory:
+		if st.Redis != (Redis{}) {
+			ps.add("state.redis", "is used only with store: redis")
+		}
+	case StoreRedis:
+		switch u, err := url.Parse(st.Redis.URL); {
+		case st.Redis.URL == "":
+			ps.add("state.redis.url", "is required with store: redis (redis://host:6379/0 or rediss:// for TLS)")
+		case err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "":
+			ps.add("state.redis.url", "must be redis://host:port[/db] or rediss://host:port[/db]")
+		case u.User != nil:
+			if _, has := u.User.Password(); has {
+				ps.add("state.redis.url", "must not hold a password: set state.redis.password, a secret")
+			}
+		}
+		if st.Redis.CAFile != "" && !strings.HasPrefix(st.Redis.URL, "rediss://") {
+			ps.add("state.redis.ca_file", "is used only with a rediss:// url")
+		}
+		if st.Key == (Secret{}) {
+			ps.add("state.key", "is required with store: redis: 32 random bytes (base64 or hex) in {env: VAR} or {file: PATH}, the same on every replica (openssl rand -base64 32)")
+		}
+	default:
+		ps.add("state.store", "must be memory or redis, not %q", st.Store)
+	}
+	// A key in an environment variable is known now; one in a file is
+	// read, and checked, when the gateway starts.
+	for _, k := range []struct {
+		p string
+		s Secret
+	}{{"state.key", st.Key}, {"state.previous_key", st.PreviousKey}} {
+		if k.s.Env != "" && k.s.Value != "" {
+			if _, err := ParseStateKey(k.s.Value); err != nil {
+				ps.add(k.p, "%v", err)
+			}
+		}
+	}
+	if st.PreviousKey != (Secret{}) && st.Key == (Secret{}) {
+		ps.add("state.previous_key", "needs state.key")
+	}
+}
+
+func (sd *Shutdown) validate(ps *problems) {
+	if sd.Delay < 0 || sd.Delay > MaxShutdownDelay {
+		ps.add("shutdown.delay", "must be between 0s and 5m")
+	}
+	if sd.Timeout <= 0 || sd.Timeout > MaxShutdownTimeout {
+		ps.add("shutdown.timeout", "must be greater than 0 and at most 1h")
 	}
 }
 

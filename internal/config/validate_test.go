@@ -35,6 +35,8 @@ func TestDefaultIsValid(t *testing.T) {
 		MaxBodyBytes: 4 << 20, Auth: Auth{Mode: AuthNone, OAuth: OAuth{ClockSkew: time.Minute, Unmatched: UnmatchedDefault}},
 		Telemetry: Telemetry{LogLevel: "info", Metrics: true, Audit: Audit{Enabled: false, Path: "", Arguments: AuditOmit}},
 		Tasks:     Tasks{After: 0, TTL: time.Hour, MaxPerIdentity: 100},
+		State:     State{Store: StoreMemory},
+		Shutdown:  Shutdown{Delay: 0, Timeout: 10 * time.Second},
 	}
 	if diff := cmp.Diff(want, Default()); diff != "" {
 		t.Errorf("Default() mismatch (-want +got):\n%s", diff)
