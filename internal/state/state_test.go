@@ -1,0 +1,273 @@
+package state_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/state"
+	"github.com/mcp-gateway/mcp-gateway/internal/state/redistest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func key(b byte) []byte { return bytes.Repeat([]byte{b}, 32) }
+
+func sealer(t *testing.T, keys ...[]byte) *state.Sealer {
+	t.Helper()
+	s, err := state.NewSealer(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestSealer(t *testing.T) {
+	t.Parallel()
+	a, b := sealer(t, key(1)), sealer(t, key(2))
+	sealed := a.Seal("p1.", []byte("hello"))
+	if got, ok := a.Open("p1.", sealed); !ok || string(got) != "hello" {
+		t.Fatalf("open = %q, %v", got, ok)
+	}
+	if _, ok := b.Open("p1.", sealed); ok {
+		t.Error("another key opened it")
+	}
+	// Bound to its purpose: the same bytes under another prefix fail.
+	if _, ok := a.Open("p2.", "p2."+sealed[len("p1."):]); ok {
+		t.Error("opened for another purpose")
+	}
+	// Rotation: the new key seals, the previous one still opens.
+	rotated := sealer(t, key(2), key(1))
+	if got, ok := rotated.Open("p1.", sealed); !ok || string(got) != "hello" {
+		t.Error("the previous key did not open")
+	}
+	if _, ok := a.Open("p1.", rotated.Seal("p1.", []byte("x"))); ok {
+		t.Error("a value sealed with the new key opened under the old one alone")
+	}
+	flipped := []byte(sealed)
+	flipped[len(flipped)-3] ^= 1
+	if _, ok := a.Open("p1.", string(flipped)); ok {
+		t.Error("a tampered value opened")
+	}
+	if _, err := state.NewSealer([][]byte{key(1)[:16]}); err == nil {
+		t.Error("a 16-byte key accepted")
+	}
+}
+
+// pair starts two stores (two replicas) on one Redis.
+func pair(t *testing.T, srv *redistest.Server, ha, hb state.Handlers) (*state.Store, *state.Store) {
+	t.Helper()
+	open := func(h state.Handlers) *state.Store {
+		s, err := state.Open(state.Options{URL: srv.URL, Sealer: sealer(t, key(7)), SessionTTL: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Start(h)
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	a, b := open(ha), open(hb)
+	awaitListening(t, srv, a, b)
+	return a, b
+}
+
+// awaitListening waits until each store's subscription is in place.
+func awaitListening(t *testing.T, srv *redistest.Server, stores ...*state.Store) {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rdb.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for _, s := range stores {
+		ch := "mcpgw:r:" + s.Replica()
+		for {
+			n, err := rdb.PubSubNumSub(context.Background(), ch).Result()
+			if err == nil && n[ch] == 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("replica %s never subscribed", s.Replica())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+func TestSessionsAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	revoked := make(chan string, 4)
+	levels := make(chan [2]string, 4)
+	a, b := pair(t, srv, state.Handlers{}, state.Handlers{
+		Revoked: func(id string) { revoked <- id },
+		Level:   func(id, level string) { levels <- [2]string{id, level} },
+	})
+	ctx := context.Background()
+	seal := state.SessionSeal{Version: "2025-11-25", Principal: "key:abc", Key: "k1", View: "data"}
+	id := a.NewSessionID(seal)
+	if id2 := a.NewSessionID(seal); id2 == id {
+		t.Fatal("two sessions got one id")
+	}
+	caps := json.RawMessage(`{"elicitation":{}}`)
+	if err := a.CreateSession(ctx, id, state.SessionRecord{Capabilities: caps}); err != nil {
+		t.Fatal(err)
+	}
+	// The other replica opens the id and reads the record.
+	got, ok := b.OpenSessionID(id)
+	if !ok || got != seal {
+		t.Fatalf("OpenSessionID = %+v, %v", got, ok)
+	}
+	rec, err := b.Session(ctx, id)
+	if err != nil || string(rec.Capabilities) != string(caps) {
+		t.Fatalf("Session = %+v, %v", rec, err)
+	}
+	if _, ok := b.OpenSessionID("0123456789abcdef0123456789abcdef"); ok {
+		t.Error("a made-up id opened")
+	}
+	if err := a.SetLevel(ctx, id, "warning"); err != nil {
+		t.Fatal(err)
+	}
+	if l := <-levels; l != [2]string{id, "warning"} {
+		t.Errorf("level event %v", l)
+	}
+	if rec, _ := b.Session(ctx, id); rec.Level != "warning" {
+		t.Errorf("level in Redis %q", rec.Level)
+	}
+	if err := a.EndSession(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-revoked; r != id {
+		t.Errorf("revoked %q", r)
+	}
+	if _, err := b.Session(ctx, id); !errors.Is(err, state.ErrNoSession) {
+		t.Errorf("after EndSession: %v, want ErrNoSession", err)
+	}
+	if err := a.SetLevel(ctx, id, "info"); !errors.Is(err, state.ErrNoSession) {
+		t.Errorf("SetLevel on an ended session: %v", err)
+	}
+	if _, err := b.Session(ctx, id); !errors.Is(err, state.ErrNoSession) {
+		t.Errorf("SetLevel brought an ended session back: %v", err)
+	}
+}
+
+func TestCallBetweenReplicas(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	started := make(chan struct{})
+	cancelled := make(chan struct{})
+	a, b := pair(t, srv, state.Handlers{}, state.Handlers{Call: func(ctx context.Context, p []byte) []byte {
+		if string(p) == "block" {
+			close(started)
+			<-ctx.Done()
+			close(cancelled)
+			return nil
+		}
+		return append([]byte("echo:"), p...)
+	}})
+	ctx := context.Background()
+	got, err := a.Call(ctx, b.Replica(), []byte("hi"))
+	if err != nil || string(got) != "echo:hi" {
+		t.Fatalf("Call = %q, %v", got, err)
+	}
+	// A caller that gives up cancels the call on the other replica.
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { _, err := a.Call(cctx, b.Replica(), []byte("block")); done <- err }()
+	<-started
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled Call: %v", err)
+	}
+	<-cancelled
+	if _, err := a.Call(ctx, "0000000000000000", []byte("x")); !errors.Is(err, state.ErrReplicaGone) {
+		t.Errorf("Call to no replica: %v, want ErrReplicaGone", err)
+	}
+}
+
+// TestCallToAReplicaThatDies: a replica that stops listening while a call
+// waits on it is found gone, not waited for.
+func TestCallToAReplicaThatDies(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	started := make(chan struct{})
+	var b *state.Store
+	a, b := pair(t, srv, state.Handlers{}, state.Handlers{Call: func(ctx context.Context, p []byte) []byte {
+		close(started)
+		<-ctx.Done()
+		return nil
+	}})
+	done := make(chan error, 1)
+	go func() { _, err := a.Call(context.Background(), b.Replica(), []byte("x")); done <- err }()
+	<-started
+	_ = b.Close()
+	if err := <-done; !errors.Is(err, state.ErrReplicaGone) {
+		t.Errorf("Call to a replica that closed: %v, want ErrReplicaGone", err)
+	}
+}
+
+// TestForgedMessages: whoever reaches Redis without the key cannot make
+// a replica run a call or revoke a session.
+func TestForgedMessages(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	calls := make(chan []byte, 1)
+	revoked := make(chan string, 1)
+	a, b := pair(t, srv, state.Handlers{}, state.Handlers{
+		Call:    func(_ context.Context, p []byte) []byte { calls <- p; return p },
+		Revoked: func(id string) { revoked <- id },
+	})
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rdb.Close()
+	ctx := context.Background()
+	other := sealer(t, key(9))
+	for _, raw := range [][]byte{
+		[]byte(`{"k":"call","f":"x","c":"y","p":"aGk="}`),
+		[]byte(`{"k":"revoke","s":"id"}`),
+		other.SealBytes("mcpgw-message", []byte(`{"k":"revoke","s":"id"}`)),
+	} {
+		rdb.Publish(ctx, "mcpgw:r:"+b.Replica(), raw)
+		rdb.Publish(ctx, "mcpgw:all", raw)
+	}
+	// A genuine call after the forgeries is the first thing b runs.
+	if got, err := a.Call(ctx, b.Replica(), []byte("real")); err != nil || string(got) != "real" {
+		t.Fatalf("Call = %q, %v", got, err)
+	}
+	if p := <-calls; string(p) != "real" {
+		t.Errorf("b ran a forged call: %q", p)
+	}
+	select {
+	case id := <-revoked:
+		t.Errorf("a forged revoke of %q was taken", id)
+	default:
+	}
+}
+
+// TestRedisDown: while Redis is down, what needs it fails at once with
+// ErrUnavailable; once it is back, the store works again without a
+// restart.
+func TestRedisDown(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	a, _ := pair(t, srv, state.Handlers{}, state.Handlers{})
+	ctx := context.Background()
+	id := a.NewSessionID(state.SessionSeal{Version: "2025-11-25"})
+	srv.Stop()
+	if err := a.CreateSession(ctx, id, state.SessionRecord{Capabilities: json.RawMessage(`{}`)}); !errors.Is(err, state.ErrUnavailable) {
+		t.Errorf("CreateSession with Redis down: %v", err)
+	}
+	if _, err := a.Session(ctx, id); !errors.Is(err, state.ErrUnavailable) {
+		t.Errorf("Session with Redis down: %v", err)
+	}
+	srv.Restart(t)
+	if err := a.CreateSession(ctx, id, state.SessionRecord{Capabilities: json.RawMessage(`{}`)}); err != nil {
+		t.Errorf("CreateSession after Redis came back: %v", err)
+	}
+	if _, err := a.Session(ctx, id); err != nil {
+		t.Errorf("Session after Redis came back: %v", err)
+	}
+}
