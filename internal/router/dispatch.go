@@ -55,6 +55,10 @@ type Caller struct {
 	// 8693). It is never sent to an upstream as such, and never logged:
 	// it formats as "[token]".
 	Token HostToken
+
+	// fromPeer marks a request another replica sent (peers.go), which is
+	// answered here or not at all.
+	fromPeer bool
 }
 
 // HostToken is a host's bearer token (Caller.Token). It hides its value
@@ -131,6 +135,9 @@ type Reply struct {
 	// calls: a task the upstream made lives there (taskremote.go).
 	via      Upstream
 	viaCalls *callSet
+	// settled marks an answer another replica made (peers.go): it is in
+	// the host's era already.
+	settled bool
 }
 
 func errorReply(code int64, format string, args ...any) *Reply {
@@ -168,6 +175,9 @@ func (r *Router) Dispatch(ctx context.Context, c *Caller, req *jsonrpc.Request) 
 	reply := r.dispatch(ctx, c, req)
 	if reply.unknown != "" && r.awaitFirstStarts(ctx, c, reply.unknown, reply.unknownURI) {
 		reply = r.dispatch(ctx, c, req)
+	}
+	if reply.settled {
+		return reply
 	}
 	if reply.Result != nil && ((reply.src != nil && reply.src.Members != 0) || (c.Modern() && req.Method == "resources/read")) {
 		r.fitEra(c, req.Method, reply)
@@ -457,6 +467,9 @@ func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, in *j
 		switch {
 		case err != nil:
 			return errorReply(jsonrpc.CodeInvalidParams, "Invalid params: %v", errBadState)
+		case st.Parked != "" && r.elsewhere(c, st.Replica):
+			// Parked on another replica: answered there.
+			return r.askReplica(ctx, c, st.Replica, in, func() *Reply { return interruptedReply(method, subject) })
 		case st.Parked != "":
 			// A parked call continues; it holds its own session.
 			return r.resumeParked(ctx, c, u, st, in)

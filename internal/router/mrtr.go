@@ -302,7 +302,7 @@ func (r *Router) inputRequired(pc *parkedCall, keys []string) *Reply {
 		requests[k], _ = json.Marshal(map[string]any{"method": a.method, "params": a.params})
 	}
 	pc.mu.Unlock()
-	state := r.sealer.seal(sealedState{Owner: pc.owner, Method: pc.method, Subject: pc.subject, Parked: pc.id, Round: r.parked.park(pc)})
+	state := r.sealer.seal(sealedState{Owner: pc.owner, Method: pc.method, Subject: pc.subject, Parked: pc.id, Round: r.parked.park(pc), Replica: r.replica()})
 	body, _ := json.Marshal(map[string]any{
 		"resultType":    "input_required",
 		"inputRequests": requests,

@@ -31,6 +31,7 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/namespace"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
+	"github.com/mcp-gateway/mcp-gateway/internal/state"
 	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 )
 
@@ -181,6 +182,14 @@ type Options struct {
 	// calls (tool rates, calls in flight per upstream); nil limits
 	// nothing.
 	Limits *Limits
+	// Sealer seals the request states handed to modern hosts: the keys
+	// every replica shares (state.key); nil makes a random key, good for
+	// this process only.
+	Sealer *state.Sealer
+	// Peers, if set, reach the gateway's other replicas (state.store:
+	// redis): a modern host's retry of a call parked on another replica,
+	// and a task that runs on another, are answered there (peers.go).
+	Peers Peers
 	// Logger receives the router's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -387,6 +396,9 @@ const (
 // New returns a router over the given upstreams. It starts nothing.
 func New(opts *Options) (*Router, error) {
 	r := &Router{opts: *opts, log: discardLogs(opts.Logger), started: make(chan struct{}), sealer: newSealer()}
+	if opts.Sealer != nil {
+		r.sealer.keys = opts.Sealer
+	}
 	r.progress = map[string]*call{}
 	if r.opts.ListWait == 0 {
 		r.opts.ListWait = config.DefaultListWait

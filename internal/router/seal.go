@@ -1,14 +1,11 @@
 package router
 
 import (
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"strings"
 	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/state"
 )
 
 // The requestState the gateway hands a modern host (2026-07-28
@@ -40,38 +37,24 @@ type sealedState struct {
 	// Parked and Round name a parked call and its round.
 	Parked string `json:"p,omitempty"`
 	Round  int    `json:"r,omitempty"`
+	// Replica is the gateway replica where the parked call runs (its
+	// state.Store replica id); "" in a gateway of one process.
+	Replica string `json:"rp,omitempty"`
 	// Upstream is the modern upstream whose own requestState (State, nil
 	// when it gave none) the gateway carries.
 	Upstream string           `json:"u,omitempty"`
 	State    *json.RawMessage `json:"x,omitempty"`
 }
 
-// sealer seals and opens request states.
-type sealer struct{ aead cipher.AEAD }
-
-// newSealer returns a sealer with a new random key.
-func newSealer() *sealer {
-	var key [32]byte
-	_, _ = rand.Read(key[:]) // crypto/rand.Read never fails (Go 1.24+)
-	block, err := aes.NewCipher(key[:])
-	if err != nil {
-		panic(err) // a 32-byte key is always valid
-	}
-	aead, err := cipher.NewGCM(block)
-	if err != nil {
-		panic(err)
-	}
-	return &sealer{aead: aead}
-}
+// sealer seals and opens request states, under the keys every replica
+// shares (state.key) or, in one process, a random key of its own.
+type sealer struct{ keys *state.Sealer }
 
 // seal returns st as a requestState, expiring stateTTL from now.
 func (s *sealer) seal(st sealedState) string {
 	st.Expires = time.Now().Add(stateTTL).UnixMilli()
 	plain, _ := json.Marshal(st) // plain strings and numbers always marshal
-	nonce := make([]byte, s.aead.NonceSize(), s.aead.NonceSize()+len(plain)+s.aead.Overhead())
-	_, _ = rand.Read(nonce)
-	sealed := s.aead.Seal(nonce, nonce, plain, []byte(statePrefix))
-	return statePrefix + base64.RawURLEncoding.EncodeToString(sealed)
+	return s.keys.Seal(statePrefix, plain)
 }
 
 // errBadState: a requestState that is not genuine, has expired, or
@@ -81,17 +64,8 @@ var errBadState = errors.New("requestState is unknown, expired, or was issued fo
 // open returns what a requestState holds when it is genuine, unexpired
 // and was issued to c for method and subject.
 func (s *sealer) open(state string, c *Caller, method, subject string) (*sealedState, error) {
-	b64, ok := strings.CutPrefix(state, statePrefix)
+	plain, ok := s.keys.Open(statePrefix, state)
 	if !ok {
-		return nil, errBadState
-	}
-	sealed, err := base64.RawURLEncoding.DecodeString(b64)
-	if err != nil || len(sealed) < s.aead.NonceSize() {
-		return nil, errBadState
-	}
-	n := s.aead.NonceSize()
-	plain, err := s.aead.Open(nil, sealed[:n], sealed[n:], []byte(statePrefix))
-	if err != nil {
 		return nil, errBadState
 	}
 	var st sealedState
@@ -103,3 +77,6 @@ func (s *sealer) open(state string, c *Caller, method, subject string) (*sealedS
 	}
 	return &st, nil
 }
+
+// newSealer returns a sealer with a random key of its own.
+func newSealer() *sealer { return &sealer{keys: state.RandomSealer()} }

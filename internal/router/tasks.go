@@ -195,6 +195,12 @@ func (r *Router) taskRequest(ctx context.Context, c *Caller, req *jsonrpc.Reques
 		return errorReply(jsonrpc.CodeInvalidParams, "Invalid params: %s needs params.taskId (a string)", req.Method)
 	}
 	t := r.tasks.get(req.TaskID, taskOwner(c))
+	if rep := taskReplica(req.TaskID); t == nil && r.elsewhere(c, rep) {
+		// Another replica runs it (peers.go).
+		return r.askReplica(ctx, c, rep, req, func() *Reply {
+			return errorReply(jsonrpc.CodeInvalidParams, "Failed to retrieve task: the gateway replica that ran it stopped, and the task ended with it")
+		})
+	}
 	if t == nil {
 		return errorReply(jsonrpc.CodeInvalidParams, "Failed to retrieve task: Task not found (unknown, expired, or not this caller's)")
 	}

@@ -359,7 +359,7 @@ func (r *Router) newTask(c *Caller, u *upstreamState, subject string, ttlMs int6
 	}
 	now := time.Now()
 	return &task{
-		id: "gw-task-" + randomTag(), owner: taskOwner(c), up: u, subject: subject,
+		id: r.newTaskID(), owner: taskOwner(c), up: u, subject: subject,
 		created: now, expires: now.Add(ttl), status: taskWorking, updated: now, pollMs: taskPollMs,
 		done: make(chan struct{}), asked: make(chan struct{}, 1),
 	}

@@ -1,0 +1,159 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+	"github.com/mcp-gateway/mcp-gateway/internal/state"
+)
+
+// Replicas of one gateway (state.store: redis) answer any host, but two
+// things live in one process: a legacy upstream call parked for a modern
+// host's input (mrtr.go), and a task (tasks.go). Their handles name the
+// replica (the sealed requestState's Replica, a task id's middle), and a
+// request that reaches another replica is answered there: this replica
+// sends the request, with who asked, through Peers, and passes the answer
+// on. The gateway never re-runs such a call elsewhere: when the replica
+// holding it is gone, the host hears that the call was interrupted.
+//
+// What is sent carries the caller's identity and view as this replica
+// authenticated them; messages between replicas are sealed with the
+// shared key (state.Store), so only a replica can send one. The caller's
+// bearer token is not sent, nor is the way back to the host: progress of
+// a call answered on another replica does not reach the host.
+
+// Peers reach the other replicas (*state.Store).
+type Peers interface {
+	// Replica is this replica's id.
+	Replica() string
+	// Call runs payload on replica (ServePeer there): state.ErrReplicaGone
+	// when that replica is not running.
+	Call(ctx context.Context, replica string, payload []byte) ([]byte, error)
+}
+
+// peerCall is a request that another replica answers.
+type peerCall struct {
+	Caller  peerCaller      `json:"c"`
+	Request json.RawMessage `json:"r"`
+}
+
+type peerCaller struct {
+	ProtocolVersion string          `json:"v"`
+	Session         string          `json:"s,omitempty"`
+	Capabilities    json.RawMessage `json:"caps,omitempty"`
+	LogLevel        string          `json:"l,omitempty"`
+	View            string          `json:"t,omitempty"`
+	Principal       string          `json:"p,omitempty"`
+	Identity        string          `json:"i,omitempty"`
+}
+
+// peerReply is its answer.
+type peerReply struct {
+	Result          json.RawMessage `json:"r,omitempty"`
+	Error           *jsonrpc.Error  `json:"e,omitempty"`
+	LacksResultType bool            `json:"lrt,omitempty"`
+	ToolError       bool            `json:"te,omitempty"`
+	Upstream        string          `json:"u,omitempty"`
+	Original        string          `json:"o,omitempty"`
+}
+
+// replica is this replica's id; "" without peers.
+func (r *Router) replica() string {
+	if r.opts.Peers == nil {
+		return ""
+	}
+	return r.opts.Peers.Replica()
+}
+
+// elsewhere reports whether replica names another replica that this one
+// can reach. A request that came from another replica is never sent on.
+func (r *Router) elsewhere(c *Caller, replica string) bool {
+	return replica != "" && r.opts.Peers != nil && !c.fromPeer && replica != r.opts.Peers.Replica()
+}
+
+// askReplica has replica answer req for c. gone answers when that
+// replica is not running.
+func (r *Router) askReplica(ctx context.Context, c *Caller, replica string, req *jsonrpc.Request, gone func() *Reply) *Reply {
+	raw, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  string          `json:"method"`
+		Params  json.RawMessage `json:"params,omitempty"`
+	}{"2.0", req.ID, req.Method, req.Params})
+	payload, _ := json.Marshal(peerCall{Caller: peerCaller{
+		ProtocolVersion: c.ProtocolVersion, Session: c.Session, Capabilities: c.Capabilities, LogLevel: c.LogLevel,
+		View: c.View, Principal: c.Principal, Identity: c.Identity,
+	}, Request: raw})
+	answer, err := r.opts.Peers.Call(ctx, replica, payload)
+	var pr peerReply
+	switch {
+	case errors.Is(err, state.ErrReplicaGone):
+		r.log.Warn("the replica holding a call is gone", keyMethod, req.Method, "replica", replica)
+		return gone()
+	case err != nil:
+		r.log.Warn("cannot reach the replica holding a call", keyMethod, req.Method, "replica", replica, keyErr, err)
+		return errorReply(jsonrpc.CodeInternalError, "Internal error: the gateway replica holding this call cannot be reached (%v); try again", err)
+	case json.Unmarshal(answer, &pr) != nil || (pr.Result == nil && pr.Error == nil):
+		return errorReply(jsonrpc.CodeInternalError, "Internal error: the gateway replica holding this call answered with nothing")
+	}
+	return &Reply{Result: pr.Result, Error: pr.Error, LacksResultType: pr.LacksResultType, ToolError: pr.ToolError,
+		Upstream: pr.Upstream, Original: pr.Original, settled: true}
+}
+
+// ServePeer answers a request another replica sent (Peers.Call there).
+func (r *Router) ServePeer(ctx context.Context, payload []byte) []byte {
+	var pc peerCall
+	var reply *Reply
+	if err := json.Unmarshal(payload, &pc); err != nil {
+		reply = errorReply(jsonrpc.CodeInternalError, "Internal error: a malformed request from another replica")
+	} else if req, err := jsonrpc.DecodeRequest(pc.Request); err != nil {
+		reply = errorReply(jsonrpc.CodeInternalError, "Internal error: a malformed request from another replica: %v", err)
+	} else {
+		c := &Caller{ProtocolVersion: pc.Caller.ProtocolVersion, Session: pc.Caller.Session, Capabilities: pc.Caller.Capabilities,
+			LogLevel: pc.Caller.LogLevel, View: pc.Caller.View, Principal: pc.Caller.Principal, Identity: pc.Caller.Identity, fromPeer: true}
+		reply = r.Dispatch(ctx, c, req)
+	}
+	out, _ := json.Marshal(peerReply{Result: reply.Result, Error: reply.Error, LacksResultType: reply.LacksResultType,
+		ToolError: reply.ToolError, Upstream: reply.Upstream, Original: reply.Original})
+	return out
+}
+
+// interruptedReply answers a retry of a call whose replica is gone. The
+// call may have reached the upstream, so the gateway does not run it
+// again: the host (or its user) decides.
+func interruptedReply(method, subject string) *Reply {
+	const why = "the gateway replica running it stopped before it finished. It may have taken effect; run it again only if that is safe"
+	if method != "tools/call" {
+		return errorReply(jsonrpc.CodeInternalError, "%s %s was interrupted: %s", method, subject, why)
+	}
+	out := []byte(`{"content":[{"type":"text","text":`)
+	out = jsonrpc.AppendString(out, "The call to "+subject+" was interrupted: "+why+".")
+	out = append(out, `}],"isError":true}`...)
+	return &Reply{Result: out, LacksResultType: true, ToolError: true}
+}
+
+// newTaskID returns a new task id: with peers, it names this replica.
+func (r *Router) newTaskID() string {
+	if rep := r.replica(); rep != "" {
+		return taskIDPrefix + rep + "." + randomTag()
+	}
+	return taskIDPrefix + randomTag()
+}
+
+const taskIDPrefix = "gw-task-"
+
+// taskReplica returns the replica a task id names; "" for none.
+func taskReplica(id string) string {
+	rest, ok := strings.CutPrefix(id, taskIDPrefix)
+	if !ok {
+		return ""
+	}
+	rep, _, ok := strings.Cut(rest, ".")
+	if !ok {
+		return ""
+	}
+	return rep
+}
