@@ -10,14 +10,12 @@
 package helm
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,6 +38,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
@@ -272,7 +271,7 @@ type objects map[string]any
 
 // decodeManifest splits a manifest into its documents and decodes each
 // strictly into its kind's Go type: a duplicate key, a field the type does
-// not have, a value of the wrong type, an unknown kind or apiVersion, or two
+// not have (or has in another case), a value of the wrong type, an unknown kind or apiVersion, or two
 // objects of one kind is an error.
 func decodeManifest(manifest string) (objects, error) {
 	objs := objects{}
@@ -298,14 +297,16 @@ func decodeManifest(manifest string) (objects, error) {
 		if _, dup := objs[tm.Kind]; dup {
 			return nil, fmt.Errorf("%s: a second %s", source(doc), tm.Kind)
 		}
+		// encoding/json matches field names case-insensitively, so its
+		// DisallowUnknownFields would take "readonly" for readOnly;
+		// sigs.k8s.io/json (the API server's decoder) is case-sensitive.
 		obj := k.new()
-		dec := json.NewDecoder(bytes.NewReader(js))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(obj); err != nil {
+		strict, err := sigsjson.UnmarshalStrict(js, obj, sigsjson.DisallowDuplicateFields, sigsjson.DisallowUnknownFields)
+		if err != nil {
 			return nil, fmt.Errorf("%s: %s: %w", source(doc), tm.Kind, err)
 		}
-		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("%s: data after the object", source(doc))
+		if len(strict) > 0 {
+			return nil, fmt.Errorf("%s: %s: %w", source(doc), tm.Kind, errors.Join(strict...))
 		}
 		objs[tm.Kind] = obj
 	}
@@ -376,11 +377,12 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 // duplicate key are errors.
 func TestDecodeManifestRefuses(t *testing.T) {
 	for _, tc := range []struct{ name, doc, want string }{
-		{"misspelt field", "apiVersion: v1\nkind: Service\nmetadata: {name: x}\nspec: {prots: []}\n", `unknown field "prots"`},
+		{"misspelt field", "apiVersion: v1\nkind: Service\nmetadata: {name: x}\nspec: {prots: []}\n", `unknown field "spec.prots"`},
+		{"field in another case", "apiVersion: v1\nkind: Service\nmetadata: {name: x}\nspec: {Type: ClusterIP}\n", `unknown field "spec.Type"`},
 		{"unknown kind", "apiVersion: v1\nkind: Secret\nmetadata: {name: x}\n", `unknown kind "Secret"`},
 		{"wrong apiVersion", "apiVersion: autoscaling/v1\nkind: HorizontalPodAutoscaler\nmetadata: {name: x}\n", "want \"autoscaling/v2\""},
 		{"duplicate key", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {a: b, a: c}\n", "already set"},
-		{"servicemonitor field", "apiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitor\nmetadata: {name: x}\nspec: {endpoints: [{port: http, honorLabels: true}]}\n", `unknown field "honorLabels"`},
+		{"servicemonitor field", "apiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitor\nmetadata: {name: x}\nspec: {endpoints: [{port: http, honorLabels: true}]}\n", `unknown field "spec.endpoints[0].honorLabels"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := decodeManifest("---\n# Source: test\n" + tc.doc)
