@@ -5,7 +5,12 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 func deployment(t *testing.T, vals map[string]any) *appsv1.Deployment {
@@ -188,6 +193,63 @@ func TestNotesWarnings(t *testing.T) {
 			}
 			if !strings.Contains(notes, "gw-mcp-gateway.tools.svc.cluster.local/mcp") {
 				t.Errorf("notes do not say the in-cluster URL:\n%s", notes)
+			}
+		})
+	}
+}
+
+// The Service, PodDisruptionBudget, NetworkPolicy and ServiceMonitor select
+// the Deployment's pods, and the HPA scales that Deployment: a label or
+// name that drifts would leave them pointing at nothing, which no decode
+// would notice.
+func TestSelectorsMatchPods(t *testing.T) {
+	for _, name := range valuesFiles(t) {
+		t.Run(name, func(t *testing.T) {
+			manifest, _ := mustRender(t, readValues(t, name))
+			objs := mustDecode(t, manifest)
+			dep := objs["Deployment"].(*appsv1.Deployment)
+			podLabels := labels.Set(dep.Spec.Template.Labels)
+			selects := func(what string, sel *metav1.LabelSelector) {
+				t.Helper()
+				s, err := metav1.LabelSelectorAsSelector(sel)
+				if err != nil || s.Empty() || !s.Matches(podLabels) {
+					t.Errorf("%s selector %v (%v) does not select the pods (labels %v)", what, sel, err, podLabels)
+				}
+			}
+			selects("Deployment", dep.Spec.Selector)
+			svc := objs["Service"].(*corev1.Service)
+			selects("Service", &metav1.LabelSelector{MatchLabels: svc.Spec.Selector})
+			if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].TargetPort.String() != "http" || svc.Spec.Ports[0].Name != "http" {
+				t.Errorf("Service ports %+v, want one named http to the pods' http port", svc.Spec.Ports)
+			}
+			if o, ok := objs["PodDisruptionBudget"].(*policyv1.PodDisruptionBudget); ok {
+				selects("PodDisruptionBudget", o.Spec.Selector)
+			}
+			if o, ok := objs["NetworkPolicy"].(*networkingv1.NetworkPolicy); ok {
+				selects("NetworkPolicy", &o.Spec.PodSelector)
+				if len(o.Spec.Ingress) != 1 || len(o.Spec.Ingress[0].Ports) != 1 || o.Spec.Ingress[0].Ports[0].Port.IntValue() != 8080 {
+					t.Errorf("NetworkPolicy ingress %+v, want one rule to port 8080", o.Spec.Ingress)
+				}
+			}
+			if o, ok := objs["ServiceMonitor"].(*serviceMonitor); ok {
+				s, _ := metav1.LabelSelectorAsSelector(&o.Spec.Selector)
+				if !s.Matches(labels.Set(svc.Labels)) {
+					t.Errorf("ServiceMonitor selector %v does not select the Service (labels %v)", o.Spec.Selector, svc.Labels)
+				}
+				if len(o.Spec.Endpoints) != 1 || o.Spec.Endpoints[0].Port != "http" || o.Spec.Endpoints[0].Path != "/metrics" {
+					t.Errorf("ServiceMonitor endpoints %+v, want http /metrics", o.Spec.Endpoints)
+				}
+			}
+			if o, ok := objs["HorizontalPodAutoscaler"].(*autoscalingv2.HorizontalPodAutoscaler); ok {
+				if r := o.Spec.ScaleTargetRef; r.Kind != "Deployment" || r.Name != dep.Name || r.APIVersion != "apps/v1" {
+					t.Errorf("HPA scales %+v, want the Deployment %s", r, dep.Name)
+				}
+			}
+			if sa, ok := objs["ServiceAccount"].(*corev1.ServiceAccount); ok && dep.Spec.Template.Spec.ServiceAccountName != sa.Name {
+				t.Errorf("pods run as %q, the chart's ServiceAccount is %q", dep.Spec.Template.Spec.ServiceAccountName, sa.Name)
+			}
+			for _, c := range dep.Spec.Template.Spec.TopologySpreadConstraints {
+				selects("topologySpreadConstraint", c.LabelSelector)
 			}
 		})
 	}
