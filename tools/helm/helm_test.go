@@ -205,6 +205,21 @@ func TestSchemaRejectsUnknownKeys(t *testing.T) {
 	})
 }
 
+// The chart's kubeVersion constraint (>=1.27) is enforced.
+func TestKubeVersionConstraint(t *testing.T) {
+	install := action.NewInstall(&action.Configuration{Log: t.Logf})
+	install.DryRun, install.ClientOnly, install.Replace = true, true, true
+	install.ReleaseName, install.Namespace = releaseName, namespace
+	kv, err := chartutil.ParseKubeVersion("v1.26.9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	install.KubeVersion = kv
+	if _, err := install.Run(loadChart(t), nil); err == nil || !strings.Contains(err.Error(), "kubeVersion") {
+		t.Errorf("rendering for Kubernetes 1.26: err = %v, want the chart's kubeVersion refusing it", err)
+	}
+}
+
 func TestTemplateGolden(t *testing.T) {
 	for _, name := range valuesFiles(t) {
 		t.Run(name, func(t *testing.T) {
