@@ -6,7 +6,9 @@
 #   1. go vet
 #   2. go test -race ./... (unit, end-to-end and interop tests), and the same
 #      for interop/idp, the test OpenID Provider's own module, and
-#      tools/image, which builds the container image and runs it
+#      tools/image, which builds the container image and runs it, and
+#      tools/helm, which lints and renders the Helm chart (charts/mcp-gateway)
+#      and checks the manifests and the gateway.yaml it writes
 #   3. the differential fuzz target of the strict decoder, for 30 s
 #   4. the interop harness's own tests
 #   5. the conformance suites against the Go SDK conformance server directly
@@ -38,6 +40,9 @@ echo "== go test: the test OpenID Provider (interop/idp, its own module)"
 
 echo "== go test: the container image (tools/image, its own module)"
 (cd tools/image && GOWORK=off go vet ./... && GOWORK=off go test -race -count=1 ./...)
+
+echo "== go test: the Helm chart (tools/helm, its own module)"
+(cd tools/helm && GOWORK=off go vet ./... && GOWORK=off go test -race -count=1 ./...)
 
 echo "== fuzz: the strict decoder against encoding/json and a last-member-wins parser"
 go test ./internal/jsonrpc -run '^$' -fuzz '^FuzzDecodeRequestDifferential$' -fuzztime 30s
