@@ -96,6 +96,7 @@ func startGatewayWith(t testing.TB, cfg *config.Config, rec recorders) (url stri
 		if err := g.router.Close(); err != nil {
 			t.Errorf("closing the router: %v", err)
 		}
+		g.shared.close()
 	})
 	t.Cleanup(stop)
 	if err := g.router.WaitStarted(ctx); err != nil {

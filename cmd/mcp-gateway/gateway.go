@@ -26,6 +26,7 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 	"github.com/mcp-gateway/mcp-gateway/internal/router"
 	"github.com/mcp-gateway/mcp-gateway/internal/server"
+	"github.com/mcp-gateway/mcp-gateway/internal/state"
 	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
 	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 )
@@ -165,9 +166,15 @@ func newRecorders(ctx context.Context, cfg *config.Config, log *slog.Logger, std
 // newRouter translates the config into upstream clients and a router,
 // with the state gauges registered when metrics are on. onChange receives
 // the changes hosts should hear of.
-func newRouter(cfg *config.Config, rec recorders, onChange func(router.Change), limits *router.Limits) (*router.Router, error) {
+func newRouter(cfg *config.Config, rec recorders, onChange func(router.Change), limits *router.Limits, shared *sharedState) (*router.Router, error) {
 	opts := routerOptions(cfg, rec, onChange)
 	opts.Limits = limits
+	if shared != nil { // the HTTP gateway; stdio and tools have one host, or none
+		opts.Sealer = shared.sealer
+		if shared.store != nil {
+			opts.Peers = shared.store
+		}
+	}
 	rt, err := router.New(opts)
 	if err != nil {
 		return nil, err
@@ -439,6 +446,50 @@ type gateway struct {
 	rec      recorders
 	// auth is how callers authenticate, replaced on a reload.
 	auth *authn
+	// shared is what the gateway's replicas share (state.*).
+	shared *sharedState
+}
+
+// sharedState is what replicas share: the keys that seal session ids and
+// request states, and with state.store redis the store.
+type sharedState struct {
+	sealer *state.Sealer
+	store  *state.Store // nil for state.store memory
+}
+
+// newSharedState reads the sealing keys and, for state.store redis,
+// opens the store (which connects as it is used: Redis may start later).
+func newSharedState(cfg *config.Config, log *slog.Logger) (*sharedState, error) {
+	keys, err := cfg.State.Keys()
+	if err != nil {
+		return nil, err
+	}
+	sealer, err := state.NewSealer(keys)
+	if err != nil {
+		return nil, fmt.Errorf("state.key: %w", err)
+	}
+	st := &sharedState{sealer: sealer}
+	if cfg.State.Store != config.StoreRedis {
+		return st, nil
+	}
+	password, err := cfg.State.Redis.Password.Read()
+	if err != nil {
+		return nil, fmt.Errorf("state.redis.password: %w", err)
+	}
+	st.store, err = state.Open(state.Options{URL: cfg.State.Redis.URL, Password: password, CAFile: cfg.State.Redis.CAFile,
+		Sealer: sealer, SessionTTL: cmp.Or(cfg.Limits.SessionIdleTimeout, config.DefaultSessionIdleTimeout), Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("sharing sessions with the other replicas through Redis", "replica", st.store.Replica())
+	return st, nil
+}
+
+// close closes the store, after the server and the router.
+func (st *sharedState) close() {
+	if st != nil && st.store != nil {
+		_ = st.store.Close()
+	}
 }
 
 func newGateway(cfg *config.Config, rec recorders) (*gateway, error) {
@@ -450,12 +501,19 @@ func newGateway(cfg *config.Config, rec recorders) (*gateway, error) {
 	var srv *server.Server
 	onChange := func(c router.Change) { srv.Deliver(c) }
 	limits := routerLimits(cfg, rec)
-	rt, err := newRouter(cfg, rec, onChange, limits)
+	shared, err := newSharedState(cfg, rec.log)
 	if err != nil {
+		return nil, err
+	}
+	rt, err := newRouter(cfg, rec, onChange, limits, shared)
+	if err != nil {
+		shared.close()
 		return nil, err
 	}
 	auth, err := newAuthn(cfg, rec.log, nil)
 	if err != nil {
+		_ = rt.Close()
+		shared.close()
 		return nil, err
 	}
 	var metrics http.Handler
@@ -480,9 +538,11 @@ func newGateway(cfg *config.Config, rec recorders) (*gateway, error) {
 		Admit:              limits.Admit,
 		Metrics:            metrics,
 		Telemetry:          rec.tel,
+		Shared:             shared.store,
+		ServePeer:          rt.ServePeer,
 		Logger:             rec.log,
 	})
-	return &gateway{router: rt, server: srv, onChange: onChange, rec: rec, auth: auth}, nil
+	return &gateway{router: rt, server: srv, onChange: onChange, rec: rec, auth: auth, shared: shared}, nil
 }
 
 // serve runs the HTTP gateway until ctx is done (SIGINT or SIGTERM), then
@@ -498,7 +558,7 @@ func serve(ctx context.Context, path string, cfg *config.Config, stderr io.Write
 	defer stopRecorders() // on early returns; see the end
 	g, err := newGateway(cfg, rec)
 	if err != nil {
-		log.Error("invalid upstream", telemetry.KeyErr, err)
+		log.Error("cannot start the gateway", telemetry.KeyErr, err)
 		return exitError
 	}
 	var cert *server.Certificate
@@ -558,17 +618,29 @@ func serve(ctx context.Context, path string, cfg *config.Config, stderr io.Write
 	code := exitOK
 	select {
 	case <-ctx.Done():
-		log.Info("shutting down")
+		log.Info("shutting down", "delay", cfg.Shutdown.Delay, "timeout", cfg.Shutdown.Timeout)
+		if cfg.Shutdown.Delay > 0 {
+			// Still serving, but no longer ready: the balancer's health
+			// checks take this replica out before it stops accepting.
+			g.server.Leave()
+			select {
+			case <-time.After(cfg.Shutdown.Delay):
+			case err := <-serveErr:
+				log.Error("server failed", telemetry.KeyErr, err)
+				code = exitError
+			}
+		}
 	case err := <-serveErr:
 		log.Error("server failed", telemetry.KeyErr, err)
 		code = exitError
 	}
-	shutdownHTTP(ctx, httpSrv, config.DefaultShutdownTimeout, log)
+	shutdownHTTP(ctx, httpSrv, cmp.Or(cfg.Shutdown.Timeout, config.DefaultShutdownTimeout), log)
 	// What did not finish in time is cancelled; the upstreams hear of it.
 	g.server.Close()
 	if err := g.router.Close(); err != nil {
 		log.Warn("stopping upstreams", telemetry.KeyErr, err)
 	}
+	g.shared.close()
 	// The last spans and audit records are in once the upstreams stopped.
 	stopRecorders()
 	log.Info("stopped")
@@ -617,7 +689,7 @@ func serveStdio(ctx context.Context, cfg *config.Config, team string, stdin io.R
 	}
 	defer stopRecorders()
 	var host *server.Stdio
-	rt, err := newRouter(cfg, rec, func(c router.Change) { host.Deliver(c) }, routerLimits(cfg, rec))
+	rt, err := newRouter(cfg, rec, func(c router.Change) { host.Deliver(c) }, routerLimits(cfg, rec), nil)
 	if err != nil {
 		log.Error("invalid upstream", telemetry.KeyErr, err)
 		return exitError
@@ -669,7 +741,7 @@ func listTools(ctx context.Context, cfg *config.Config, team string, asJSON bool
 		fmt.Fprintf(stderr, "mcp-gateway tools: no team %q in the config\n", team)
 		return exitUsage
 	}
-	rt, err := newRouter(cfg, recorders{log: log}, nil, nil)
+	rt, err := newRouter(cfg, recorders{log: log}, nil, nil, nil)
 	if err != nil {
 		log.Error("invalid upstream", telemetry.KeyErr, err)
 		return exitError

@@ -135,6 +135,12 @@ func (g *gateway) reload(path string, current *config.Config, log *slog.Logger) 
 		log.Warn("listen and endpoint changes take effect at the next start", "listen", current.Listen, "endpoint", current.Endpoint)
 		next.Listen, next.Endpoint = current.Listen, current.Endpoint
 	}
+	// The shared store and its keys are opened once; the shutdown is the
+	// one the gateway started with.
+	if !reflect.DeepEqual(next.State, current.State) || next.Shutdown != current.Shutdown {
+		log.Warn("state and shutdown changes take effect at the next start")
+		next.State, next.Shutdown = current.State, current.Shutdown
+	}
 	// The listener's certificate files are watched on their own (a
 	// renewed certificate needs no reload); switching TLS on or off, or
 	// to other files, needs a new listener.

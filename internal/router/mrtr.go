@@ -25,11 +25,11 @@ import (
 //     request while the call runs; the gateway keeps the call running,
 //     answers the host with an input_required result, and hands the
 //     answers of the host's retry to the waiting upstream request. The
-//     running call lives in this process: its requestState names it, is
-//     sealed (seal.go) and expires with parkTTL. A retry must therefore
-//     reach the same gateway replica (route modern hosts to replicas by
-//     client, e.g. sticky load balancing); another replica rejects the
-//     state as unknown, and the host starts over.
+//     running call lives in this process: its requestState names it and
+//     this replica, is sealed (seal.go) and expires with parkTTL. A retry
+//     that reaches another replica is answered by this one (peers.go,
+//     with state.store redis); without shared state, another process
+//     rejects the state as unknown, and the host starts over.
 //   - A modern host calling a modern upstream: the input_required result
 //     is relayed, its requestState sealed around the upstream's own, so
 //     that only the same identity can continue the call (seal.go).

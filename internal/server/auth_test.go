@@ -218,7 +218,7 @@ func TestReloadEndsStaleSessionsAndStreams(t *testing.T) {
 func wantEnded(t *testing.T, what string, s *sseStream) {
 	t.Helper()
 	for s.sc.Scan() {
-		if data, ok := strings.CutPrefix(s.sc.Text(), "data: "); ok {
+		if data, ok := strings.CutPrefix(s.sc.Text(), "data: "); ok && strings.TrimSpace(data) != "" {
 			t.Errorf("%s: got %s, want its end", what, data)
 		}
 	}

@@ -156,7 +156,7 @@ func TestHostThatStopsReadingIsCutOff(t *testing.T) {
 		drainClosed()
 		sid := initSession(t, ts, `{}`)
 		c := mcptest.NoRead(t, addr, fmt.Sprintf("GET /mcp HTTP/1.1\r\nHost: %s\r\nAccept: text/event-stream\r\nMcp-Session-Id: %s\r\n\r\n", addr, sid))
-		ss := s.session(sid)
+		ss := s.lookup(sid)
 		streaming := func() bool { ss.mu.Lock(); defer ss.mu.Unlock(); return ss.streaming }
 		for !streaming() { // the GET has reached the handler
 			time.Sleep(time.Millisecond)

@@ -18,6 +18,7 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/mcpheader"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 	"github.com/mcp-gateway/mcp-gateway/internal/router"
+	"github.com/mcp-gateway/mcp-gateway/internal/state"
 	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
 )
 
@@ -27,7 +28,12 @@ const (
 	headerProtocolVersion = "MCP-Protocol-Version"
 	headerMethod          = "Mcp-Method"
 	headerName            = "Mcp-Name"
+	headerLastEventID     = "Last-Event-ID"
 )
+
+// streamRetryMs is the retry a GET stream asks of a host that loses it:
+// come back within half a second, to this or another replica.
+const streamRetryMs = 500
 
 // _meta keys of the 2026-07-28 per-request protocol fields.
 const (
@@ -153,6 +159,14 @@ func (s *Server) initialize(w http.ResponseWriter, r *http.Request, who policy.I
 		return
 	}
 	ss.capabilities = append(json.RawMessage(nil), msg.Capabilities...) // the body buffer is not kept
+	if s.opts.Shared != nil {
+		if err := s.opts.Shared.CreateSession(r.Context(), ss.id, state.SessionRecord{Capabilities: ss.capabilities}); err != nil {
+			s.log.Warn("cannot record a new session", telemetry.KeyErr, err)
+			s.forget(ss.id)
+			sharedUnavailable(w, msg.ID, "cannot open a session")
+			return
+		}
+	}
 	s.log.Info("session opened", telemetry.KeySession, ss.id, "protocol_version", version, "requested_version", requested)
 	w.Header().Set(headerSessionID, ss.id)
 	writeReply(s.newRequestStream(w, r, ss, false), msg.ID, &router.Reply{Result: s.d.InitializeResult(version)})
@@ -160,7 +174,7 @@ func (s *Server) initialize(w http.ResponseWriter, r *http.Request, who policy.I
 
 // postLegacy handles a message on an existing legacy session.
 func (s *Server) postLegacy(w http.ResponseWriter, r *http.Request, id string, who policy.Identity, msg *jsonrpc.Request) {
-	ss := s.sessionFor(w, id, who, msg.ID)
+	ss := s.sessionFor(w, r, id, who, msg.ID)
 	if ss == nil {
 		return
 	}
@@ -177,14 +191,17 @@ func (s *Server) postLegacy(w http.ResponseWriter, r *http.Request, id string, w
 	}
 	switch {
 	case msg.IsResponse():
-		// The host's answer to a request the gateway sent it.
-		ss.link.resolve(&msg.Message)
+		// The host's answer to a request the gateway sent it, perhaps
+		// from another replica.
+		if !ss.link.resolve(&msg.Message) {
+			s.tell(ss.id, tellAnswer, encodeResponse(&msg.Message))
+		}
 		w.WriteHeader(http.StatusAccepted)
 		return
 	case msg.IsNotification():
 		if msg.Method == "notifications/cancelled" {
-			if msg.RequestID != nil {
-				ss.link.cancel(msg.RequestID)
+			if msg.RequestID != nil && !ss.link.cancel(msg.RequestID) {
+				s.tell(ss.id, tellCancelled, msg.RequestID) // perhaps running on another replica
 			}
 		}
 		// initialized and roots/list_changed need nothing more.
@@ -210,7 +227,14 @@ func (s *Server) postLegacy(w http.ResponseWriter, r *http.Request, id string, w
 		return
 	}
 	if msg.Method == "logging/setLevel" && reply.Error == nil {
-		ss.setLogLevel(msg.Level)
+		if s.opts.Shared != nil {
+			if err := s.opts.Shared.SetLevel(ctx, ss.id, msg.Level); err != nil {
+				reply = &router.Reply{Error: jsonrpc.NewError(jsonrpc.CodeInternalError, "The log level was not changed: %v; try again shortly", err)}
+			}
+		}
+		if reply.Error == nil {
+			ss.setLogLevel(msg.Level)
+		}
 	}
 	writeReply(rs, msg.ID, reply)
 }
@@ -338,7 +362,7 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotAcceptable, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Not Acceptable: Accept must list text/event-stream"))
 		return
 	}
-	ss := s.sessionFor(w, id, who, nil)
+	ss := s.sessionFor(w, r, id, who, nil)
 	if ss == nil {
 		return
 	}
@@ -365,6 +389,21 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	out := newDeadlineWriter(w, s.opts.WriteTimeout)
 	out.renew()
 	startSSE(w)
+	// The first event has an id and no data (2025-11-25 basic/transports
+	// "Resumability"): a host that loses the stream comes back with it,
+	// perhaps to another replica, and has made progress (the Go SDK gives
+	// up a session whose stream drops again and again without). The
+	// retry field asks it to come back soon.
+	_, _ = io.WriteString(out, "id: "+s.eventID(ss)+"\nretry: "+strconv.Itoa(streamRetryMs)+"\ndata: \n\n")
+	if s.resumedElsewhere(r.Header.Get(headerLastEventID)) {
+		// What another replica (or an earlier start) had for this host
+		// is not here to replay: the lists may have changed meanwhile,
+		// so the host is told to read them again.
+		for _, m := range []string{"notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed"} {
+			writeEvent(out, jsonrpc.AppendNotification(nil, m, nil))
+		}
+	}
+	_ = out.Flush()
 	if err := pump(out, ss.out, s.opts.KeepAlive, r.Context().Done(), ss.done, s.closing); err != nil {
 		s.log.Info("GET stream cut off: the host does not read it", telemetry.KeySession, ss.id, telemetry.KeyErr, err)
 	}
@@ -383,15 +422,36 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
 			"Method Not Allowed: DELETE needs an %s", headerSessionID))
 		return
 	}
-	if s.sessionFor(w, id, who, nil) == nil {
+	if s.sessionFor(w, r, id, who, nil) == nil {
 		return
 	}
-	if !s.endSession(id) {
+	if s.opts.Shared != nil {
+		// Ended in Redis first, and told to every replica: a session
+		// whose DELETE was answered works nowhere.
+		if err := s.opts.Shared.EndSession(r.Context(), id); err != nil {
+			s.log.Warn("cannot end a session on the other replicas", telemetry.KeySession, id, telemetry.KeyErr, err)
+			sharedUnavailable(w, nil, "the session was not ended")
+			return
+		}
+		s.forget(id)
+	} else if !s.endSession(id) {
 		writeError(w, http.StatusNotFound, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Session not found"))
 		return
 	}
 	s.log.Info("session closed", telemetry.KeySession, id)
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// encodeResponse encodes a host's answer (to pass it on to the replica
+// that asked).
+func encodeResponse(m *jsonrpc.Message) []byte {
+	out, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Result  json.RawMessage `json:"result,omitempty"`
+		Error   *jsonrpc.Error  `json:"error,omitempty"`
+	}{"2.0", m.ID, m.Result, m.Error})
+	return out
 }
 
 // writeReply writes the answer to a request. A modern caller's result

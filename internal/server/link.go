@@ -43,14 +43,16 @@ func (l *hostLink) untrack(id json.RawMessage) {
 	delete(l.inflight, string(id))
 }
 
-// cancel cancels the host's request id (notifications/cancelled).
-func (l *hostLink) cancel(id json.RawMessage) {
+// cancel cancels the host's request id (notifications/cancelled); false
+// when no such request runs here.
+func (l *hostLink) cancel(id json.RawMessage) bool {
 	l.mu.Lock()
 	cancel := l.inflight[string(id)]
 	l.mu.Unlock()
 	if cancel != nil {
 		cancel()
 	}
+	return cancel != nil
 }
 
 // cancelAll cancels every request in progress: the host is gone.
@@ -85,7 +87,7 @@ func (l *hostLink) forget(id json.RawMessage) {
 }
 
 // resolve hands the host's answer to whoever waits for it.
-func (l *hostLink) resolve(msg *jsonrpc.Message) {
+func (l *hostLink) resolve(msg *jsonrpc.Message) bool {
 	l.mu.Lock()
 	ch := l.waiting[string(msg.ID)]
 	delete(l.waiting, string(msg.ID))
@@ -93,4 +95,5 @@ func (l *hostLink) resolve(msg *jsonrpc.Message) {
 	if ch != nil {
 		ch <- msg
 	}
+	return ch != nil
 }

@@ -51,13 +51,14 @@ func openStream(t *testing.T, req *http.Request) *sseStream {
 	return &sseStream{t: t, resp: resp, sc: bufio.NewScanner(resp.Body)}
 }
 
-// next returns the next message, skipping comments and blank lines.
+// next returns the next message, skipping comments, blank lines and
+// events without data (the priming event of a GET stream).
 func (s *sseStream) next() *jsonrpc.Message {
 	s.t.Helper()
 	for s.sc.Scan() {
 		line := s.sc.Text()
 		data, ok := strings.CutPrefix(line, "data: ")
-		if !ok {
+		if !ok || strings.TrimSpace(data) == "" {
 			continue
 		}
 		m, err := jsonrpc.Decode([]byte(data))

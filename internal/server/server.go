@@ -41,6 +41,7 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/mcpheader"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 	"github.com/mcp-gateway/mcp-gateway/internal/router"
+	"github.com/mcp-gateway/mcp-gateway/internal/state"
 	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
 )
 
@@ -143,6 +144,13 @@ type Options struct {
 	// Telemetry reads the trace context of hosts' HTTP requests and
 	// counts sessions; nil means telemetry.Disabled().
 	Telemetry *telemetry.Telemetry
+	// Shared, if set (state.store: redis), shares legacy sessions with
+	// the gateway's other replicas (shared.go); the server starts it. nil
+	// keeps them in this process.
+	Shared *state.Store
+	// ServePeer answers another replica's request (router.ServePeer);
+	// used with Shared.
+	ServePeer func(ctx context.Context, payload []byte) []byte
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -166,6 +174,12 @@ type Server struct {
 	identify atomic.Pointer[func(string) (policy.Identity, error)]
 	// meta is Options.ResourceMetadata, replaced by SetResourceMetadata.
 	meta atomic.Pointer[ResourceMetadata]
+	// replica names this process in GET stream event ids: the shared
+	// store's replica id, or a random one.
+	replica string
+	// draining is set by StopAccepting: /readyz says 503 and answers
+	// close their connections.
+	draining atomic.Bool
 
 	mu sync.Mutex // guards the fields below
 	// sessions holds the live legacy sessions by id.
@@ -192,6 +206,11 @@ func New(d Dispatcher, opts *Options) *Server {
 		s.identify.Store(&opts.Identify)
 	}
 	s.meta.Store(opts.ResourceMetadata)
+	if opts.Shared != nil {
+		s.replica = opts.Shared.Replica()
+	} else {
+		s.replica = newSessionID()[:16]
+	}
 	s.observe()
 	if s.opts.Endpoint == "" {
 		s.opts.Endpoint = config.DefaultEndpoint
@@ -225,6 +244,7 @@ func New(d Dispatcher, opts *Options) *Server {
 	for _, h := range hosts {
 		s.hosts[normalHost(h)] = true
 	}
+	s.startShared()
 	return s
 }
 
@@ -255,6 +275,12 @@ func (s *Server) Handler() http.Handler {
 	})
 	return s.guard(m)
 }
+
+// Leave marks the server as leaving: /readyz answers 503 and every answer
+// closes its connection, so that a load balancer stops sending requests
+// here and keeps no idle connection, while requests still served.
+// Drain follows.
+func (s *Server) Leave() { s.draining.Store(true) }
 
 // Drain starts a graceful shutdown: it ends every long-lived stream (GET
 // and subscriptions/listen, whose hosts will reconnect elsewhere) and
@@ -289,10 +315,18 @@ func (s *Server) Close() {
 	}
 }
 
-// ended finishes a session that left the table.
+// ended finishes a session that left the table; one that was ended, not
+// only dropped from this replica's table, ends on every replica.
 func (s *Server) ended(ss *session) {
 	ss.close()
 	s.d.HostGone(ss.id)
+	if s.opts.Shared != nil && ss.revoke {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := s.opts.Shared.EndSession(ctx, ss.id); err != nil {
+			s.log.Warn("cannot end a session on the other replicas", telemetry.KeySession, ss.id, telemetry.KeyErr, err)
+		}
+	}
 }
 
 func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
@@ -307,7 +341,7 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 		Ready     bool                    `json:"ready"`
 		Upstreams []router.UpstreamStatus `json:"upstreams"`
 		Views     []router.ViewStatus     `json:"views"`
-	}{s.d.Ready(), s.d.Status(), s.d.Views()}
+	}{s.d.Ready() && !s.draining.Load(), s.d.Status(), s.d.Views()}
 	w.Header().Set("Content-Type", "application/json")
 	if !body.Ready {
 		w.WriteHeader(http.StatusServiceUnavailable)
@@ -343,6 +377,10 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		}
 		if s.cors(w, r) {
 			return
+		}
+		if s.draining.Load() {
+			// Leaving: no connection is kept for another request.
+			w.Header().Set("Connection", "close")
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -649,9 +687,13 @@ func (s *Server) observe() {
 // another identity's (another key, even of the same team), and 404 when
 // the caller's view changed since (a reload moved its key to another
 // team), ending the session so that the host opens one in its new view.
-func (s *Server) sessionFor(w http.ResponseWriter, id string, who policy.Identity, msgID json.RawMessage) *session {
-	ss := s.session(id)
+func (s *Server) sessionFor(w http.ResponseWriter, r *http.Request, id string, who policy.Identity, msgID json.RawMessage) *session {
+	ss, err := s.session(r.Context(), id)
 	switch {
+	case err != nil:
+		s.log.Warn("cannot open a session of another replica", telemetry.KeySession, id, telemetry.KeyErr, err)
+		sharedUnavailable(w, msgID, "this session cannot be opened here")
+		return nil
 	case ss == nil:
 		writeError(w, http.StatusNotFound, msgID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Session not found: it expired or was deleted; initialize a new one"))
 		return nil
@@ -670,7 +712,9 @@ func (s *Server) sessionFor(w http.ResponseWriter, id string, who policy.Identit
 		writeError(w, http.StatusNotFound, msgID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Session not found: the caller's team changed; initialize a new one"))
 		return nil
 	}
-	ss.touch(time.Now()) // only its own identity keeps a session alive
+	now := time.Now()
+	ss.touch(now) // only its own identity keeps a session alive
+	s.refresh(ss, now)
 	return ss
 }
 
@@ -710,6 +754,14 @@ type session struct {
 	lastUsed time.Time
 	// level is the log level the host set with logging/setLevel.
 	level string
+	// refreshed is when the session's record in Redis last got its idle
+	// timeout back (shared sessions only).
+	refreshed time.Time
+	// events numbers the session's GET stream events.
+	events uint64
+	// revoke says the session is ended everywhere, not only dropped
+	// from this replica's table (shared sessions only).
+	revoke bool
 }
 
 // close ends the session and cancels everything it had in flight.
@@ -777,7 +829,7 @@ func (s *Server) newSession(version string, who policy.Identity) (*session, erro
 	}
 	var ss *session
 	if !refused && len(s.sessions) < s.opts.MaxSessions {
-		ss = &session{id: newSessionID(), version: version, principal: who.ID, key: who.Key, view: who.Team,
+		ss = &session{id: s.newID(version, who), version: version, principal: who.ID, key: who.Key, view: who.Team,
 			done: make(chan struct{}), lastUsed: now, out: newOutbox()}
 		s.sessions[ss.id] = ss
 	}
@@ -794,6 +846,15 @@ func (s *Server) newSession(version string, who policy.Identity) (*session, erro
 		return nil, errTooManySessions
 	}
 	return ss, nil
+}
+
+// newID returns a new session's id: sealed around what every request
+// needs when replicas share sessions, else 128 random bits.
+func (s *Server) newID(version string, who policy.Identity) string {
+	if s.opts.Shared == nil {
+		return newSessionID()
+	}
+	return s.opts.Shared.NewSessionID(state.SessionSeal{Version: version, Principal: who.ID, Key: who.Key, View: who.Team})
 }
 
 // reject counts a refusal (or a session ended) for a limit.
@@ -882,6 +943,7 @@ func (s *Server) lruLocked(principal string) *session {
 // it. s.mu is held.
 func (s *Server) evictLocked(ss *session) {
 	delete(s.sessions, ss.id)
+	ss.revoke = true
 	s.log.Info("session ended to make room", telemetry.KeySession, ss.id)
 	s.reject(telemetry.LimitSessions)
 }
@@ -931,9 +993,10 @@ func (s *Server) expireLocked(now time.Time) []*session {
 }
 
 // session returns the live session with this id, or nil when there is
-// none (never was, deleted, or expired). sessionFor marks it used once
-// the caller has been found to be its own.
-func (s *Server) session(id string) *session {
+// none (never was, deleted, or expired). With shared sessions, one this
+// replica does not hold is adopted (an error: Redis does not answer).
+// sessionFor marks it used once the caller has been found to be its own.
+func (s *Server) session(ctx context.Context, id string) (*session, error) {
 	now := time.Now()
 	s.mu.Lock()
 	ss := s.sessions[id]
@@ -946,13 +1009,20 @@ func (s *Server) session(id string) *session {
 	if expired != nil {
 		s.ended(expired)
 	}
-	return ss
+	if ss == nil && s.opts.Shared != nil {
+		return s.adopt(ctx, id)
+	}
+	return ss, nil
 }
 
+// endSession ends a session, on every replica when they share sessions.
 func (s *Server) endSession(id string) bool {
 	s.mu.Lock()
 	ss := s.sessions[id]
 	delete(s.sessions, id)
+	if ss != nil {
+		ss.revoke = true
+	}
 	s.mu.Unlock()
 	if ss != nil {
 		s.ended(ss)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"testing/synctest"
@@ -32,7 +33,7 @@ func TestIdleSessionsExpire(t *testing.T) {
 		a.streaming = false
 		a.mu.Unlock()
 		time.Sleep(50 * time.Second)
-		if s.session(a.id) == nil {
+		if s.lookup(a.id) == nil {
 			t.Fatal("a session used within the timeout expired")
 		}
 		time.Sleep(61 * time.Second)
@@ -43,7 +44,7 @@ func TestIdleSessionsExpire(t *testing.T) {
 		if err != nil {
 			t.Fatalf("new session after one went idle: %v", err)
 		}
-		if s.session(a.id) != nil {
+		if s.lookup(a.id) != nil {
 			t.Error("the idle session is still there")
 		}
 		select {
@@ -51,13 +52,19 @@ func TestIdleSessionsExpire(t *testing.T) {
 		default:
 			t.Error("the expired session was not closed")
 		}
-		if s.session(b.id) == nil {
+		if s.lookup(b.id) == nil {
 			t.Error("a session with an open GET stream expired")
 		}
 		time.Sleep(2 * time.Minute)
-		if s.session(c.id) != nil {
+		if s.lookup(c.id) != nil {
 			t.Error("an idle session is served after its timeout")
 		}
 		s.Close()
 	})
+}
+
+// lookup is session for a test: the session with this id, or nil.
+func (s *Server) lookup(id string) *session {
+	ss, _ := s.session(context.Background(), id)
+	return ss
 }

@@ -92,6 +92,9 @@ type Handlers struct {
 	Revoked func(id string)
 	// Level: the session's log level changed.
 	Level func(id, level string)
+	// Told: another replica passed on something for the session (Tell):
+	// what, and its payload.
+	Told func(id, what string, payload []byte)
 	// Call runs another replica's request and returns its answer.
 	Call func(ctx context.Context, payload []byte) []byte
 }
@@ -356,8 +359,20 @@ func (s *Store) SetLevel(ctx context.Context, id, level string) error {
 	return nil
 }
 
+// Tell passes what a session's host sent to this replica, but belongs to
+// a request running on another (an answer to the gateway's request, a
+// cancellation), to every replica: the one running it takes it. Those
+// without the session ignore it.
+func (s *Store) Tell(ctx context.Context, id, what string, payload []byte) error {
+	if err := s.rdb.Publish(ctx, broadcast, s.seal(message{Kind: kindTell, Session: id, Level: what, Payload: payload})).Err(); err != nil {
+		return unavailable(err)
+	}
+	return nil
+}
+
 // Message kinds between replicas.
 const (
+	kindTell   = "tell"
 	kindRevoke = "revoke"
 	kindLevel  = "level"
 	kindCall   = "call"
@@ -371,7 +386,7 @@ type message struct {
 	From    string `json:"f,omitempty"` // the sender's replica, for an answer
 	Corr    string `json:"c,omitempty"` // a call's correlation id
 	Session string `json:"s,omitempty"`
-	Level   string `json:"l,omitempty"`
+	Level   string `json:"l,omitempty"` // a level, or what a Tell passes on
 	Payload []byte `json:"p,omitempty"`
 	// Gone, in a reply, says the replica stopped before the call ended.
 	Gone bool `json:"g,omitempty"`
@@ -399,6 +414,10 @@ func (s *Store) receive(ctx context.Context, raw []byte) {
 	case kindLevel:
 		if s.handlers.Level != nil {
 			s.handlers.Level(m.Session, m.Level)
+		}
+	case kindTell:
+		if s.handlers.Told != nil {
+			s.handlers.Told(m.Session, m.Level, m.Payload)
 		}
 	case kindReply:
 		s.mu.Lock()
