@@ -13,11 +13,15 @@
 #                         proxy, whatever its HTTP stack
 #   http/gateway-1        through the gateway, the echo server its only upstream
 #   http/gateway-1-nometrics  the same with telemetry.metrics off
+#   http/gateway-1-redis  gateway-1 with state.store redis (a redis-server the
+#                         script starts, when there is one): what sharing
+#                         sessions between replicas costs a legacy call
 #   http/gateway-20       through a gateway with 19 more (stdio) upstreams
 #   http-sse/...          an echo server that answers with SSE streams, as the
 #                         SDK servers do by default, direct and through gateway-1
-#   modern/...            the same echo, direct and through gateway-1, with
-#                         modern (2026-07-28) stateless requests
+#   modern/...            the same echo, direct and through gateway-1 (and
+#                         gateway-1-redis), with modern (2026-07-28)
+#                         stateless requests
 #   stdio/direct          the echo server over stdio, launched by mcp-bench
 #   stdio/gateway         through a gateway whose only upstream is that server
 #   stdio-1ms/...         the same with calls that take 1 ms each (concurrent in
@@ -161,6 +165,18 @@ gateway_config "$OUT/gws.yaml" $P_GWS true "$echo_stdio"
 gateway_config "$OUT/gwsse.yaml" $P_GWSSE true "$echo_sse"
 gateway_config "$OUT/gwslow.yaml" $P_GWSLOW true "$echo_slow"
 gateway_config "$OUT/gwbase.yaml" $P_BASE true "$echo_http"
+P_REDIS=$((PORT + 12)) P_GWREDIS=$((PORT + 13))
+REDIS_SERVER=$(command -v redis-server || true)
+if [[ -n $REDIS_SERVER ]]; then
+	head -c 32 /dev/urandom | base64 >"$OUT/state.key"
+	gateway_config "$OUT/gwredis.yaml" $P_GWREDIS true "$echo_http"
+	cat >>"$OUT/gwredis.yaml" <<EOF
+state:
+  store: redis
+  redis: {url: "redis://127.0.0.1:$P_REDIS/0"}
+  key: {file: $OUT/state.key}
+EOF
+fi
 
 echo "== starting the servers"
 start echo "$BIN/echo" -listen 127.0.0.1:$PORT -era legacy
@@ -184,6 +200,15 @@ GWSSE=$LAST_PID
 start gwslow "$BIN/mcp-gateway" --config "$OUT/gwslow.yaml"
 GWSLOW=$LAST_PID
 ready_ports="$P_GW1 $P_GW1N $P_GW20 $P_GWS $P_GWSSE $P_GWSLOW"
+if [[ -n $REDIS_SERVER ]]; then
+	start redis "$REDIS_SERVER" --port $P_REDIS --bind 127.0.0.1 --save "" --appendonly no --dir "$OUT"
+	for _ in $(seq 1 250); do (echo PING >/dev/tcp/127.0.0.1/$P_REDIS) 2>/dev/null && break; sleep 0.02; done
+	start gwredis "$BIN/mcp-gateway" --config "$OUT/gwredis.yaml"
+	GWREDIS=$LAST_PID
+	ready_ports+=" $P_GWREDIS"
+else
+	echo "== no redis-server: http/gateway-1-redis is not measured" >&2
+fi
 if [[ -n $BASE ]]; then
 	start gwbase "$BIN/base/mcp-gateway" --config "$OUT/gwbase.yaml"
 	GWBASE=$LAST_PID
@@ -212,12 +237,14 @@ for run in $(seq 1 "$RUNS"); do
 		load http/gateway-1 "$run" $c $n -url http://127.0.0.1:$P_GW1/mcp -tool echo__echo -pid $GW1,$ECHO
 		[[ -z $BASE ]] || load http/gateway-1-base "$run" $c $n -url http://127.0.0.1:$P_BASE/mcp -tool echo__echo -pid $GWBASE,$ECHO
 		load http/gateway-1-nometrics "$run" $c $n -url http://127.0.0.1:$P_GW1N/mcp -tool echo__echo -pid $GW1N,$ECHO
+		[[ -z $REDIS_SERVER ]] || load http/gateway-1-redis "$run" $c $n -url http://127.0.0.1:$P_GWREDIS/mcp -tool echo__echo -pid $GWREDIS,$ECHO
 		load http/gateway-20 "$run" $c $n -url http://127.0.0.1:$P_GW20/mcp -tool echo__echo -pid $GW20,$ECHO
 		load http-sse/direct "$run" $c $n -url http://127.0.0.1:$P_SSE/mcp -pid $ECHOSSE
 		load http-sse/gateway-1 "$run" $c $n -url http://127.0.0.1:$P_GWSSE/mcp -tool echo__echo -pid $GWSSE,$ECHOSSE
 		load modern/direct "$run" $c $n -era modern -url http://127.0.0.1:$PORT/mcp -pid $ECHO
 		load modern/gateway-1 "$run" $c $n -era modern -url http://127.0.0.1:$P_GW1/mcp -tool echo__echo -pid $GW1,$ECHO
 		[[ -z $BASE ]] || load modern/gateway-1-base "$run" $c $n -era modern -url http://127.0.0.1:$P_BASE/mcp -tool echo__echo -pid $GWBASE,$ECHO
+		[[ -z $REDIS_SERVER ]] || load modern/gateway-1-redis "$run" $c $n -era modern -url http://127.0.0.1:$P_GWREDIS/mcp -tool echo__echo -pid $GWREDIS,$ECHO
 		load stdio/direct "$run" $c $n -- "${SUT[@]}" "$BIN/echo" -stdio -era legacy
 		load stdio/gateway "$run" $c $n -url http://127.0.0.1:$P_GWS/mcp -tool echo__echo -pid $GWS,$GWS_CHILD
 		ns=$((NSLOW * (c == 1 ? 1 : 4)))

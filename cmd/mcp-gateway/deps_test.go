@@ -23,8 +23,9 @@ var allowedImports = map[string][]string{
 	"policy":    {"namespace", "config", "jsonrpc"},
 	"telemetry": {},
 	"upstream":  {"jsonrpc", "config", "telemetry", "mcpheader"},
-	"router":    {"upstream", "namespace", "policy", "jsonrpc", "mcpheader", "config"},
-	"server":    {"router", "jsonrpc", "policy", "telemetry", "mcpheader", "config"},
+	"state":     {"config", "telemetry"},
+	"router":    {"upstream", "namespace", "policy", "jsonrpc", "mcpheader", "config", "state"},
+	"server":    {"router", "jsonrpc", "policy", "telemetry", "mcpheader", "config", "state"},
 	"mcptest":   {"jsonrpc"},
 }
 
@@ -43,6 +44,8 @@ var ownedImports = map[string]string{
 	// Only policy verifies tokens (oauth.go).
 	"github.com/coreos/go-oidc/":  "policy",
 	"github.com/go-jose/go-jose/": "policy",
+	// Only state talks to Redis.
+	"github.com/redis/go-redis/": "state",
 }
 
 // globalOtel is the otel package of the global providers and propagator
