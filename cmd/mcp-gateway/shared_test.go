@@ -10,10 +10,13 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/config"
 	"github.com/mcp-gateway/mcp-gateway/internal/mcptest"
@@ -26,6 +29,14 @@ import (
 // goes to the next replica. It returns the balancer's URL and each
 // replica's.
 func sharedReplicas(t *testing.T, n int) (balancer string, replicas []string) {
+	t.Helper()
+	balancer, replicas, _ = sharedReplicasWithRedis(t, n)
+	return balancer, replicas
+}
+
+// sharedReplicasWithRedis is sharedReplicas that also returns the Redis
+// server's address.
+func sharedReplicasWithRedis(t *testing.T, n int) (balancer string, replicas []string, redisAddr string) {
 	t.Helper()
 	redis := redistest.Start(t)
 	key := make([]byte, 32)
@@ -59,7 +70,7 @@ func sharedReplicas(t *testing.T, n int) (balancer string, replicas []string) {
 	}
 	ts := httptest.NewServer(lb)
 	t.Cleanup(ts.Close)
-	return ts.URL + "/mcp", replicas
+	return ts.URL + "/mcp", replicas, redis.Addr
 }
 
 // TestSharedSessionsAnyReplica: behind a balancer without affinity,
@@ -131,4 +142,77 @@ func TestSharedSessionIDIsSealed(t *testing.T) {
 	if code != http.StatusOK || msg == nil || msg.Error != nil {
 		t.Errorf("replica 1 with replica 0's session: %d %+v", code, msg)
 	}
+}
+
+// redisCommands returns how many times Redis ran each command so far.
+func redisCommands(t *testing.T, addr string) map[string]int {
+	t.Helper()
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	for _, line := range strings.Split(info, "\r\n") {
+		// cmdstat_hgetall:calls=3,usec=...
+		name, rest, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":calls=")
+		if !ok || !strings.HasPrefix(line, "cmdstat_") {
+			continue
+		}
+		n, _, _ := strings.Cut(rest, ",")
+		counts[name], _ = strconv.Atoi(n)
+	}
+	return counts
+}
+
+// TestSharedSessionCallsTouchNoRedis: once a replica holds a session, a
+// legacy host's calls on it make no Redis round trip on their path: the
+// first request on a new replica reads the session once, and the idle
+// timeout is renewed in the background at most once per eighth of it.
+// A modern host's calls touch Redis not at all.
+func TestSharedSessionCallsTouchNoRedis(t *testing.T) {
+	_, replicas, redisAddr := sharedReplicasWithRedis(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cs := connect(t, replicas[0], eras[0])
+	call := func(r string, id int) {
+		t.Helper()
+		code, _, msg := postRaw(ctx, t, r, map[string]string{"Mcp-Session-Id": cs.ID(), "MCP-Protocol-Version": eras[0]},
+			`{"jsonrpc":"2.0","id":`+strconv.Itoa(id)+`,"method":"tools/call","params":{"name":"up__echo","arguments":{"text":"x"}}}`)
+		if code != http.StatusOK || msg == nil || msg.Error != nil {
+			t.Fatalf("call on %s: %d %+v", r, code, msg)
+		}
+	}
+	call(replicas[1], 1) // replica 1 adopts the session: one read
+	before := redisCommands(t, redisAddr)
+	for i := range 50 {
+		call(replicas[i%2], 10+i)
+	}
+	modern := connect(t, replicas[1], eras[1])
+	for range 20 {
+		if _, isErr := toolResult(ctx, t, modern, "up__echo", map[string]any{"text": "x"}); isErr {
+			t.Fatal("modern call failed")
+		}
+	}
+	after := redisCommands(t, redisAddr)
+	for cmd, n := range after {
+		// The test's own INFO (and its connection's HELLO) are the only
+		// commands expected; PEXPIRE may renew the
+		// session in the background once per replica.
+		if d := n - before[cmd]; d > 0 && cmd != "info" && cmd != "hello" && !(cmd == "pexpire" && d <= 2) {
+			t.Errorf("Redis ran %s %d times for 50 legacy calls on held sessions and 20 modern calls, want none", cmd, d)
+		}
+	}
+	t.Logf("Redis commands for the 70 calls: %v (before: %v)", diff(after, before), before)
+}
+
+func diff(after, before map[string]int) map[string]int {
+	d := map[string]int{}
+	for k, v := range after {
+		if v != before[k] {
+			d[k] = v - before[k]
+		}
+	}
+	return d
 }

@@ -194,14 +194,14 @@ func (s *Server) postLegacy(w http.ResponseWriter, r *http.Request, id string, w
 		// The host's answer to a request the gateway sent it, perhaps
 		// from another replica.
 		if !ss.link.resolve(&msg.Message) {
-			s.tell(ss.id, tellAnswer, encodeResponse(&msg.Message))
+			s.tell(ss, tellAnswer, encodeResponse(&msg.Message))
 		}
 		w.WriteHeader(http.StatusAccepted)
 		return
 	case msg.IsNotification():
 		if msg.Method == "notifications/cancelled" {
 			if msg.RequestID != nil && !ss.link.cancel(msg.RequestID) {
-				s.tell(ss.id, tellCancelled, msg.RequestID) // perhaps running on another replica
+				s.tell(ss, tellCancelled, msg.RequestID) // perhaps running on another replica
 			}
 		}
 		// initialized and roots/list_changed need nothing more.

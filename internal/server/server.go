@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/gorilla/mux"
+	"golang.org/x/time/rate"
 
 	"go.opentelemetry.io/otel/metric"
 
@@ -759,6 +760,9 @@ type session struct {
 	refreshed time.Time
 	// events numbers the session's GET stream events.
 	events uint64
+	// tells bounds what the session passes on to other replicas
+	// (Server.tell); made on first use.
+	tells *rate.Limiter
 	// revoke says the session is ended everywhere, not only dropped
 	// from this replica's table (shared sessions only).
 	revoke bool

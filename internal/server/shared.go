@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/state"
 	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
@@ -163,12 +165,33 @@ func sharedUnavailable(w http.ResponseWriter, id []byte, what string) {
 		"Service Unavailable: %s: the gateway's shared session state (Redis) does not answer; try again shortly", what))
 }
 
+// tellRate and tellBurst bound what one session has passed on to the
+// other replicas: a host's answers and cancellations cost it nothing
+// here (they are not rate limited), but each one passed on reaches every
+// replica.
+const (
+	tellRate  = 20 // per second
+	tellBurst = 50
+)
+
 // tell passes on for a session what belongs to a request running on
-// another replica; without shared state there is none.
-func (s *Server) tell(id, what string, payload []byte) {
+// another replica; without shared state there is none. Beyond the
+// session's tellRate, it is dropped.
+func (s *Server) tell(ss *session, what string, payload []byte) {
 	if s.opts.Shared == nil {
 		return
 	}
+	ss.mu.Lock()
+	if ss.tells == nil {
+		ss.tells = rate.NewLimiter(tellRate, tellBurst)
+	}
+	ok := ss.tells.Allow()
+	ss.mu.Unlock()
+	if !ok {
+		s.log.Warn("a host's answer or cancellation for no request of this replica dropped: too many", telemetry.KeySession, ss.id)
+		return
+	}
+	id := ss.id
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	if err := s.opts.Shared.Tell(ctx, id, what, payload); err != nil {
