@@ -469,7 +469,7 @@ func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, in *j
 			return errorReply(jsonrpc.CodeInvalidParams, "Invalid params: %v", errBadState)
 		case st.Parked != "" && r.elsewhere(c, st.Replica):
 			// Parked on another replica: answered there.
-			return r.askReplica(ctx, c, st.Replica, in, func() *Reply { return interruptedReply(method, subject) })
+			return r.askReplica(ctx, c, st.Replica, in, func(bool) *Reply { return interruptedReply(method, subject) })
 		case st.Parked != "":
 			// A parked call continues; it holds its own session.
 			return r.resumeParked(ctx, c, u, st, in)
@@ -482,6 +482,12 @@ func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, in *j
 			out.Set("requestState", *st.State)
 		} else {
 			out.Set("requestState", nil)
+		}
+	}
+	if u.pool != nil && r.opts.Peers != nil && !c.fromPeer {
+		// A host's own upstream session stays on one replica.
+		if reply := r.perClientElsewhere(ctx, c, u, in, method, subject); reply != nil {
+			return reply
 		}
 	}
 	// end frees the call's slot: when forward returns, unless the call

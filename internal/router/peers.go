@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/state"
@@ -30,8 +33,14 @@ type Peers interface {
 	// Replica is this replica's id.
 	Replica() string
 	// Call runs payload on replica (ServePeer there): state.ErrReplicaGone
-	// when that replica is not running.
+	// when that replica is not running, state.ErrInterrupted when it
+	// stopped during the call.
 	Call(ctx context.Context, replica string, payload []byte) ([]byte, error)
+	// Claim makes this replica the owner of name for ttl unless another
+	// replica owns it (renewing its own claim), and returns the owner.
+	Claim(ctx context.Context, name string, ttl time.Duration) (string, error)
+	// Disown ends replica's claim of name.
+	Disown(ctx context.Context, name, replica string) error
 }
 
 // peerCall is a request that another replica answers.
@@ -75,8 +84,9 @@ func (r *Router) elsewhere(c *Caller, replica string) bool {
 }
 
 // askReplica has replica answer req for c. gone answers when that
-// replica is not running.
-func (r *Router) askReplica(ctx context.Context, c *Caller, replica string, req *jsonrpc.Request, gone func() *Reply) *Reply {
+// replica is not running: delivered says whether it got the request
+// (and stopped while it ran it), which may then have taken effect.
+func (r *Router) askReplica(ctx context.Context, c *Caller, replica string, req *jsonrpc.Request, gone func(delivered bool) *Reply) *Reply {
 	raw, _ := json.Marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
@@ -90,9 +100,9 @@ func (r *Router) askReplica(ctx context.Context, c *Caller, replica string, req 
 	answer, err := r.opts.Peers.Call(ctx, replica, payload)
 	var pr peerReply
 	switch {
-	case errors.Is(err, state.ErrReplicaGone):
+	case errors.Is(err, state.ErrReplicaGone), errors.Is(err, state.ErrInterrupted):
 		r.log.Warn("the replica holding a call is gone", keyMethod, req.Method, "replica", replica)
-		return gone()
+		return gone(errors.Is(err, state.ErrInterrupted))
 	case err != nil:
 		r.log.Warn("cannot reach the replica holding a call", keyMethod, req.Method, "replica", replica, keyErr, err)
 		return errorReply(jsonrpc.CodeInternalError, "Internal error: the gateway replica holding this call cannot be reached (%v); try again", err)
@@ -156,4 +166,65 @@ func taskReplica(id string) string {
 		return ""
 	}
 	return rep
+}
+
+// ownerTTL is how long this replica trusts what it learnt of who holds a
+// host's per-client upstream session before asking Redis again: a host's
+// calls cost one round trip per ownerTTL, not one each.
+const ownerTTL = 2 * time.Second
+
+// owners caches which replica holds each host's per-client upstream
+// session (Peers.Claim).
+type owners struct {
+	cache *lru.Cache[string, ownerEntry]
+}
+
+type ownerEntry struct {
+	replica string
+	until   time.Time
+}
+
+// perClientOwner returns the replica that holds, or is to hold, c's
+// per-client session of u: this one when none does. "" when Redis does
+// not answer: the call is served here.
+func (r *Router) perClientOwner(ctx context.Context, c *Caller, u *upstreamState, name string) string {
+	now := time.Now()
+	if e, ok := r.owners.cache.Get(name); ok && now.Before(e.until) {
+		return e.replica
+	}
+	owner, err := r.opts.Peers.Claim(ctx, name, u.ClientIdle)
+	if err != nil {
+		r.log.Warn("cannot learn which replica holds a per-client session: serving it here", keyUpstream, u.Name, keyErr, err)
+		return ""
+	}
+	r.owners.cache.Add(name, ownerEntry{replica: owner, until: now.Add(ownerTTL)})
+	return owner
+}
+
+// perClientElsewhere sends a call to a per-client upstream to the replica
+// that holds the caller's upstream session (a stateful process keeps its
+// state for the host there); nil when this replica holds it, or is to.
+// When the holder is gone before it got the call, this replica takes the
+// session over: the call starts a new one here.
+func (r *Router) perClientElsewhere(ctx context.Context, c *Caller, u *upstreamState, in *jsonrpc.Request, method, subject string) *Reply {
+	name := u.Name + "\x00" + hostKey(c)
+	owner := r.perClientOwner(ctx, c, u, name)
+	if !r.elsewhere(c, owner) {
+		return nil
+	}
+	return r.askReplica(ctx, c, owner, in, func(delivered bool) *Reply {
+		r.owners.cache.Remove(name)
+		if err := r.opts.Peers.Disown(ctx, name, owner); err != nil {
+			r.log.Warn("cannot take over a per-client session", keyUpstream, u.Name, keyErr, err)
+		}
+		if delivered {
+			return interruptedReply(method, subject)
+		}
+		r.log.Warn("the replica holding a host's per-client upstream session is gone: a new session starts here",
+			keyUpstream, u.Name, "replica", owner, keySession, c.Session)
+		r.perClientOwner(ctx, c, u, name) // claims it
+		local := *c
+		local.fromPeer = true // answered here
+		return r.dispatch(ctx, &local, in)
+	})
 }

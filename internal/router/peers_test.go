@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/state"
@@ -18,6 +19,7 @@ type memPeers struct {
 	routers map[string]*Router
 	gone    map[string]bool
 	calls   int
+	claims  map[string]string
 }
 
 type memPeer struct {
@@ -26,6 +28,28 @@ type memPeer struct {
 }
 
 func (p memPeer) Replica() string { return p.id }
+
+func (p memPeer) Claim(_ context.Context, name string, _ time.Duration) (string, error) {
+	p.net.mu.Lock()
+	defer p.net.mu.Unlock()
+	if p.net.claims == nil {
+		p.net.claims = map[string]string{}
+	}
+	if owner, ok := p.net.claims[name]; ok {
+		return owner, nil
+	}
+	p.net.claims[name] = p.id
+	return p.id, nil
+}
+
+func (p memPeer) Disown(_ context.Context, name, replica string) error {
+	p.net.mu.Lock()
+	defer p.net.mu.Unlock()
+	if p.net.claims[name] == replica {
+		delete(p.net.claims, name)
+	}
+	return nil
+}
 
 func (p memPeer) Call(ctx context.Context, replica string, payload []byte) ([]byte, error) {
 	p.net.mu.Lock()
@@ -102,5 +126,67 @@ func TestParkedCallAnsweredByItsReplica(t *testing.T) {
 	// (Replica a still holds the call: it ends with the retry there.)
 	if reply := a.Dispatch(ctx, alice, retryOf(st, responses)); reply.Error != nil {
 		t.Errorf("the retry on replica a itself: %v", reply.Error)
+	}
+}
+
+// TestPerClientSessionStaysOnItsReplica: a host's calls to a per-client
+// upstream run on the replica that opened its upstream session, wherever
+// they arrive; when that replica is gone before a call reaches it, the
+// next replica starts a new session for the host.
+func TestPerClientSessionStaysOnItsReplica(t *testing.T) {
+	net := &memPeers{routers: map[string]*Router{}, gone: map[string]bool{}}
+	keys := state.RandomSealer()
+	fa := &fakeFactory{lists: map[string][]string{"tools/list": tools("echo")}}
+	fb := &fakeFactory{lists: map[string][]string{"tools/list": tools("echo")}}
+	start := func(f *fakeFactory, id string) *Router {
+		r, err := New(&Options{ListWait: -1, Sealer: keys, Peers: memPeer{net, id}, Upstreams: []UpstreamConfig{{
+			Name: "up", Connect: f.connect, PerClient: true, MaxClients: 4, ClientIdle: time.Minute, Timeout: 5 * time.Second, Relay: relayAll,
+		}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Start(context.Background())
+		t.Cleanup(func() { _ = r.Close() })
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := r.WaitStarted(ctx); err != nil {
+			t.Fatal(err)
+		}
+		net.mu.Lock()
+		net.routers[id] = r
+		net.mu.Unlock()
+		return r
+	}
+	a, b := start(fa, "a"), start(fb, "b")
+	ada := &Caller{ProtocolVersion: "2025-11-25", Session: "ada", Capabilities: json.RawMessage(`{"roots":{}}`)}
+	call := func(r *Router) {
+		t.Helper()
+		if reply := r.Dispatch(context.Background(), ada, request("tools/call", `{"name":"up__echo"}`)); reply.Error != nil || reply.ToolError {
+			t.Fatalf("call: %v %s", reply.Error, reply.Result)
+		}
+	}
+	call(a)
+	call(b)
+	call(b)
+	madeA, _ := fa.snapshot()
+	madeB, _ := fb.snapshot()
+	if len(madeA) != 2 || len(madeA[1].recorded()) != 3 {
+		t.Fatalf("replica a: %d sessions, want the listing one and ada's with all 3 calls", len(madeA))
+	}
+	if len(madeB) != 1 {
+		t.Errorf("replica b opened %d per-client sessions for ada, want none", len(madeB)-1)
+	}
+
+	// Replica a is gone: b takes ada over with a session of its own.
+	net.mu.Lock()
+	net.gone["a"] = true
+	net.mu.Unlock()
+	call(b)
+	call(b)
+	if madeB, _ = fb.snapshot(); len(madeB) != 2 || len(madeB[1].recorded()) != 2 {
+		t.Errorf("after a is gone: replica b has %d sessions, want ada's new one with her 2 calls", len(madeB))
+	}
+	if n := len(madeA[1].recorded()); n != 3 {
+		t.Errorf("replica a's session got %d calls after it was gone", n-3)
 	}
 }

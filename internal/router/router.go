@@ -27,6 +27,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
+
 	"github.com/mcp-gateway/mcp-gateway/internal/config"
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/namespace"
@@ -234,6 +236,9 @@ type Router struct {
 	// input; sealer seals the request states that name them.
 	parked parking
 	sealer *sealer
+	// owners caches which replica holds each host's per-client upstream
+	// sessions (peers.go).
+	owners owners
 	// tasks are the tasks handed to hosts (taskstore.go).
 	tasks taskStore
 
@@ -399,6 +404,7 @@ func New(opts *Options) (*Router, error) {
 	if opts.Sealer != nil {
 		r.sealer.keys = opts.Sealer
 	}
+	r.owners.cache, _ = lru.New[string, ownerEntry](4096) // a positive size never fails
 	r.progress = map[string]*call{}
 	if r.opts.ListWait == 0 {
 		r.opts.ListWait = config.DefaultListWait

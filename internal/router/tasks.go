@@ -197,7 +197,7 @@ func (r *Router) taskRequest(ctx context.Context, c *Caller, req *jsonrpc.Reques
 	t := r.tasks.get(req.TaskID, taskOwner(c))
 	if rep := taskReplica(req.TaskID); t == nil && r.elsewhere(c, rep) {
 		// Another replica runs it (peers.go).
-		return r.askReplica(ctx, c, rep, req, func() *Reply {
+		return r.askReplica(ctx, c, rep, req, func(bool) *Reply {
 			return errorReply(jsonrpc.CodeInvalidParams, "Failed to retrieve task: the gateway replica that ran it stopped, and the task ended with it")
 		})
 	}

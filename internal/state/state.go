@@ -40,8 +40,11 @@ var (
 	// deleted on some replica).
 	ErrNoSession = errors.New("no such session")
 	// ErrReplicaGone: the replica asked is not running (or cannot reach
-	// Redis).
+	// Redis): it never got the call.
 	ErrReplicaGone = errors.New("the gateway replica is gone")
+	// ErrInterrupted: the replica asked stopped while it ran the call,
+	// which may have taken effect.
+	ErrInterrupted = errors.New("the gateway replica stopped during the call")
 )
 
 // Redis keys and channels, all under one prefix.
@@ -489,9 +492,9 @@ func (s *Store) serve(ctx context.Context, m message) {
 }
 
 // Call asks replica to run payload (Handlers.Call there) and returns its
-// answer: ErrReplicaGone when that replica is not listening, or stops
-// listening before it answers; ErrUnavailable when Redis does not
-// answer; ctx's error when ctx ends first (the other replica is told to
+// answer: ErrReplicaGone when that replica is not listening,
+// ErrInterrupted when it stops listening before it answers;
+// ErrUnavailable when Redis does not answer; ctx's error when ctx ends first (the other replica is told to
 // cancel).
 func (s *Store) Call(ctx context.Context, replica string, payload []byte) ([]byte, error) {
 	var corr [16]byte
@@ -520,7 +523,7 @@ func (s *Store) Call(ctx context.Context, replica string, payload []byte) ([]byt
 		select {
 		case answer, ok := <-ch:
 			if !ok {
-				return nil, ErrReplicaGone
+				return nil, ErrInterrupted
 			}
 			return answer, nil
 		case <-ctx.Done():
@@ -531,8 +534,57 @@ func (s *Store) Call(ctx context.Context, replica string, payload []byte) ([]byt
 		case <-tick.C:
 			subs, err := s.rdb.PubSubNumSub(ctx, inbox).Result()
 			if err == nil && subs[inbox] == 0 {
-				return nil, ErrReplicaGone
+				return nil, ErrInterrupted
 			}
 		}
 	}
+}
+
+// ownerPrefix + a digest names a claim: which replica holds something
+// that cannot move (a per-client upstream session).
+const ownerPrefix = keyPrefix + "o:"
+
+// claimScript makes ARGV[1] the owner of KEYS[1] for ARGV[2] ms unless
+// another replica owns it, renewing the claim of its owner, and returns
+// the owner.
+var claimScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if not v then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return ARGV[1]
+end
+if v == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return v`)
+
+// disownScript removes KEYS[1]'s claim if ARGV[1] holds it.
+var disownScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0`)
+
+func ownerKey(name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return ownerPrefix + hex.EncodeToString(sum[:16])
+}
+
+// Claim makes this replica the owner of name for ttl, unless another
+// replica owns it, and returns the owner's replica id.
+func (s *Store) Claim(ctx context.Context, name string, ttl time.Duration) (string, error) {
+	owner, err := claimScript.Run(ctx, s.rdb, []string{ownerKey(name)}, s.replica, ttl.Milliseconds()).Text()
+	if err != nil {
+		return "", unavailable(err)
+	}
+	return owner, nil
+}
+
+// Disown ends replica's claim of name (it is gone), so that the next
+// Claim takes it.
+func (s *Store) Disown(ctx context.Context, name, replica string) error {
+	if err := disownScript.Run(ctx, s.rdb, []string{ownerKey(name)}, replica).Err(); err != nil {
+		return unavailable(err)
+	}
+	return nil
 }

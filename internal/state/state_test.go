@@ -205,8 +205,8 @@ func TestCallToAReplicaThatDies(t *testing.T) {
 	go func() { _, err := a.Call(context.Background(), b.Replica(), []byte("x")); done <- err }()
 	<-started
 	_ = b.Close()
-	if err := <-done; !errors.Is(err, state.ErrReplicaGone) {
-		t.Errorf("Call to a replica that closed: %v, want ErrReplicaGone", err)
+	if err := <-done; !errors.Is(err, state.ErrInterrupted) {
+		t.Errorf("Call to a replica that closed: %v, want ErrInterrupted", err)
 	}
 }
 
@@ -269,5 +269,35 @@ func TestRedisDown(t *testing.T) {
 	}
 	if _, err := a.Session(ctx, id); err != nil {
 		t.Errorf("Session after Redis came back: %v", err)
+	}
+}
+
+// TestClaims: the first replica to claim a name owns it until its claim
+// lapses or it is disowned; the owner renews it.
+func TestClaims(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	a, b := pair(t, srv, state.Handlers{}, state.Handlers{})
+	ctx := context.Background()
+	if owner, err := a.Claim(ctx, "up\x00host", time.Minute); err != nil || owner != a.Replica() {
+		t.Fatalf("a's claim: %q, %v", owner, err)
+	}
+	if owner, _ := b.Claim(ctx, "up\x00host", time.Minute); owner != a.Replica() {
+		t.Errorf("b's claim of a's: owner %q, want a", owner)
+	}
+	if err := b.Disown(ctx, "up\x00host", b.Replica()); err != nil {
+		t.Fatal(err)
+	}
+	if owner, _ := b.Claim(ctx, "up\x00host", time.Minute); owner != a.Replica() {
+		t.Errorf("disowned by a replica that does not own it: owner %q", owner)
+	}
+	if err := b.Disown(ctx, "up\x00host", a.Replica()); err != nil {
+		t.Fatal(err)
+	}
+	if owner, _ := b.Claim(ctx, "up\x00host", time.Minute); owner != b.Replica() {
+		t.Errorf("after a was disowned: owner %q, want b", owner)
+	}
+	if owner, _ := a.Claim(ctx, "up\x00host", 20*time.Millisecond); owner != b.Replica() {
+		t.Errorf("another name's claim leaked: %q", owner)
 	}
 }
