@@ -45,7 +45,14 @@ func (s *Server) startShared() {
 		return
 	}
 	s.opts.Shared.Start(state.Handlers{
-		Revoked: s.forget,
+		Revoked: func(id string) {
+			if !s.forget(id) {
+				// What the router keeps for the session here (a
+				// per-client upstream session its calls were sent to)
+				// ends with it too.
+				s.d.HostGone(id)
+			}
+		},
 		Level: func(id, level string) {
 			if ss := s.localSession(id); ss != nil {
 				ss.setLogLevel(level)
@@ -79,8 +86,8 @@ func (s *Server) localSession(id string) *session {
 
 // forget drops a session from this replica's table (another replica
 // ended it, or it is idle here), ending what it has running here, but not
-// the session itself.
-func (s *Server) forget(id string) {
+// the session itself; false when the table did not hold it.
+func (s *Server) forget(id string) bool {
 	s.mu.Lock()
 	ss := s.sessions[id]
 	delete(s.sessions, id)
@@ -88,6 +95,7 @@ func (s *Server) forget(id string) {
 	if ss != nil {
 		s.ended(ss)
 	}
+	return ss != nil
 }
 
 // adopt serves a session another replica opened: its id is opened, its
