@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
+	"github.com/mcp-gateway/mcp-gateway/internal/mcptest"
 	"github.com/mcp-gateway/mcp-gateway/internal/state"
 	"github.com/mcp-gateway/mcp-gateway/internal/state/redistest"
 )
@@ -299,5 +301,44 @@ func TestClaims(t *testing.T) {
 	}
 	if owner, _ := a.Claim(ctx, "up\x00host", 20*time.Millisecond); owner != b.Replica() {
 		t.Errorf("another name's claim leaked: %q", owner)
+	}
+}
+
+// TestRedisTLSAndPassword: rediss:// with a private CA (ca_file) and a
+// password; the wrong password, or a server the CA did not sign, is
+// ErrUnavailable, never a session.
+func TestRedisTLSAndPassword(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cert := mcptest.NewCert(t, 1, false)
+	certFile, keyFile, caFile := filepath.Join(dir, "redis.pem"), filepath.Join(dir, "redis.key"), filepath.Join(dir, "ca.pem")
+	cert.Write(t, certFile, keyFile, time.Now())
+	mcptest.WriteFileAt(t, caFile, cert.CertPEM, time.Now())
+	srv := redistest.StartTLS(t, certFile, keyFile, mcptest.Pool(cert), "--requirepass", "s3cret")
+	open := func(password, ca string) *state.Store {
+		s, err := state.Open(state.Options{URL: srv.URL, Password: password, CAFile: ca, Sealer: sealer(t, key(7)), SessionTTL: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	ctx := context.Background()
+	good := open("s3cret", caFile)
+	id := good.NewSessionID(state.SessionSeal{Version: "2025-11-25"})
+	if err := good.CreateSession(ctx, id, state.SessionRecord{Capabilities: json.RawMessage(`{}`)}); err != nil {
+		t.Fatalf("over TLS with the password: %v", err)
+	}
+	if _, err := open("wrong", caFile).Session(ctx, id); !errors.Is(err, state.ErrUnavailable) {
+		t.Errorf("the wrong password: %v, want ErrUnavailable", err)
+	}
+	other := mcptest.NewCert(t, 2, false)
+	otherCA := filepath.Join(dir, "other-ca.pem")
+	mcptest.WriteFileAt(t, otherCA, other.CertPEM, time.Now())
+	if _, err := open("s3cret", otherCA).Session(ctx, id); !errors.Is(err, state.ErrUnavailable) {
+		t.Errorf("a server another CA signed: %v, want ErrUnavailable", err)
+	}
+	if _, err := state.Open(state.Options{URL: srv.URL, CAFile: filepath.Join(dir, "missing.pem"), Sealer: sealer(t, key(7))}); err == nil {
+		t.Error("a missing ca_file was accepted")
 	}
 }

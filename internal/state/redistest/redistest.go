@@ -4,12 +4,15 @@ package redistest
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -41,25 +44,49 @@ type Server struct {
 	cmd  *exec.Cmd
 	dir  string
 	args []string
+	// tls, when set, is how the readiness check reaches a TLS server.
+	tls *tls.Config
 }
 
 // Start starts a redis-server on a free loopback port, with nothing
-// saved to disk, and stops it when the test ends.
+// saved to disk, and stops it when the test ends. extra are more
+// redis-server arguments (--requirepass PW).
 func Start(t testing.TB, extra ...string) *Server {
 	t.Helper()
 	bin := Binary(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	port := freePort(t)
 	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), dir: t.TempDir()}
 	s.URL = "redis://" + s.Addr + "/0"
 	s.args = append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", s.dir}, extra...)
 	s.start(t, bin)
 	t.Cleanup(s.Stop)
 	return s
+}
+
+// StartTLS starts a redis-server that speaks TLS only, with the
+// certificate and key in these PEM files; roots verify it for the
+// readiness check. Its URL is rediss://.
+func StartTLS(t testing.TB, certFile, keyFile string, roots *x509.CertPool, extra ...string) *Server {
+	t.Helper()
+	bin := Binary(t)
+	port := freePort(t)
+	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), dir: t.TempDir(), tls: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}}
+	s.URL = "rediss://" + s.Addr + "/0"
+	s.args = append([]string{"--port", "0", "--tls-port", strconv.Itoa(port), "--tls-cert-file", certFile, "--tls-key-file", keyFile,
+		"--tls-auth-clients", "no", "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", s.dir}, extra...)
+	s.start(t, bin)
+	t.Cleanup(s.Stop)
+	return s
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }
 
 func (s *Server) start(t testing.TB, bin string) {
@@ -86,7 +113,7 @@ func (s *Server) await(d time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	for {
-		if err := ping(ctx, s.Addr); err == nil {
+		if err := ping(ctx, s.Addr, s.tls); err == nil {
 			return nil
 		} else if ctx.Err() != nil {
 			return err
@@ -98,9 +125,16 @@ func (s *Server) await(d time.Duration) error {
 	}
 }
 
-func ping(ctx context.Context, addr string) error {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
+func ping(ctx context.Context, addr string, tlsConfig *tls.Config) error {
+	var c net.Conn
+	var err error
+	if tlsConfig != nil {
+		d := tls.Dialer{Config: tlsConfig}
+		c, err = d.DialContext(ctx, "tcp", addr)
+	} else {
+		var d net.Dialer
+		c, err = d.DialContext(ctx, "tcp", addr)
+	}
 	if err != nil {
 		return err
 	}
@@ -113,7 +147,7 @@ func ping(ctx context.Context, addr string) error {
 	if err != nil {
 		return err
 	}
-	if line != "+PONG\r\n" {
+	if line != "+PONG\r\n" && !strings.HasPrefix(line, "-NOAUTH") {
 		return fmt.Errorf("PING answered %q", line)
 	}
 	return nil
