@@ -1,0 +1,231 @@
+package main
+
+// The replica tests run three real gateway processes that share their
+// state in a real redis-server, behind a real haproxy that balances round
+// robin with no stickiness, and drive them with Go SDK hosts of both eras
+// (the harness is replicas_harness_test.go). Run them with
+//
+//	go test -race -count=1 -run 'TestReplicas' -v ./cmd/mcp-gateway
+//
+// They need redis-server and haproxy (.ci/run installs them); without
+// them they skip.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+const (
+	// replicaLoadRate is the calls per second of the load, all hosts
+	// together.
+	replicaLoadRate = 200
+	// hostsPerEra is how many hosts of each era the load runs.
+	hostsPerEra = 4
+	// loadPhase is how long the load runs before and after an event.
+	loadPhase = 3 * time.Second
+	// killAnswered bounds how long after a SIGKILL a call that was in
+	// flight on the killed replica may take to get its answer or its
+	// closed stream: a generous bound on an event (haproxy sees the
+	// connection close at once), not a measure of speed.
+	killAnswered = 5 * time.Second
+)
+
+// TestReplicasSurviveAKill kills one of three replicas with SIGKILL while
+// hosts of both eras call through the balancer: only calls in flight on
+// it may fail, and only right then; every host carries on, legacy hosts
+// in the same session; modern hosts' MRTR retries complete wherever they
+// land; and a tool added upstream afterwards reaches every host.
+func TestReplicasSurviveAKill(t *testing.T) {
+	rig := startReplicaRig(t, hostsPerEra)
+	hosts := rig.hosts()
+	victim := rig.replicas.replicas[1]
+
+	load := startReplicaLoad(hosts, replicaLoadRate)
+	started := time.Now()
+	time.Sleep(loadPhase) // the load's duration, not a wait for an event
+	killedAt := time.Now()
+	rig.replicas.kill(victim)
+	t.Logf("killed %s (SIGKILL) at +%v", victim.name, killedAt.Sub(started).Round(time.Millisecond))
+	time.Sleep(loadPhase) // the load's duration, not a wait for an event
+	calls := load.stop()
+	stopped := time.Now()
+
+	before, after := statsOf(calls, started, killedAt), statsOf(calls, killedAt, stopped)
+	t.Logf("before the kill: %v", before)
+	t.Logf("after the kill: %v", after)
+	if before.calls < replicaLoadRate || after.calls < replicaLoadRate {
+		t.Errorf("the load ran too few calls to mean anything (%d before, %d after the kill)", before.calls, after.calls)
+	}
+
+	inFlight := 0
+	failed := 0
+	for _, c := range calls {
+		if c.start.Before(killedAt) && !c.end.Before(killedAt) {
+			inFlight++
+		}
+		if c.err == nil {
+			continue
+		}
+		failed++
+		// (a) a failure is a call the kill interrupted, answered soon after.
+		if !c.start.Before(killedAt) || c.end.Before(killedAt) || c.end.After(killedAt.Add(killAnswered)) {
+			t.Errorf("%s %s [+%v, +%v] failed, and was not in flight at the kill (+%v) or ended later than %v after it: %v",
+				c.host, c.tool, c.start.Sub(started).Round(time.Millisecond), c.end.Sub(started).Round(time.Millisecond),
+				killedAt.Sub(started).Round(time.Millisecond), killAnswered, c.err)
+		}
+		// (c) no live legacy session was forgotten by a replica.
+		if isSessionMissing(c.err) {
+			t.Errorf("%s %s: session not found: %v", c.host, c.tool, c.err)
+		}
+	}
+	t.Logf("in flight at the kill: %d calls; failed: %d", inFlight, failed)
+	// (b)
+	if failed > inFlight {
+		t.Errorf("%d calls failed, more than the %d in flight at the kill", failed, inFlight)
+	}
+
+	// (c), (d): every call that started after the kill succeeded, on every
+	// host, modern asks (input_required, retried on any replica) included.
+	asksAfter := 0
+	for _, c := range calls {
+		if c.start.Before(killedAt) {
+			continue
+		}
+		if c.modern && c.tool == "ask" {
+			asksAfter++
+		}
+		if c.err != nil {
+			t.Errorf("%s %s, started after the kill, failed: %v", c.host, c.tool, c.err)
+		}
+	}
+	if asksAfter == 0 {
+		t.Errorf("no modern ask call started after the kill")
+	}
+	for _, h := range rig.legacy {
+		if h.sessionID == "" || h.cs.ID() != h.sessionID {
+			t.Errorf("%s: session %q at connect, %q now: the host was made to initialize again", h.name, h.sessionID, h.cs.ID())
+		}
+	}
+
+	// (e) a change upstream reaches every host, of both eras, on a
+	// survivor: legacy hosts on their GET stream (resumed on another
+	// replica, with Last-Event-ID, if it was on the victim), modern hosts
+	// on their listen stream (opened again if it was on the victim).
+	ctx, cancel := context.WithTimeout(context.Background(), startupWait)
+	defer cancel()
+	for _, h := range hosts {
+		h.awaitListening(ctx, t)
+		drain(h.toolsChanged) // resuming a stream announces list changes of its own
+	}
+	rig.upstream.addTool("added")
+	for _, h := range hosts {
+		await(ctx, t, h.toolsChanged, h.name+": notifications/tools/list_changed after a tool was added")
+		awaitTools(ctx, t, h.listSession(), h.toolsChanged, h.name+": the added tool", func(names []string) bool {
+			return slices.Contains(names, exposed("added"))
+		})
+	}
+}
+
+// TestReplicasRollingRestart restarts the three replicas one at a time
+// (SIGTERM, exit, start on the same port, back in rotation) under load:
+// no call fails, since a stopping replica leaves the balancer's rotation
+// during shutdown.delay and then finishes what it has, and legacy hosts
+// keep their sessions.
+func TestReplicasRollingRestart(t *testing.T) {
+	rig := startReplicaRig(t, hostsPerEra)
+	hosts := rig.hosts()
+
+	load := startReplicaLoad(hosts, replicaLoadRate)
+	started := time.Now()
+	for _, r := range rig.replicas.replicas {
+		from := time.Now()
+		rig.replicas.stop(r)
+		stopped := time.Now()
+		rig.replicas.start(r)
+		rig.replicas.awaitReady(r)
+		rig.lb.awaitUp(r)
+		t.Logf("%s: stopped in %v, back in rotation %v later", r.name, stopped.Sub(from).Round(time.Millisecond), time.Since(stopped).Round(time.Millisecond))
+	}
+	calls := load.stop()
+	all := statsOf(calls, started, time.Now())
+	t.Logf("during the restarts: %v", all)
+	if all.calls < replicaLoadRate {
+		t.Errorf("the load ran too few calls to mean anything (%d)", all.calls)
+	}
+	for _, c := range calls {
+		if c.err != nil {
+			t.Errorf("%s %s [+%v, +%v] failed: %v", c.host, c.tool,
+				c.start.Sub(started).Round(time.Millisecond), c.end.Sub(started).Round(time.Millisecond), c.err)
+		}
+	}
+	for _, h := range rig.legacy {
+		if h.sessionID == "" || h.cs.ID() != h.sessionID {
+			t.Errorf("%s: session %q at connect, %q now: the host was made to initialize again", h.name, h.sessionID, h.cs.ID())
+		}
+	}
+}
+
+// TestReplicasSessionRevokedEverywhere: a legacy session initialized on
+// one replica is served by the others, and once DELETEd on one of them it
+// is gone on all three (404).
+func TestReplicasSessionRevokedEverywhere(t *testing.T) {
+	replicaPeer(t, "redis-server")
+	up := startReplicaUpstream(t)
+	rs := startReplicas(t, writeReplicaConfig(t, up.url, startRedis(t)), 3)
+	r := rs.replicas
+	ctx, cancel := context.WithTimeout(context.Background(), startupWait)
+	defer cancel()
+
+	code, header, m := postRaw(ctx, t, r[0].url(), nil,
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"revoked","version":"1"}}}`)
+	sid := header.Get("Mcp-Session-Id")
+	if code != http.StatusOK || m.Error != nil || sid == "" {
+		t.Fatalf("initialize on %s: %d, session %q, error %v", r[0].name, code, sid, m.Error)
+	}
+	session := map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-11-25"}
+	resp := postResponse(ctx, t, r[1].url(), session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("notifications/initialized on %s: %d, want 202", r[1].name, resp.StatusCode)
+	}
+	call := func(i int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{"text":"on %s"}}}`, 10+i, exposed("echo"), r[i].name)
+	}
+	for _, i := range []int{1, 2} {
+		code, _, m := postRaw(ctx, t, r[i].url(), session, call(i))
+		if code != http.StatusOK || m.Error != nil || !strings.Contains(string(m.Result), "on "+r[i].name) {
+			t.Fatalf("tools/call on %s in the session from %s: %d, error %v, result %s", r[i].name, r[0].name, code, m.Error, m.Result)
+		}
+	}
+
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, r[1].url(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range session {
+		req.Header.Set(k, v)
+	}
+	del, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	del.Body.Close()
+	if del.StatusCode/100 != 2 {
+		t.Fatalf("DELETE on %s: %d", r[1].name, del.StatusCode)
+	}
+
+	for i := range r {
+		resp := postResponse(ctx, t, r[i].url(), session, call(i))
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("tools/call on %s after DELETE on %s: %d %s, want 404", r[i].name, r[1].name, resp.StatusCode, body)
+		}
+	}
+}
