@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -266,11 +267,14 @@ func startReplicaUpstream(t *testing.T) *replicaUpstream {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
-		srv.CloseClientConnections()
-		srv.Close()
+		// The sessions first: a killed replica's session may hold an ask
+		// waiting for an answer that will never come, and Close waits for
+		// its handler.
 		for ss := range s.Sessions() {
 			_ = ss.Close()
 		}
+		srv.CloseClientConnections()
+		srv.Close()
 	})
 	return &replicaUpstream{server: s, url: srv.URL}
 }
@@ -750,6 +754,34 @@ func (h *replicaHost) listSession() *mcp.ClientSession {
 	return h.cs
 }
 
+// awaitTool waits for a notifications/tools/list_changed, then lists
+// tools (again after each further change) until name is listed.
+func (h *replicaHost) awaitTool(ctx context.Context, name string) error {
+	select {
+	case <-h.toolsChanged:
+	case <-ctx.Done():
+		return fmt.Errorf("%s: no notifications/tools/list_changed", h.name)
+	}
+	for {
+		res, err := h.listSession().ListTools(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("%s: tools/list: %w", h.name, err)
+		}
+		var names []string
+		for _, tool := range res.Tools {
+			names = append(names, tool.Name)
+		}
+		if slices.Contains(names, name) {
+			return nil
+		}
+		select {
+		case <-h.toolsChanged:
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %s never listed after the change; the last tools/list: %v", h.name, name, names)
+		}
+	}
+}
+
 func (h *replicaHost) close() {
 	h.mu.Lock()
 	if h.closed {
@@ -831,13 +863,14 @@ type loadRun struct {
 const callTimeout = 20 * time.Second
 
 // startReplicaLoad runs rate calls per second in all, shared evenly by the
-// hosts. Each host's calls cycle through echo (6 in 10), slow (2) and ask
+// hosts, until stop or the end of the test. Each host's calls cycle through echo (6 in 10), slow (2) and ask
 // (2): a modern host's ask is answered input_required and retried, and
 // the retry may land on any replica. Legacy hosts call echo and slow
 // only: the contract says nothing of where a legacy host's answer to the
 // gateway's elicitation request (a POST of its own) may land.
-func startReplicaLoad(hosts []*replicaHost, rate int) *loadRun {
+func startReplicaLoad(t *testing.T, hosts []*replicaHost, rate int) *loadRun {
 	l := &loadRun{done: make(chan struct{})}
+	t.Cleanup(func() { l.stop() }) // also when the test fails half way
 	interval := time.Duration(len(hosts)) * time.Second / time.Duration(rate)
 	for _, h := range hosts {
 		l.wg.Go(func() {

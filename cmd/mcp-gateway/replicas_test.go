@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -46,7 +45,7 @@ func TestReplicasSurviveAKill(t *testing.T) {
 	hosts := rig.hosts()
 	victim := rig.replicas.replicas[1]
 
-	load := startReplicaLoad(hosts, replicaLoadRate)
+	load := startReplicaLoad(t, hosts, replicaLoadRate)
 	started := time.Now()
 	time.Sleep(loadPhase) // the load's duration, not a wait for an event
 	killedAt := time.Now()
@@ -63,46 +62,39 @@ func TestReplicasSurviveAKill(t *testing.T) {
 		t.Errorf("the load ran too few calls to mean anything (%d before, %d after the kill)", before.calls, after.calls)
 	}
 
-	inFlight := 0
-	failed := 0
+	inFlight, failed := 0, 0
+	late := newViolations(t, "failed, and was not in flight at the kill or ended later than "+killAnswered.String()+" after it") // (a)
+	forgotten := newViolations(t, "failed with session not found")                                                               // (c)
+	afterKill := newViolations(t, "started after the kill and failed")                                                           // (c), (d)
+	asksAfter := 0
 	for _, c := range calls {
 		if c.start.Before(killedAt) && !c.end.Before(killedAt) {
 			inFlight++
+		}
+		if !c.start.Before(killedAt) && c.modern && c.tool == "ask" {
+			asksAfter++
 		}
 		if c.err == nil {
 			continue
 		}
 		failed++
-		// (a) a failure is a call the kill interrupted, answered soon after.
 		if !c.start.Before(killedAt) || c.end.Before(killedAt) || c.end.After(killedAt.Add(killAnswered)) {
-			t.Errorf("%s %s [+%v, +%v] failed, and was not in flight at the kill (+%v) or ended later than %v after it: %v",
-				c.host, c.tool, c.start.Sub(started).Round(time.Millisecond), c.end.Sub(started).Round(time.Millisecond),
-				killedAt.Sub(started).Round(time.Millisecond), killAnswered, c.err)
+			late.add(c, started)
 		}
-		// (c) no live legacy session was forgotten by a replica.
 		if isSessionMissing(c.err) {
-			t.Errorf("%s %s: session not found: %v", c.host, c.tool, c.err)
+			forgotten.add(c, started)
+		}
+		if !c.start.Before(killedAt) {
+			afterKill.add(c, started)
 		}
 	}
 	t.Logf("in flight at the kill: %d calls; failed: %d", inFlight, failed)
+	late.report()
+	forgotten.report()
+	afterKill.report()
 	// (b)
 	if failed > inFlight {
 		t.Errorf("%d calls failed, more than the %d in flight at the kill", failed, inFlight)
-	}
-
-	// (c), (d): every call that started after the kill succeeded, on every
-	// host, modern asks (input_required, retried on any replica) included.
-	asksAfter := 0
-	for _, c := range calls {
-		if c.start.Before(killedAt) {
-			continue
-		}
-		if c.modern && c.tool == "ask" {
-			asksAfter++
-		}
-		if c.err != nil {
-			t.Errorf("%s %s, started after the kill, failed: %v", c.host, c.tool, c.err)
-		}
 	}
 	if asksAfter == 0 {
 		t.Errorf("no modern ask call started after the kill")
@@ -124,11 +116,14 @@ func TestReplicasSurviveAKill(t *testing.T) {
 		drain(h.toolsChanged) // resuming a stream announces list changes of its own
 	}
 	rig.upstream.addTool("added")
+	errs := make(chan error, len(hosts))
 	for _, h := range hosts {
-		await(ctx, t, h.toolsChanged, h.name+": notifications/tools/list_changed after a tool was added")
-		awaitTools(ctx, t, h.listSession(), h.toolsChanged, h.name+": the added tool", func(names []string) bool {
-			return slices.Contains(names, exposed("added"))
-		})
+		go func() { errs <- h.awaitTool(ctx, exposed("added")) }()
+	}
+	for range hosts {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
 	}
 }
 
@@ -141,7 +136,7 @@ func TestReplicasRollingRestart(t *testing.T) {
 	rig := startReplicaRig(t, hostsPerEra)
 	hosts := rig.hosts()
 
-	load := startReplicaLoad(hosts, replicaLoadRate)
+	load := startReplicaLoad(t, hosts, replicaLoadRate)
 	started := time.Now()
 	for _, r := range rig.replicas.replicas {
 		from := time.Now()
@@ -158,12 +153,13 @@ func TestReplicasRollingRestart(t *testing.T) {
 	if all.calls < replicaLoadRate {
 		t.Errorf("the load ran too few calls to mean anything (%d)", all.calls)
 	}
+	failures := newViolations(t, "failed during the restarts")
 	for _, c := range calls {
 		if c.err != nil {
-			t.Errorf("%s %s [+%v, +%v] failed: %v", c.host, c.tool,
-				c.start.Sub(started).Round(time.Millisecond), c.end.Sub(started).Round(time.Millisecond), c.err)
+			failures.add(c, started)
 		}
 	}
+	failures.report()
 	for _, h := range rig.legacy {
 		if h.sessionID == "" || h.cs.ID() != h.sessionID {
 			t.Errorf("%s: session %q at connect, %q now: the host was made to initialize again", h.name, h.sessionID, h.cs.ID())
@@ -228,4 +224,28 @@ func TestReplicasSessionRevokedEverywhere(t *testing.T) {
 			t.Errorf("tools/call on %s after DELETE on %s: %d %s, want 404", r[i].name, r[1].name, resp.StatusCode, body)
 		}
 	}
+}
+
+// violations collects the calls that broke one rule, to report how many
+// and the first few, rather than a line per call of a load.
+type violations struct {
+	t     *testing.T
+	rule  string
+	calls []string
+}
+
+func newViolations(t *testing.T, rule string) *violations { return &violations{t: t, rule: rule} }
+
+func (v *violations) add(c callRecord, origin time.Time) {
+	v.calls = append(v.calls, fmt.Sprintf("%s %s [+%v, +%v]: %v", c.host, c.tool,
+		c.start.Sub(origin).Round(time.Millisecond), c.end.Sub(origin).Round(time.Millisecond), c.err))
+}
+
+func (v *violations) report() {
+	v.t.Helper()
+	if len(v.calls) == 0 {
+		return
+	}
+	const shown = 5
+	v.t.Errorf("%d calls %s; the first ones:\n%s", len(v.calls), v.rule, strings.Join(v.calls[:min(shown, len(v.calls))], "\n"))
 }
