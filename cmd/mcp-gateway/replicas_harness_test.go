@@ -398,17 +398,16 @@ func (rs *replicaSet) awaitReady(r *replica) {
 // and returns once it is reaped.
 func (rs *replicaSet) kill(r *replica) { r.proc.kill() }
 
-// stop sends SIGTERM and waits for the process to exit; it fails the test
-// unless /readyz answered 503 in between (shutdown.delay), and unless the
-// process exits cleanly within startupWait.
-func (rs *replicaSet) stop(r *replica) {
+// terminate sends SIGTERM and returns once /readyz answered 503 (the
+// replica is in its shutdown.delay); it fails the test if the process
+// exits first or /readyz answers anything else.
+func (rs *replicaSet) terminate(r *replica) {
 	rs.t.Helper()
 	if err := r.proc.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		rs.t.Fatalf("%s: SIGTERM: %v", r.name, err)
 	}
-	saw503 := false
 	deadline := time.After(startupWait)
-	for !saw503 {
+	for {
 		select {
 		case <-r.proc.exited:
 			rs.t.Fatalf("%s exited after SIGTERM (%v) before /readyz answered 503", r.name, r.proc.err)
@@ -416,12 +415,23 @@ func (rs *replicaSet) stop(r *replica) {
 			rs.t.Fatalf("%s: /readyz never answered 503 after SIGTERM", r.name)
 		default:
 		}
-		if code, err := r.readyz(); err == nil && code == http.StatusServiceUnavailable {
-			saw503 = true
-		} else if err == nil && code != http.StatusOK {
+		code, err := r.readyz()
+		if err == nil && code == http.StatusServiceUnavailable {
+			return
+		}
+		if err == nil && code != http.StatusOK {
 			rs.t.Fatalf("%s: /readyz answered %d after SIGTERM, want 503", r.name, code)
 		}
+		// 200: the signal is not handled yet. An error: the process is
+		// exiting, which the next round sees.
+		time.Sleep(10 * time.Millisecond) // a polling interval on a real socket
 	}
+}
+
+// awaitExit waits for a terminated replica to exit, and fails the test
+// unless it exits cleanly within startupWait.
+func (rs *replicaSet) awaitExit(r *replica) {
+	rs.t.Helper()
 	select {
 	case <-r.proc.exited:
 		if r.proc.err != nil {

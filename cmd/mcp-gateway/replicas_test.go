@@ -138,15 +138,26 @@ func TestReplicasRollingRestart(t *testing.T) {
 
 	load := startReplicaLoad(t, hosts, replicaLoadRate)
 	started := time.Now()
+	time.Sleep(loadPhase / 3) // the load's duration, not a wait for an event
 	for _, r := range rig.replicas.replicas {
 		from := time.Now()
-		rig.replicas.stop(r)
+		rig.replicas.terminate(r)
+		// shutdown.delay keeps the replica serving, with /readyz at 503,
+		// until the balancer has taken it out of rotation.
+		rig.lb.awaitDown(r)
+		if !r.proc.alive() {
+			t.Errorf("%s exited before haproxy took it out of rotation: shutdown.delay did not hold it", r.name)
+		}
+		out := time.Now()
+		rig.replicas.awaitExit(r)
 		stopped := time.Now()
 		rig.replicas.start(r)
 		rig.replicas.awaitReady(r)
 		rig.lb.awaitUp(r)
-		t.Logf("%s: stopped in %v, back in rotation %v later", r.name, stopped.Sub(from).Round(time.Millisecond), time.Since(stopped).Round(time.Millisecond))
+		t.Logf("%s: out of rotation %v after SIGTERM, exited %v later, back in rotation %v after that",
+			r.name, out.Sub(from).Round(time.Millisecond), stopped.Sub(out).Round(time.Millisecond), time.Since(stopped).Round(time.Millisecond))
 	}
+	time.Sleep(loadPhase / 3) // the load's duration, not a wait for an event
 	calls := load.stop()
 	all := statsOf(calls, started, time.Now())
 	t.Logf("during the restarts: %v", all)
@@ -229,14 +240,18 @@ func TestReplicasSessionRevokedEverywhere(t *testing.T) {
 // violations collects the calls that broke one rule, to report how many
 // and the first few, rather than a line per call of a load.
 type violations struct {
-	t     *testing.T
-	rule  string
-	calls []string
+	t      *testing.T
+	rule   string
+	calls  []string
+	byHost map[string]int
 }
 
-func newViolations(t *testing.T, rule string) *violations { return &violations{t: t, rule: rule} }
+func newViolations(t *testing.T, rule string) *violations {
+	return &violations{t: t, rule: rule, byHost: map[string]int{}}
+}
 
 func (v *violations) add(c callRecord, origin time.Time) {
+	v.byHost[c.host]++
 	v.calls = append(v.calls, fmt.Sprintf("%s %s [+%v, +%v]: %v", c.host, c.tool,
 		c.start.Sub(origin).Round(time.Millisecond), c.end.Sub(origin).Round(time.Millisecond), c.err))
 }
@@ -247,5 +262,5 @@ func (v *violations) report() {
 		return
 	}
 	const shown = 5
-	v.t.Errorf("%d calls %s; the first ones:\n%s", len(v.calls), v.rule, strings.Join(v.calls[:min(shown, len(v.calls))], "\n"))
+	v.t.Errorf("%d calls %s (by host: %v); the first ones:\n%s", len(v.calls), v.rule, v.byHost, strings.Join(v.calls[:min(shown, len(v.calls))], "\n"))
 }
