@@ -6,7 +6,9 @@
 #   1. go vet
 #   2. go test -race ./... (unit, end-to-end and interop tests), and the same
 #      for interop/idp, the test OpenID Provider's own module, and
-#      tools/image, which builds the container image and runs it
+#      tools/image, which builds the container image and runs it; the
+#      replica tests (cmd/mcp-gateway/replicas_test.go) need redis-server
+#      and haproxy, which .ci/run installs
 #   3. the differential fuzz target of the strict decoder, for 30 s
 #   4. the interop harness's own tests
 #   5. the conformance suites against the Go SDK conformance server directly
