@@ -457,7 +457,9 @@ func (b *balancer) url() string { return "http://" + b.addr + "/mcp" }
 // it back), and re-sends a request that could not have been served (no
 // connection, or no answer at all) to another server. Server connections
 // close after each response, so that a request never waits behind an SSE
-// stream; client connections are kept alive.
+// stream; client connections are kept alive. Each response names the
+// replica that served it in X-Replica, for the test to see where streams
+// are.
 const haproxyConfig = `global
     maxconn 4096
     stats socket %[1]s mode 600 level admin
@@ -485,6 +487,7 @@ backend gateways
     http-check send meth GET uri /readyz ver HTTP/1.1 hdr Host 127.0.0.1
     http-check expect status 200
     default-server inter 200ms fall 1 rise 2
+    http-response set-header X-Replica %%[srv_name]
 %[3]s`
 
 // startBalancer runs haproxy in the foreground in front of rs and waits
@@ -614,10 +617,17 @@ type replicaHost struct {
 	listener  *mcp.ClientSession // the session of generation gen, nil for cs
 	closed    bool
 
-	lost    chan int      // generations whose listen stream ended
-	changed chan struct{} // poked when listening changes
-	done    chan struct{} // closed by close
-	wg      sync.WaitGroup
+	// streams are the host's GET and subscriptions/listen streams, in
+	// the order they were opened.
+	streams []*hostStream
+	// changes are the times tools/list_changed notifications arrived.
+	changes []time.Time
+
+	lost       chan int      // generations whose listen stream ended
+	changed    chan struct{} // poked when listening changes
+	changedSig chan struct{} // poked when a tools/list_changed arrives
+	done       chan struct{} // closed by close
+	wg         sync.WaitGroup
 }
 
 func newReplicaHost(t *testing.T, url, era, name string) *replicaHost {
@@ -628,13 +638,20 @@ func newReplicaHost(t *testing.T, url, era, name string) *replicaHost {
 		base:         &http.Transport{MaxIdleConnsPerHost: 64},
 		lost:         make(chan int, 16),
 		changed:      make(chan struct{}, 1),
+		changedSig:   make(chan struct{}, 1),
 		done:         make(chan struct{}),
 	}
 	h.options = &mcp.ClientOptions{
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": name}}, nil
 		},
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { push(h.toolsChanged, struct{}{}) },
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			h.mu.Lock()
+			h.changes = append(h.changes, time.Now())
+			h.mu.Unlock()
+			push(h.changedSig, struct{}{})
+			push(h.toolsChanged, struct{}{})
+		},
 	}
 	cs, err := h.connect(url, 0)
 	if err != nil {
@@ -667,7 +684,7 @@ func (h *replicaHost) connect(url string, gen int) (*mcp.ClientSession, error) {
 			return next(ctx, method, req)
 		}
 	})
-	hc := &http.Client{Transport: &listenWatch{base: h.base, ended: func() { push(h.lost, gen) }}}
+	hc := &http.Client{Transport: &streamWatch{h: h, ended: func() { push(h.lost, gen) }}}
 	ctx, cancel := context.WithTimeout(context.Background(), startupWait)
 	defer cancel()
 	return client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: h.era})
@@ -809,35 +826,75 @@ func (h *replicaHost) close() {
 	h.base.CloseIdleConnections()
 }
 
-// listenWatch calls ended when the body of a subscriptions/listen
-// response ends, for whatever reason.
-type listenWatch struct {
-	base  http.RoundTripper
+// hostStream is a GET or subscriptions/listen stream a host opened.
+type hostStream struct {
+	listen      bool // a subscriptions/listen stream, not a GET
+	opened      time.Time
+	lastEventID string // the Last-Event-ID the request carried
+	status      int
+	replica     string       // the replica that served it (haproxy's X-Replica)
+	ids         atomic.Int64 // SSE events with an id received on it
+}
+
+// streamWatch records each stream the host opens, and calls ended when
+// the body of a subscriptions/listen response ends, for whatever reason.
+type streamWatch struct {
+	h     *replicaHost
 	ended func()
 }
 
-func (w *listenWatch) RoundTrip(r *http.Request) (*http.Response, error) {
+func (w *streamWatch) RoundTrip(r *http.Request) (*http.Response, error) {
 	listen := r.Header.Get("Mcp-Method") == "subscriptions/listen"
-	resp, err := w.base.RoundTrip(r)
-	if !listen {
-		return resp, err
+	if !listen && r.Method != http.MethodGet {
+		return w.h.base.RoundTrip(r)
 	}
+	st := &hostStream{listen: listen, opened: time.Now(), lastEventID: r.Header.Get("Last-Event-ID")}
+	resp, err := w.h.base.RoundTrip(r)
 	if err != nil {
-		w.ended()
+		if listen {
+			w.ended()
+		}
 		return resp, err
 	}
-	resp.Body = &watchedBody{ReadCloser: resp.Body, ended: w.ended}
+	st.status, st.replica = resp.StatusCode, resp.Header.Get("X-Replica")
+	w.h.mu.Lock()
+	w.h.streams = append(w.h.streams, st)
+	w.h.mu.Unlock()
+	ended := func() {}
+	if listen {
+		ended = w.ended
+	}
+	resp.Body = &watchedBody{ReadCloser: resp.Body, stream: st, lineStart: true, ended: ended}
 	return resp, nil
 }
 
+// watchedBody counts the SSE events with an id ("id:" at the start of a
+// line) it reads, and calls ended once when the body ends or is closed.
 type watchedBody struct {
 	io.ReadCloser
-	once  sync.Once
-	ended func()
+	stream    *hostStream
+	lineStart bool   // the next byte starts a line
+	prefix    []byte // what the current line began with, up to 3 bytes
+	once      sync.Once
+	ended     func()
 }
 
 func (b *watchedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
+	for _, c := range p[:n] {
+		switch {
+		case c == '\n' || c == '\r':
+			b.lineStart, b.prefix = true, b.prefix[:0]
+		case b.lineStart && len(b.prefix) < 3:
+			b.prefix = append(b.prefix, c)
+			if string(b.prefix) == "id:" {
+				b.stream.ids.Add(1)
+				b.lineStart = false
+			}
+		default:
+			b.lineStart = false
+		}
+	}
 	if err != nil {
 		b.once.Do(b.ended)
 	}
@@ -847,6 +904,47 @@ func (b *watchedBody) Read(p []byte) (int, error) {
 func (b *watchedBody) Close() error {
 	b.once.Do(b.ended)
 	return b.ReadCloser.Close()
+}
+
+// openStreams returns the host's streams, oldest first.
+func (h *replicaHost) openStreams() []*hostStream {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]*hostStream(nil), h.streams...)
+}
+
+// streamAt returns the last stream of the kind asked for (GET or listen)
+// that opened before t with a 200, or nil.
+func (h *replicaHost) streamAt(t time.Time, listen bool) *hostStream {
+	var at *hostStream
+	for _, st := range h.openStreams() {
+		if st.listen == listen && st.status == http.StatusOK && st.opened.Before(t) {
+			at = st
+		}
+	}
+	return at
+}
+
+// awaitChangeSince waits until a tools/list_changed that arrived at or
+// after t0.
+func (h *replicaHost) awaitChangeSince(ctx context.Context, t0 time.Time) error {
+	for {
+		h.mu.Lock()
+		n := len(h.changes)
+		last := time.Time{}
+		if n > 0 {
+			last = h.changes[n-1]
+		}
+		h.mu.Unlock()
+		if !last.Before(t0) {
+			return nil
+		}
+		select {
+		case <-h.changedSig:
+		case <-ctx.Done():
+			return fmt.Errorf("%s: no notifications/tools/list_changed since the kill", h.name)
+		}
+	}
 }
 
 // callRecord is one call of the load: when it ran and how it ended.

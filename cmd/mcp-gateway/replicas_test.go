@@ -39,18 +39,40 @@ const (
 // hosts of both eras call through the balancer: only calls in flight on
 // it may fail, and only right then; every host carries on, legacy hosts
 // in the same session; modern hosts' MRTR retries complete wherever they
-// land; and a tool added upstream afterwards reaches every host.
+// land; legacy hosts' GET streams resume on a survivor; and a tool added
+// upstream afterwards reaches every host.
 func TestReplicasSurviveAKill(t *testing.T) {
 	rig := startReplicaRig(t, hostsPerEra)
 	hosts := rig.hosts()
-	victim := rig.replicas.replicas[1]
+	warm, cancelWarm := context.WithTimeout(context.Background(), startupWait)
+	defer cancelWarm()
+
+	// A change before the load puts an event (with an id) on every legacy
+	// host's GET stream, so that a host whose stream is cut has an id to
+	// resume from.
+	rig.upstream.addTool("before")
+	awaitAllTools(warm, t, hosts, exposed("before"))
 
 	load := startReplicaLoad(t, hosts, replicaLoadRate)
 	started := time.Now()
 	time.Sleep(loadPhase) // the load's duration, not a wait for an event
+	// The victim is the replica with the most legacy GET streams, so that
+	// resuming one on another replica is always exercised.
+	victim := rig.replicas.replicas[0]
+	onReplica := map[string]int{}
+	for _, h := range rig.legacy {
+		if st := h.streamAt(time.Now(), false); st != nil {
+			onReplica[st.replica]++
+		}
+	}
+	for _, r := range rig.replicas.replicas {
+		if onReplica[r.name] > onReplica[victim.name] {
+			victim = r
+		}
+	}
 	killedAt := time.Now()
 	rig.replicas.kill(victim)
-	t.Logf("killed %s (SIGKILL) at +%v", victim.name, killedAt.Sub(started).Round(time.Millisecond))
+	t.Logf("killed %s (SIGKILL) at +%v; legacy GET streams per replica: %v", victim.name, killedAt.Sub(started).Round(time.Millisecond), onReplica)
 	time.Sleep(loadPhase) // the load's duration, not a wait for an event
 	calls := load.stop()
 	stopped := time.Now()
@@ -105,20 +127,67 @@ func TestReplicasSurviveAKill(t *testing.T) {
 		}
 	}
 
-	// (e) a change upstream reaches every host, of both eras, on a
-	// survivor: legacy hosts on their GET stream (resumed on another
-	// replica, with Last-Event-ID, if it was on the victim), modern hosts
-	// on their listen stream (opened again if it was on the victim).
 	ctx, cancel := context.WithTimeout(context.Background(), startupWait)
 	defer cancel()
+	// GET streams carry event ids; one cut by the kill is resumed on a
+	// survivor with Last-Event-ID, and since the survivor cannot replay
+	// what the victim sent, it tells the host its lists may have changed.
+	moved, relistened := 0, 0
+	for _, h := range rig.legacy {
+		st := h.streamAt(killedAt, false)
+		if st == nil {
+			t.Errorf("%s: no GET stream open at the kill", h.name)
+			continue
+		}
+		if st.ids.Load() == 0 {
+			t.Errorf("%s: its GET stream (on %s) carried no SSE event id, though a list change went on it", h.name, st.replica)
+		}
+		if st.replica != victim.name {
+			continue
+		}
+		moved++
+		var after []string
+		resumed := false
+		for _, next := range h.openStreams() {
+			if next.listen || next.opened.Before(killedAt) {
+				continue
+			}
+			after = append(after, fmt.Sprintf("%d from %s, Last-Event-ID %q", next.status, next.replica, next.lastEventID))
+			if next.status == http.StatusOK && next.replica != victim.name && next.lastEventID != "" {
+				resumed = true
+			}
+		}
+		if !resumed {
+			t.Errorf("%s: its GET stream on %s was not resumed on a survivor with Last-Event-ID; GETs since the kill: %v", h.name, victim.name, after)
+		}
+		if err := h.awaitChangeSince(ctx, killedAt); err != nil {
+			t.Errorf("%v (its GET stream was resumed on another replica, which cannot replay what %s sent)", err, victim.name)
+		}
+	}
+	for _, h := range rig.modern {
+		if st := h.streamAt(killedAt, true); st != nil && st.replica == victim.name {
+			relistened++
+		}
+	}
+	t.Logf("GET streams moved off %s: %d; listen streams opened again: %d", victim.name, moved, relistened)
+
+	// (e) a change upstream reaches every host, of both eras, on a
+	// survivor: legacy hosts on their GET stream, modern hosts on their
+	// listen stream.
 	for _, h := range hosts {
 		h.awaitListening(ctx, t)
 		drain(h.toolsChanged) // resuming a stream announces list changes of its own
 	}
 	rig.upstream.addTool("added")
+	awaitAllTools(ctx, t, hosts, exposed("added"))
+}
+
+// awaitAllTools waits until every host heard of a change and lists tool.
+func awaitAllTools(ctx context.Context, t *testing.T, hosts []*replicaHost, tool string) {
+	t.Helper()
 	errs := make(chan error, len(hosts))
 	for _, h := range hosts {
-		go func() { errs <- h.awaitTool(ctx, exposed("added")) }()
+		go func() { errs <- h.awaitTool(ctx, tool) }()
 	}
 	for range hosts {
 		if err := <-errs; err != nil {
