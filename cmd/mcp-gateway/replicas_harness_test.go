@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -222,7 +223,9 @@ func startReplicaUpstream(t *testing.T) *replicaUpstream {
 	t.Helper()
 	s := mcp.NewServer(&mcp.Implementation{Name: "replicas-upstream", Version: "1"}, &mcp.ServerOptions{
 		SupportedProtocolVersions: mcptest.LegacyVersions(),
+		Logger:                    slog.New(slog.NewTextHandler(&lineWriter{t: t, prefix: "upstream"}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
+	u := &replicaUpstream{server: s}
 	stringArg := func(req *mcp.CallToolRequest, member string) (string, error) {
 		var a map[string]string
 		if err := json.Unmarshal(req.Params.Arguments, &a); err != nil {
@@ -276,7 +279,8 @@ func startReplicaUpstream(t *testing.T) *replicaUpstream {
 		srv.CloseClientConnections()
 		srv.Close()
 	})
-	return &replicaUpstream{server: s, url: srv.URL}
+	u.url = srv.URL
+	return u
 }
 
 // addTool adds a tool upstream, so that the SDK sends
