@@ -226,6 +226,10 @@ func startReplicaUpstream(t *testing.T) *replicaUpstream {
 		Logger:                    slog.New(slog.NewTextHandler(&lineWriter{t: t, prefix: "upstream"}, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	u := &replicaUpstream{server: s}
+	// ending ends the asks still waiting when the test ends: a killed
+	// replica never answers its elicitations, and closing a session waits
+	// for its handlers.
+	ending, end := context.WithCancel(context.Background())
 	stringArg := func(req *mcp.CallToolRequest, member string) (string, error) {
 		var a map[string]string
 		if err := json.Unmarshal(req.Params.Arguments, &a); err != nil {
@@ -260,6 +264,9 @@ func startReplicaUpstream(t *testing.T) *replicaUpstream {
 			if err != nil {
 				return nil, err
 			}
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			defer context.AfterFunc(ending, cancel)()
 			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: message, RequestedSchema: textSchema("name")})
 			if err != nil {
 				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "elicitation: " + err.Error()}}}, nil
@@ -270,9 +277,7 @@ func startReplicaUpstream(t *testing.T) *replicaUpstream {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
-		// The sessions first: a killed replica's session may hold an ask
-		// waiting for an answer that will never come, and Close waits for
-		// its handler.
+		end()
 		for ss := range s.Sessions() {
 			_ = ss.Close()
 		}
@@ -626,6 +631,11 @@ type replicaHost struct {
 	streams []*hostStream
 	// changes are the times tools/list_changed notifications arrived.
 	changes []time.Time
+	// callReplica is the replica that answered the last tools/call POST.
+	callReplica string
+
+	// onElicit, if set, runs before the host answers an elicitation.
+	onElicit atomic.Pointer[func()]
 
 	lost       chan int      // generations whose listen stream ended
 	changed    chan struct{} // poked when listening changes
@@ -647,6 +657,9 @@ func newReplicaHost(t *testing.T, url, era, name string) *replicaHost {
 	}
 	h.options = &mcp.ClientOptions{
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			if hook := h.onElicit.Load(); hook != nil {
+				(*hook)()
+			}
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": name}}, nil
 		},
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
@@ -850,7 +863,13 @@ type streamWatch struct {
 func (w *streamWatch) RoundTrip(r *http.Request) (*http.Response, error) {
 	listen := r.Header.Get("Mcp-Method") == "subscriptions/listen"
 	if !listen && r.Method != http.MethodGet {
-		return w.h.base.RoundTrip(r)
+		resp, err := w.h.base.RoundTrip(r)
+		if err == nil && r.Header.Get("Mcp-Method") == "tools/call" {
+			w.h.mu.Lock()
+			w.h.callReplica = resp.Header.Get("X-Replica")
+			w.h.mu.Unlock()
+		}
+		return resp, err
 	}
 	st := &hostStream{listen: listen, opened: time.Now(), lastEventID: r.Header.Get("Last-Event-ID")}
 	resp, err := w.h.base.RoundTrip(r)
@@ -908,6 +927,14 @@ func (b *watchedBody) Read(p []byte) (int, error) {
 func (b *watchedBody) Close() error {
 	b.once.Do(b.ended)
 	return b.ReadCloser.Close()
+}
+
+// lastCallReplica returns the replica that answered the host's last
+// tools/call POST.
+func (h *replicaHost) lastCallReplica() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.callReplica
 }
 
 // openStreams returns the host's streams, oldest first.

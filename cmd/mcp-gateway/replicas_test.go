@@ -18,6 +18,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 const (
@@ -315,6 +317,64 @@ func TestReplicasSessionRevokedEverywhere(t *testing.T) {
 		if resp.StatusCode != http.StatusNotFound {
 			t.Errorf("tools/call on %s after DELETE on %s: %d %s, want 404", r[i].name, r[1].name, resp.StatusCode, body)
 		}
+	}
+}
+
+// TestReplicasParkedCallOnADeadReplica: a modern host's call to a legacy
+// server that asks for input is parked on the replica that served it; the
+// host's retry lands on another replica, which forwards it to the holder.
+// When the holder died in between, the retry gets, soon, an isError result
+// saying the call was interrupted and may be retried, and retrying it
+// completes on a survivor.
+func TestReplicasParkedCallOnADeadReplica(t *testing.T) {
+	rig := startReplicaRig(t, 1)
+	h := rig.modern[0]
+	ctx, cancel := context.WithTimeout(context.Background(), startupWait)
+	defer cancel()
+
+	// The host is asked for input once the call is parked: it kills the
+	// replica that answered input_required before it answers.
+	killed := make(chan *replica, 1)
+	var killedAt time.Time
+	hook := func() {
+		for _, r := range rig.replicas.replicas {
+			if r.name == h.lastCallReplica() {
+				rig.replicas.kill(r)
+				killedAt = time.Now()
+				killed <- r
+				return
+			}
+		}
+		close(killed)
+	}
+	h.onElicit.Store(&hook)
+	res, err := h.cs.CallTool(ctx, &mcp.CallToolParams{Name: exposed("ask"), Arguments: map[string]any{"message": "parked"}})
+	answered := time.Now()
+	h.onElicit.Store(nil)
+	var victim *replica
+	select {
+	case r, ok := <-killed:
+		if !ok {
+			t.Fatalf("the input_required answer named no replica (X-Replica %q)", h.lastCallReplica())
+		}
+		victim = r
+	default: // the hook runs within CallTool, or not at all
+		t.Fatalf("the host was never asked for input: %v, %v", res, err)
+	}
+	t.Logf("killed %s, which held the parked call; the retry was answered %v later", victim.name, answered.Sub(killedAt).Round(time.Millisecond))
+	switch {
+	case err != nil:
+		t.Errorf("the retry after %s died: %v, want an isError result", victim.name, err)
+	case !res.IsError || !strings.Contains(strings.ToLower(allText(res)), "interrupted"):
+		t.Errorf("the retry after %s died: isError %v, %q; want isError saying the call was interrupted and may be retried", victim.name, res.IsError, allText(res))
+	}
+	if answered.Sub(killedAt) > killAnswered {
+		t.Errorf("the retry was answered %v after the kill, later than %v", answered.Sub(killedAt), killAnswered)
+	}
+
+	// The host retries the whole call, which a survivor completes.
+	if got, err := callAll(ctx, h.cs, exposed("ask"), map[string]any{"message": "again"}); err != nil || strings.TrimSpace(got) != "accept "+h.name {
+		t.Errorf("calling again after %s died: %q, %v", victim.name, got, err)
 	}
 }
 
