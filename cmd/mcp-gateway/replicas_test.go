@@ -213,8 +213,8 @@ func awaitAllTools(ctx context.Context, t *testing.T, hosts []*replicaHost, tool
 // TestReplicasRollingRestart restarts the three replicas one at a time
 // (SIGTERM, exit, start on the same port, back in rotation) under load:
 // no call fails, since a stopping replica leaves the balancer's rotation
-// during shutdown.delay and then finishes what it has, and legacy hosts
-// keep their sessions.
+// during shutdown.delay and then finishes what it has; legacy hosts keep
+// their sessions, and every host still hears of changes.
 func TestReplicasRollingRestart(t *testing.T) {
 	rig := startReplicaRig(t, hostsPerEra)
 	hosts := rig.hosts()
@@ -259,6 +259,18 @@ func TestReplicasRollingRestart(t *testing.T) {
 			t.Errorf("%s: session %q at connect, %q now: the host was made to initialize again", h.name, h.sessionID, h.cs.ID())
 		}
 	}
+
+	// Every stream moved off a stopping replica (a legacy GET stream
+	// resumed elsewhere, a modern listen stream opened again) still
+	// carries changes.
+	ctx, cancel := context.WithTimeout(context.Background(), startupWait)
+	defer cancel()
+	for _, h := range hosts {
+		h.awaitListening(ctx, t)
+		drain(h.toolsChanged)
+	}
+	rig.upstream.addTool("after_restarts")
+	awaitAllTools(ctx, t, hosts, exposed("after_restarts"))
 }
 
 // TestReplicasSessionRevokedEverywhere: a legacy session initialized on
