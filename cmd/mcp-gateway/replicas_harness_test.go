@@ -605,7 +605,7 @@ func (b *balancer) awaitDown(r *replica) {
 // A modern host has no session, but it has a subscriptions/listen stream
 // on one replica, which ends when that replica does. The spec lets a
 // client reconnect then (basic/patterns/subscriptions.mdx, "Graceful
-// Closure"), and a real host must to hear of changes again; the Go SDK
+// Closure"), and a real host must, to hear of changes again; the Go SDK
 // client does not, so the host does it itself: when its listen stream's
 // body ends, it connects a listener session, which opens a new stream
 // (on a surviving replica). Calls stay on the first session.
