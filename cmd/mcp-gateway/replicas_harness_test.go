@@ -984,6 +984,7 @@ type callRecord struct {
 	modern     bool
 	start, end time.Time
 	err        error // a transport or JSON-RPC error, an isError result, or a wrong answer
+	isError    bool  // err is an isError result
 }
 
 // loadRun calls tools from every host at a steady pace until stop.
@@ -1053,7 +1054,7 @@ func (l *loadRun) call(h *replicaHost, tool string) {
 	case err != nil:
 		rec.err = err
 	case res.IsError:
-		rec.err = fmt.Errorf("isError: %s", strings.TrimSpace(allText(res)))
+		rec.err, rec.isError = fmt.Errorf("isError: %s", strings.TrimSpace(allText(res))), true
 	case strings.TrimSpace(allText(res)) != want:
 		rec.err = fmt.Errorf("answered %q, want %q", strings.TrimSpace(allText(res)), want)
 	}

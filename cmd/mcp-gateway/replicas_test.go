@@ -12,6 +12,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -90,6 +92,11 @@ func TestReplicasSurviveAKill(t *testing.T) {
 	late := newViolations(t, "failed, and was not in flight at the kill or ended later than "+killAnswered.String()+" after it") // (a)
 	forgotten := newViolations(t, "failed with session not found")                                                               // (c)
 	afterKill := newViolations(t, "started after the kill and failed")                                                           // (c), (d)
+	// A modern ask interrupted by the kill is either cut (its stream
+	// closed) or, when its retry reached a survivor while the replica
+	// holding the call was dead, told so in an isError result; a JSON-RPC
+	// error (requestState unknown) means the retry was not forwarded.
+	badRetry := newViolations(t, "were modern asks that failed with a JSON-RPC error or an isError not saying the call was interrupted")
 	asksAfter := 0
 	for _, c := range calls {
 		if c.start.Before(killedAt) && !c.end.Before(killedAt) {
@@ -111,11 +118,16 @@ func TestReplicasSurviveAKill(t *testing.T) {
 		if !c.start.Before(killedAt) {
 			afterKill.add(c, started)
 		}
+		var rpcErr *jsonrpc.Error
+		if c.modern && c.tool == "ask" && (errors.As(c.err, &rpcErr) || c.isError && !strings.Contains(strings.ToLower(c.err.Error()), "interrupted")) {
+			badRetry.add(c, started)
+		}
 	}
 	t.Logf("in flight at the kill: %d calls; failed: %d", inFlight, failed)
 	late.report()
 	forgotten.report()
 	afterKill.report()
+	badRetry.report()
 	// (b)
 	if failed > inFlight {
 		t.Errorf("%d calls failed, more than the %d in flight at the kill", failed, inFlight)
