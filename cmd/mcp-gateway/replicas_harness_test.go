@@ -274,6 +274,13 @@ func startReplicaUpstream(t *testing.T) *replicaUpstream {
 			name, _ := res.Content["name"].(string)
 			return textResult(res.Action + " " + name), nil
 		})
+	// A prompt and a resource, so that hosts have all three lists.
+	s.AddPrompt(&mcp.Prompt{Name: "greet", Description: "greets"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello"}}}}, nil
+	})
+	s.AddResource(&mcp.Resource{URI: "test://hello", Name: "hello", MIMEType: "text/plain"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "test://hello", MIMEType: "text/plain", Text: "hello"}}}, nil
+	})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
@@ -629,8 +636,9 @@ type replicaHost struct {
 	// streams are the host's GET and subscriptions/listen streams, in
 	// the order they were opened.
 	streams []*hostStream
-	// changes are the times tools/list_changed notifications arrived.
-	changes []time.Time
+	// changes are the times notifications/<kind>/list_changed arrived,
+	// by kind (tools, prompts, resources).
+	changes map[string][]time.Time
 	// callReplica is the replica that answered the last tools/call POST.
 	callReplica string
 
@@ -639,7 +647,7 @@ type replicaHost struct {
 
 	lost       chan int      // generations whose listen stream ended
 	changed    chan struct{} // poked when listening changes
-	changedSig chan struct{} // poked when a tools/list_changed arrives
+	changedSig chan struct{} // poked when a list_changed arrives
 	done       chan struct{} // closed by close
 	wg         sync.WaitGroup
 }
@@ -653,6 +661,7 @@ func newReplicaHost(t *testing.T, url, era, name string) *replicaHost {
 		lost:         make(chan int, 16),
 		changed:      make(chan struct{}, 1),
 		changedSig:   make(chan struct{}, 1),
+		changes:      map[string][]time.Time{},
 		done:         make(chan struct{}),
 	}
 	h.options = &mcp.ClientOptions{
@@ -663,12 +672,11 @@ func newReplicaHost(t *testing.T, url, era, name string) *replicaHost {
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": name}}, nil
 		},
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			h.mu.Lock()
-			h.changes = append(h.changes, time.Now())
-			h.mu.Unlock()
-			push(h.changedSig, struct{}{})
+			h.noteChange("tools")
 			push(h.toolsChanged, struct{}{})
 		},
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { h.noteChange("prompts") },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { h.noteChange("resources") },
 	}
 	cs, err := h.connect(url, 0)
 	if err != nil {
@@ -956,15 +964,43 @@ func (h *replicaHost) streamAt(t time.Time, listen bool) *hostStream {
 	return at
 }
 
-// awaitChangeSince waits until a tools/list_changed that arrived at or
-// after t0.
-func (h *replicaHost) awaitChangeSince(ctx context.Context, t0 time.Time) error {
+func (h *replicaHost) noteChange(kind string) {
+	h.mu.Lock()
+	h.changes[kind] = append(h.changes[kind], time.Now())
+	h.mu.Unlock()
+	push(h.changedSig, struct{}{})
+}
+
+// announcedKinds are the lists whose changes the gateway said it
+// announces (listChanged in its capabilities), which a host must hear of
+// when a stream resumes on another replica.
+func (h *replicaHost) announcedKinds() []string {
+	caps := h.cs.InitializeResult().Capabilities
+	if caps == nil {
+		return nil
+	}
+	var kinds []string
+	if caps.Tools != nil && caps.Tools.ListChanged {
+		kinds = append(kinds, "tools")
+	}
+	if caps.Prompts != nil && caps.Prompts.ListChanged {
+		kinds = append(kinds, "prompts")
+	}
+	if caps.Resources != nil && caps.Resources.ListChanged {
+		kinds = append(kinds, "resources")
+	}
+	return kinds
+}
+
+// awaitChangeSince waits until a notifications/<kind>/list_changed that
+// arrived at or after t0.
+func (h *replicaHost) awaitChangeSince(ctx context.Context, kind string, t0 time.Time) error {
 	for {
 		h.mu.Lock()
-		n := len(h.changes)
+		changes := h.changes[kind]
 		last := time.Time{}
-		if n > 0 {
-			last = h.changes[n-1]
+		if n := len(changes); n > 0 {
+			last = changes[n-1]
 		}
 		h.mu.Unlock()
 		if !last.Before(t0) {
@@ -973,7 +1009,7 @@ func (h *replicaHost) awaitChangeSince(ctx context.Context, t0 time.Time) error 
 		select {
 		case <-h.changedSig:
 		case <-ctx.Done():
-			return fmt.Errorf("%s: no notifications/tools/list_changed since the kill", h.name)
+			return fmt.Errorf("%s: no notifications/%s/list_changed since the kill", h.name, kind)
 		}
 	}
 }

@@ -143,9 +143,11 @@ func TestReplicasSurviveAKill(t *testing.T) {
 
 	// GET streams carry event ids; one cut by the kill is resumed on a
 	// survivor with Last-Event-ID, and since the survivor cannot replay
-	// what the victim sent, it tells the host its lists may have changed.
+	// what the victim sent, it tells the host that each list it announces
+	// changes of (tools, prompts, resources) may have changed.
 	moved, relistened := 0, 0
-	announced := make(chan error, len(rig.legacy))
+	announced := make(chan error, 3*len(rig.legacy))
+	waits := 0
 	for _, h := range rig.legacy {
 		st := h.streamAt(killedAt, false)
 		if st == nil {
@@ -173,17 +175,24 @@ func TestReplicasSurviveAKill(t *testing.T) {
 		if !resumed {
 			t.Errorf("%s: its GET stream on %s was not resumed on a survivor with Last-Event-ID; GETs since the kill: %v", h.name, victim.name, after)
 		}
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), startupWait)
-			defer cancel()
-			if err := h.awaitChangeSince(ctx, killedAt); err != nil {
-				announced <- fmt.Errorf("%w (its GET stream was resumed on another replica, which cannot replay what %s sent)", err, victim.name)
-				return
-			}
-			announced <- nil
-		}()
+		kinds := h.announcedKinds()
+		if len(kinds) == 0 {
+			t.Errorf("%s: the gateway announces changes of no list (capabilities %+v)", h.name, h.cs.InitializeResult().Capabilities)
+		}
+		for _, kind := range kinds {
+			waits++
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), startupWait)
+				defer cancel()
+				if err := h.awaitChangeSince(ctx, kind, killedAt); err != nil {
+					announced <- fmt.Errorf("%w (its GET stream was resumed on another replica, which cannot replay what %s sent)", err, victim.name)
+					return
+				}
+				announced <- nil
+			}()
+		}
 	}
-	for range moved {
+	for range waits {
 		if err := <-announced; err != nil {
 			t.Error(err)
 		}
