@@ -964,6 +964,29 @@ func (h *replicaHost) streamAt(t time.Time, listen bool) *hostStream {
 	return at
 }
 
+// awaitResumed polls the host's streams until a GET opened after t0
+// carried a Last-Event-ID and was served, with a 200, by a replica other
+// than gone.
+func (h *replicaHost) awaitResumed(t0 time.Time, gone string) error {
+	deadline := time.Now().Add(startupWait)
+	for {
+		var after []string
+		for _, st := range h.openStreams() {
+			if st.listen || st.opened.Before(t0) {
+				continue
+			}
+			if st.status == http.StatusOK && st.replica != gone && st.lastEventID != "" {
+				return nil
+			}
+			after = append(after, fmt.Sprintf("%d from %s, Last-Event-ID %q", st.status, st.replica, st.lastEventID))
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: its GET stream on %s was not resumed on a survivor with Last-Event-ID; GETs since: %v", h.name, gone, after)
+		}
+		time.Sleep(20 * time.Millisecond) // polling what real sockets did
+	}
+}
+
 func (h *replicaHost) noteChange(kind string) {
 	h.mu.Lock()
 	h.changes[kind] = append(h.changes[kind], time.Now())
