@@ -8,7 +8,9 @@
 #      for interop/idp, the test OpenID Provider's own module, and
 #      tools/image, which builds the container image and runs it, and
 #      tools/helm, which lints and renders the Helm chart (charts/mcp-gateway)
-#      and checks the manifests and the gateway.yaml it writes
+#      and checks the manifests and the gateway.yaml it writes; the replica
+#      tests (cmd/mcp-gateway/replicas_test.go) and internal/state's tests
+#      need redis-server and haproxy, which .ci/run installs
 #   3. the differential fuzz target of the strict decoder, for 30 s
 #   4. the interop harness's own tests
 #   5. the conformance suites against the Go SDK conformance server directly
