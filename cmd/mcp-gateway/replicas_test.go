@@ -74,9 +74,14 @@ func TestReplicasSurviveAKill(t *testing.T) {
 			victim = r
 		}
 	}
-	killedAt := time.Now()
+	signalled := time.Now()
 	rig.replicas.kill(victim)
-	t.Logf("killed %s (SIGKILL) at +%v; legacy GET streams per replica: %v", victim.name, killedAt.Sub(started).Round(time.Millisecond), onReplica)
+	// The kill is over once the process is reaped: until then the dying
+	// replica may still accept a connection the balancer sends it (and
+	// cut it), so a call that started meanwhile was in flight on it.
+	killedAt := time.Now()
+	t.Logf("killed %s (SIGKILL) at +%v, gone %v later; legacy GET streams per replica: %v", victim.name,
+		signalled.Sub(started).Round(time.Millisecond), killedAt.Sub(signalled).Round(time.Microsecond), onReplica)
 	time.Sleep(loadPhase) // the load's duration, not a wait for an event
 	calls := load.stop()
 	stopped := time.Now()
@@ -99,7 +104,9 @@ func TestReplicasSurviveAKill(t *testing.T) {
 	badRetry := newViolations(t, "were modern asks that failed with a JSON-RPC error or an isError not saying the call was interrupted")
 	asksAfter := 0
 	for _, c := range calls {
-		if c.start.Before(killedAt) && !c.end.Before(killedAt) {
+		// In flight at the kill: started before the replica was gone,
+		// and not ended before the signal.
+		if c.start.Before(killedAt) && !c.end.Before(signalled) {
 			inFlight++
 		}
 		if !c.start.Before(killedAt) && c.modern && c.tool == "ask" {
@@ -109,7 +116,7 @@ func TestReplicasSurviveAKill(t *testing.T) {
 			continue
 		}
 		failed++
-		if !c.start.Before(killedAt) || c.end.Before(killedAt) || c.end.After(killedAt.Add(killAnswered)) {
+		if !c.start.Before(killedAt) || c.end.Before(signalled) || c.end.After(killedAt.Add(killAnswered)) {
 			late.add(c, started)
 		}
 		if isSessionMissing(c.err) {
