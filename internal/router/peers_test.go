@@ -109,7 +109,10 @@ func TestParkedCallAnsweredByItsReplica(t *testing.T) {
 		t.Errorf("replica b's upstream got %d calls; the call runs on a only", n)
 	}
 
-	// The replica holding the call goes away before the retry.
+	// The replica holding the call goes away before the retry. (The
+	// first call ends on a just after its answer: the upstream's next
+	// request for input must find one call in flight to go to.)
+	awaitNoCalls(t, a, "up")
 	st, keysOf = inputRequired(t, a.Dispatch(ctx, alice, request("tools/call", `{"name":"up__ask",`+modernParams+`}`)))
 	net.mu.Lock()
 	net.gone["a"] = true
@@ -188,5 +191,29 @@ func TestPerClientSessionStaysOnItsReplica(t *testing.T) {
 	}
 	if n := len(madeA[1].recorded()); n != 3 {
 		t.Errorf("replica a's session got %d calls after it was gone", n-3)
+	}
+}
+
+// awaitNoCalls waits until no call runs on the shared session of r's
+// upstream name.
+func awaitNoCalls(t *testing.T, r *Router, name string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var n int
+		for _, u := range r.ups {
+			if u.Name == name {
+				u.calls.mu.Lock()
+				n = len(u.calls.calls)
+				u.calls.mu.Unlock()
+			}
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d calls still run on %s", n, name)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
