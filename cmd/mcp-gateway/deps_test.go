@@ -24,6 +24,7 @@ var allowedImports = map[string][]string{
 	"telemetry": {},
 	"upstream":  {"jsonrpc", "config", "telemetry", "mcpheader"},
 	"state":     {"config", "telemetry"},
+	"search":    {},
 	"router":    {"upstream", "namespace", "policy", "jsonrpc", "mcpheader", "config", "state"},
 	"server":    {"router", "jsonrpc", "policy", "telemetry", "mcpheader", "config", "state"},
 	"mcptest":   {"jsonrpc"},

@@ -1,0 +1,173 @@
+// Package search ranks the tools of a view for a query in natural
+// language: the index behind search mode (a view whose tools/list holds
+// the gateway's finder and caller instead of its catalog).
+//
+// The ranking is BM25F: each tool is a document with fields (its name
+// split into words, its upstream's name, its title and description, its
+// arguments' names and descriptions), each with a weight, over terms that
+// are lower-cased, split at case and punctuation changes, stemmed, and
+// rid of stop words. An index is built once per view and catalog, and is
+// read-only: any number of searches may run on it at once.
+package search
+
+import (
+	"math"
+	"slices"
+	"sort"
+)
+
+// Doc is one tool, as the index reads it.
+type Doc struct {
+	// Name is the tool's exposed name.
+	Name string
+	// Upstream is the name of its upstream.
+	Upstream string
+	// Title and Description are the tool's.
+	Title, Description string
+	// Params are its arguments (inputSchema properties).
+	Params []Param
+}
+
+// Param is one argument of a tool.
+type Param struct {
+	Name, Description string
+}
+
+// Hit is one result: the index of the Doc given to New, and its score.
+type Hit struct {
+	Doc   int
+	Score float64
+}
+
+// field numbers the fields of a document.
+type field int
+
+const (
+	fieldName field = iota
+	fieldUpstream
+	fieldTitle
+	fieldDescription
+	fieldParamName
+	fieldParamDescription
+	numFields
+)
+
+// weights are the fields' weights: a term in the name counts most.
+var weights = [numFields]float64{
+	fieldName:             3.0,
+	fieldUpstream:         1.0,
+	fieldTitle:            2.0,
+	fieldDescription:      1.0,
+	fieldParamName:        1.0,
+	fieldParamDescription: 0.5,
+}
+
+// BM25 parameters: k1 the term frequency saturation, b the length
+// normalisation (per field, as BM25F does).
+const (
+	k1 = 1.2
+	b  = 0.75
+)
+
+// Index is the searchable form of a set of docs.
+type Index struct {
+	docs     []Doc
+	upstream []string // each doc's upstream
+	// postings maps a term to the docs that hold it, with the term's
+	// weighted, length-normalised frequency there (BM25F's pseudo
+	// frequency), in doc order.
+	postings map[string][]posting
+	n        int
+}
+
+type posting struct {
+	doc int
+	tf  float64
+}
+
+// New indexes docs.
+func New(docs []Doc) *Index {
+	ix := &Index{docs: docs, postings: map[string][]posting{}, n: len(docs)}
+	// Each doc's terms per field, and each field's average length.
+	fields := make([][numFields][]string, len(docs))
+	var total [numFields]float64
+	for i, d := range docs {
+		f := &fields[i]
+		f[fieldName] = Terms(d.Name)
+		f[fieldUpstream] = Terms(d.Upstream)
+		f[fieldTitle] = Terms(d.Title)
+		f[fieldDescription] = Terms(d.Description)
+		for _, p := range d.Params {
+			f[fieldParamName] = append(f[fieldParamName], Terms(p.Name)...)
+			f[fieldParamDescription] = append(f[fieldParamDescription], Terms(p.Description)...)
+		}
+		for k := range numFields {
+			total[k] += float64(len(f[k]))
+		}
+		ix.upstream = append(ix.upstream, d.Upstream)
+	}
+	var avg [numFields]float64
+	for k := range numFields {
+		avg[k] = 1
+		if len(docs) > 0 && total[k] > 0 {
+			avg[k] = total[k] / float64(len(docs))
+		}
+	}
+	for i := range docs {
+		tf := map[string]float64{}
+		for k := range numFields {
+			terms := fields[i][k]
+			norm := 1 - b + b*float64(len(terms))/avg[k]
+			for _, t := range terms {
+				tf[t] += weights[k] / norm
+			}
+		}
+		for t, v := range tf {
+			ix.postings[t] = append(ix.postings[t], posting{doc: i, tf: v})
+		}
+	}
+	return ix
+}
+
+// Len returns the number of docs.
+func (ix *Index) Len() int { return ix.n }
+
+// Search returns at most limit docs that match query, best first; only
+// docs of upstream when it is not "". Docs that share no term with the
+// query are not returned.
+func (ix *Index) Search(query string, limit int, upstream string) []Hit {
+	if limit <= 0 || ix.n == 0 {
+		return nil
+	}
+	terms := Terms(query)
+	slices.Sort(terms)
+	terms = slices.Compact(terms)
+	scores := map[int]float64{}
+	for _, t := range terms {
+		ps := ix.postings[t]
+		if len(ps) == 0 {
+			continue
+		}
+		idf := math.Log(1 + (float64(ix.n)-float64(len(ps))+0.5)/(float64(len(ps))+0.5))
+		for _, p := range ps {
+			if upstream != "" && ix.upstream[p.doc] != upstream {
+				continue
+			}
+			scores[p.doc] += idf * p.tf / (k1 + p.tf)
+		}
+	}
+	hits := make([]Hit, 0, len(scores))
+	for d, s := range scores {
+		hits = append(hits, Hit{Doc: d, Score: s})
+	}
+	sort.Slice(hits, func(i, j int) bool {
+		if hits[i].Score != hits[j].Score {
+			return hits[i].Score > hits[j].Score
+		}
+		return hits[i].Doc < hits[j].Doc
+	})
+	if len(hits) > limit {
+		hits = hits[:limit]
+	}
+	return hits
+}

@@ -1,0 +1,102 @@
+package search
+
+import (
+	"strings"
+	"unicode"
+)
+
+// Terms splits text into index terms: words split at spaces,
+// punctuation, underscores, dashes and case changes (readFile: read,
+// file), lower-cased, stop words dropped, each stemmed.
+func Terms(text string) []string {
+	var out []string
+	for _, w := range words(text) {
+		w = strings.ToLower(w)
+		if stopWords[w] || len(w) < 2 && !unicode.IsDigit(rune(w[0])) {
+			continue
+		}
+		out = append(out, stem(w))
+	}
+	return out
+}
+
+// words splits text at non-alphanumerics and at lower-to-upper case
+// changes (and before the last capital of a run that starts a word:
+// HTTPServer: HTTP, Server; but URLs stays one).
+func words(text string) []string {
+	var out []string
+	rs := []rune(text)
+	start := -1
+	flush := func(end int) {
+		if start >= 0 && end > start {
+			out = append(out, string(rs[start:end]))
+		}
+		start = -1
+	}
+	for i, r := range rs {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+			flush(i)
+			continue
+		}
+		if start < 0 {
+			start = i
+			continue
+		}
+		prev := rs[i-1]
+		switch {
+		case unicode.IsUpper(r) && unicode.IsLower(prev),
+			unicode.IsUpper(r) && unicode.IsUpper(prev) && i+2 < len(rs) && unicode.IsLower(rs[i+1]) && unicode.IsLower(rs[i+2]),
+			unicode.IsDigit(r) != unicode.IsDigit(prev):
+			flush(i)
+			start = i
+		}
+	}
+	flush(len(rs))
+	return out
+}
+
+// stem strips the common English inflections, enough that "files",
+// "listing" and "listed" meet "file" and "list". (Not a full Porter
+// stemmer: search ranks short tool texts, where over-stemming costs more
+// than it gains.)
+func stem(w string) string {
+	if len(w) <= 3 {
+		return w
+	}
+	switch {
+	case strings.HasSuffix(w, "ies") && len(w) > 4:
+		return w[:len(w)-3] + "y"
+	case strings.HasSuffix(w, "sses"):
+		return w[:len(w)-2]
+	case strings.HasSuffix(w, "ss"), strings.HasSuffix(w, "us"), strings.HasSuffix(w, "is"):
+		return w
+	case strings.HasSuffix(w, "ing") && len(w) > 5:
+		return undouble(w[:len(w)-3])
+	case strings.HasSuffix(w, "ed") && len(w) > 4:
+		return undouble(w[:len(w)-2])
+	case strings.HasSuffix(w, "es") && (strings.HasSuffix(w, "ches") || strings.HasSuffix(w, "shes") || strings.HasSuffix(w, "xes")):
+		return w[:len(w)-2]
+	case strings.HasSuffix(w, "s"):
+		return w[:len(w)-1]
+	}
+	return w
+}
+
+// undouble turns "stopp" (from stopping) into "stop".
+func undouble(w string) string {
+	if n := len(w); n >= 2 && w[n-1] == w[n-2] && !strings.ContainsRune("lsz", rune(w[n-1])) {
+		return w[:n-1]
+	}
+	return w
+}
+
+// stopWords carry no meaning for finding a tool.
+var stopWords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`a an and are as at be by can do does for from has have how i if in into is it its
+		me my of on or please should so some that the their them then there these this to use used using want was we what
+		when where which while who will with would you your`) {
+		stopWords[w] = true
+	}
+}
