@@ -484,11 +484,17 @@ func (r *Router) forward(ctx context.Context, c *Caller, u *upstreamState, in *j
 			out.Set("requestState", nil)
 		}
 	}
-	if u.pool != nil && r.opts.Peers != nil && !c.fromPeer {
-		// A host's own upstream session stays on one replica.
+	if r.perClientShared(c, u) && (method != "tools/call" || in.HasRequestState) {
+		// A host's own upstream session stays on one replica (callTool
+		// checked a tools/call already).
 		if reply := r.perClientElsewhere(ctx, c, u, in, method, subject); reply != nil {
 			return reply
 		}
+	}
+	if u.pool != nil && r.opts.Peers != nil && c.fromPeer {
+		// Sent here by another replica: this one holds the session, and
+		// keeps its claim while it is used.
+		r.perClientOwner(ctx, c, u, perClientName(c, u))
 	}
 	// end frees the call's slot: when forward returns, unless the call
 	// is parked (forwardParked takes end, set to nil here).

@@ -23,10 +23,11 @@ import (
 // holding it is gone, the host hears that the call was interrupted.
 //
 // What is sent carries the caller's identity and view as this replica
-// authenticated them; messages between replicas are sealed with the
-// shared key (state.Store), so only a replica can send one. The caller's
-// bearer token is not sent, nor is the way back to the host: progress of
-// a call answered on another replica does not reach the host.
+// authenticated them, and its bearer token for an upstream that exchanges
+// it; messages between replicas are sealed with the shared key
+// (state.Store), so only a replica can send or read one. The way back to
+// the host is not sent: progress of a call answered on another replica
+// does not reach the host.
 
 // Peers reach the other replicas (*state.Store).
 type Peers interface {
@@ -57,6 +58,9 @@ type peerCaller struct {
 	View            string          `json:"t,omitempty"`
 	Principal       string          `json:"p,omitempty"`
 	Identity        string          `json:"i,omitempty"`
+	// Token is the host's bearer token (Caller.Token), for an upstream
+	// that exchanges it; the message is sealed.
+	Token string `json:"tk,omitempty"`
 }
 
 // peerReply is its answer.
@@ -95,7 +99,7 @@ func (r *Router) askReplica(ctx context.Context, c *Caller, replica string, req 
 	}{"2.0", req.ID, req.Method, req.Params})
 	payload, _ := json.Marshal(peerCall{Caller: peerCaller{
 		ProtocolVersion: c.ProtocolVersion, Session: c.Session, Capabilities: c.Capabilities, LogLevel: c.LogLevel,
-		View: c.View, Principal: c.Principal, Identity: c.Identity,
+		View: c.View, Principal: c.Principal, Identity: c.Identity, Token: string(c.Token),
 	}, Request: raw})
 	answer, err := r.opts.Peers.Call(ctx, replica, payload)
 	var pr peerReply
@@ -105,7 +109,7 @@ func (r *Router) askReplica(ctx context.Context, c *Caller, replica string, req 
 		return gone(errors.Is(err, state.ErrInterrupted))
 	case err != nil:
 		r.log.Warn("cannot reach the replica holding a call", keyMethod, req.Method, "replica", replica, keyErr, err)
-		return errorReply(jsonrpc.CodeInternalError, "Internal error: the gateway replica holding this call cannot be reached (%v); try again", err)
+		return errorReply(jsonrpc.CodeInternalError, "Internal error: the gateway replica holding this call cannot be reached (the gateway's shared state does not answer); try again")
 	case json.Unmarshal(answer, &pr) != nil || (pr.Result == nil && pr.Error == nil):
 		return errorReply(jsonrpc.CodeInternalError, "Internal error: the gateway replica holding this call answered with nothing")
 	}
@@ -123,7 +127,8 @@ func (r *Router) ServePeer(ctx context.Context, payload []byte) []byte {
 		reply = errorReply(jsonrpc.CodeInternalError, "Internal error: a malformed request from another replica: %v", err)
 	} else {
 		c := &Caller{ProtocolVersion: pc.Caller.ProtocolVersion, Session: pc.Caller.Session, Capabilities: pc.Caller.Capabilities,
-			LogLevel: pc.Caller.LogLevel, View: pc.Caller.View, Principal: pc.Caller.Principal, Identity: pc.Caller.Identity, fromPeer: true}
+			LogLevel: pc.Caller.LogLevel, View: pc.Caller.View, Principal: pc.Caller.Principal, Identity: pc.Caller.Identity,
+			Token: HostToken(pc.Caller.Token), fromPeer: true}
 		reply = r.Dispatch(ctx, c, req)
 	}
 	out, _ := json.Marshal(peerReply{Result: reply.Result, Error: reply.Error, LacksResultType: reply.LacksResultType,
@@ -194,7 +199,10 @@ func (r *Router) perClientOwner(ctx context.Context, c *Caller, u *upstreamState
 	}
 	owner, err := r.opts.Peers.Claim(ctx, name, u.ClientIdle)
 	if err != nil {
+		// Served here for a while: a call does not wait for Redis each
+		// time while it is down.
 		r.log.Warn("cannot learn which replica holds a per-client session: serving it here", keyUpstream, u.Name, keyErr, err)
+		r.owners.cache.Add(name, ownerEntry{replica: r.opts.Peers.Replica(), until: now.Add(ownerTTL)})
 		return ""
 	}
 	r.owners.cache.Add(name, ownerEntry{replica: owner, until: now.Add(ownerTTL)})
@@ -207,7 +215,7 @@ func (r *Router) perClientOwner(ctx context.Context, c *Caller, u *upstreamState
 // When the holder is gone before it got the call, this replica takes the
 // session over: the call starts a new one here.
 func (r *Router) perClientElsewhere(ctx context.Context, c *Caller, u *upstreamState, in *jsonrpc.Request, method, subject string) *Reply {
-	name := u.Name + "\x00" + hostKey(c)
+	name := perClientName(c, u)
 	owner := r.perClientOwner(ctx, c, u, name)
 	if !r.elsewhere(c, owner) {
 		return nil
@@ -220,11 +228,24 @@ func (r *Router) perClientElsewhere(ctx context.Context, c *Caller, u *upstreamS
 		if delivered {
 			return interruptedReply(method, subject)
 		}
+		if next := r.perClientOwner(ctx, c, u, name); r.elsewhere(c, next) {
+			// Another replica took it over first.
+			return r.askReplica(ctx, c, next, in, func(bool) *Reply { return interruptedReply(method, subject) })
+		}
 		r.log.Warn("the replica holding a host's per-client upstream session is gone: a new session starts here",
 			keyUpstream, u.Name, "replica", owner, keySession, c.Session)
-		r.perClientOwner(ctx, c, u, name) // claims it
 		local := *c
 		local.fromPeer = true // answered here
 		return r.dispatch(ctx, &local, in)
 	})
 }
+
+// perClientShared reports whether c's calls to u go to the replica that
+// holds c's per-client session of u.
+func (r *Router) perClientShared(c *Caller, u *upstreamState) bool {
+	return u.pool != nil && r.opts.Peers != nil && !c.fromPeer
+}
+
+// perClientName names c's per-client session of u in the replicas'
+// claims.
+func perClientName(c *Caller, u *upstreamState) string { return u.Name + "\x00" + hostKey(c) }

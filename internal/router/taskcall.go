@@ -106,6 +106,14 @@ func checkTaskParam(c *Caller, req *jsonrpc.Request) *Reply {
 // callTool routes a tools/call, as a task where it becomes one.
 func (r *Router) callTool(ctx context.Context, c *Caller, e *entry, req *jsonrpc.Request, out *jsonrpc.Outgoing) *Reply {
 	u, name := e.up, e.exposed
+	if r.perClientShared(c, u) && !req.HasRequestState {
+		// The replica holding the host's upstream session runs the whole
+		// call there, a task included (a retry is routed by its state, in
+		// forward).
+		if reply := r.perClientElsewhere(ctx, c, u, req, "tools/call", name); reply != nil {
+			return reply
+		}
+	}
 	upstreamTasks := (e.taskSupport == "optional" || e.taskSupport == "required") && runsTasks(u)
 	asked := req.Task != nil && !c.Modern() && c.knowsTasks()
 	if req.Task != nil && !asked {

@@ -35,6 +35,10 @@ const (
 // come back within half a second, to this or another replica.
 const streamRetryMs = 500
 
+// primingVersion is the first revision whose GET streams start with a
+// priming event (2025-11-25 basic/transports "Resumability").
+const primingVersion = "2025-11-25"
+
 // _meta keys of the 2026-07-28 per-request protocol fields.
 const (
 	metaProtocolVersion    = jsonrpc.MetaProtocolVersion
@@ -229,7 +233,12 @@ func (s *Server) postLegacy(w http.ResponseWriter, r *http.Request, id string, w
 	if msg.Method == "logging/setLevel" && reply.Error == nil {
 		if s.opts.Shared != nil {
 			if err := s.opts.Shared.SetLevel(ctx, ss.id, msg.Level); err != nil {
-				reply = &router.Reply{Error: jsonrpc.NewError(jsonrpc.CodeInternalError, "The log level was not changed: %v; try again shortly", err)}
+				s.log.Warn("cannot share a session's log level", telemetry.KeySession, ss.id, telemetry.KeyErr, err)
+				why := "the gateway's shared session state does not answer; try again shortly"
+				if errors.Is(err, state.ErrNoSession) {
+					why = "the session has ended; initialize a new one"
+				}
+				reply = &router.Reply{Error: jsonrpc.NewError(jsonrpc.CodeInternalError, "The log level was not changed: %s", why)}
 			}
 		}
 		if reply.Error == nil {
@@ -394,7 +403,11 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	// perhaps to another replica, and has made progress (the Go SDK gives
 	// up a session whose stream drops again and again without). The
 	// retry field asks it to come back soon.
-	_, _ = io.WriteString(out, "id: "+s.eventID(ss)+"\nretry: "+strconv.Itoa(streamRetryMs)+"\ndata: \n\n")
+	if ss.version >= primingVersion {
+		// Clients of earlier revisions may take an event without data
+		// for a malformed message (the SDKs prime 2025-11-25 only).
+		_, _ = io.WriteString(out, "id: "+s.eventID(ss)+"\nretry: "+strconv.Itoa(streamRetryMs)+"\ndata: \n\n")
+	}
 	if s.resumedElsewhere(r.Header.Get(headerLastEventID)) {
 		// What another replica (or an earlier start) had for this host
 		// is not here to replay: the lists may have changed meanwhile,

@@ -190,6 +190,10 @@ type Server struct {
 	listeners      map[*listener]struct{}
 	listenersByKey map[string]*listener
 	nextListener   uint64
+	// revoked holds the shared sessions ended lately, until when they are
+	// remembered, so that a request adopting one while its revocation
+	// arrives cannot bring it back (shared.go).
+	revoked map[string]time.Time
 	// streams counts the open GET and listen streams by identity
 	// (policy.Identity.ID), against Options.Quotas.
 	streams map[string]int
@@ -689,7 +693,7 @@ func (s *Server) observe() {
 // the caller's view changed since (a reload moved its key to another
 // team), ending the session so that the host opens one in its new view.
 func (s *Server) sessionFor(w http.ResponseWriter, r *http.Request, id string, who policy.Identity, msgID json.RawMessage) *session {
-	ss, err := s.session(r.Context(), id)
+	ss, err := s.session(r.Context(), id, who)
 	switch {
 	case err != nil:
 		s.log.Warn("cannot open a session of another replica", telemetry.KeySession, id, telemetry.KeyErr, err)
@@ -916,7 +920,9 @@ func (s *Server) roomLocked() *session {
 	if best == nil {
 		return nil
 	}
-	s.evictLocked(best.lru)
+	// A shared session (state.store redis) only leaves this replica's
+	// table: it may be in use on another replica.
+	s.evictLocked(best.lru, false)
 	return best.lru
 }
 
@@ -938,16 +944,16 @@ func (s *Server) lruLocked(principal string) *session {
 		}
 	}
 	if lru != nil {
-		s.evictLocked(lru)
+		s.evictLocked(lru, true) // the identity's own quota: ended everywhere
 	}
 	return lru
 }
 
 // evictLocked removes a session from the table to make room, and counts
 // it. s.mu is held.
-func (s *Server) evictLocked(ss *session) {
+func (s *Server) evictLocked(ss *session, revoke bool) {
 	delete(s.sessions, ss.id)
-	ss.revoke = true
+	ss.revoke = revoke
 	s.log.Info("session ended to make room", telemetry.KeySession, ss.id)
 	s.reject(telemetry.LimitSessions)
 }
@@ -1000,7 +1006,7 @@ func (s *Server) expireLocked(now time.Time) []*session {
 // none (never was, deleted, or expired). With shared sessions, one this
 // replica does not hold is adopted (an error: Redis does not answer).
 // sessionFor marks it used once the caller has been found to be its own.
-func (s *Server) session(ctx context.Context, id string) (*session, error) {
+func (s *Server) session(ctx context.Context, id string, who policy.Identity) (*session, error) {
 	now := time.Now()
 	s.mu.Lock()
 	ss := s.sessions[id]
@@ -1014,7 +1020,7 @@ func (s *Server) session(ctx context.Context, id string) (*session, error) {
 		s.ended(expired)
 	}
 	if ss == nil && s.opts.Shared != nil {
-		return s.adopt(ctx, id)
+		return s.adopt(ctx, id, who)
 	}
 	return ss, nil
 }
@@ -1027,9 +1033,18 @@ func (s *Server) endSession(id string) bool {
 	if ss != nil {
 		ss.revoke = true
 	}
+	s.revokedLocked(id)
 	s.mu.Unlock()
-	if ss != nil {
+	switch {
+	case ss != nil:
 		s.ended(ss)
+	case s.opts.Shared != nil:
+		// Not held here, but ended all the same.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := s.opts.Shared.EndSession(ctx, id); err != nil {
+			s.log.Warn("cannot end a session on the other replicas", telemetry.KeySession, id, telemetry.KeyErr, err)
+		}
 	}
 	return ss != nil
 }

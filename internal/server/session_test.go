@@ -65,6 +65,6 @@ func TestIdleSessionsExpire(t *testing.T) {
 
 // lookup is session for a test: the session with this id, or nil.
 func (s *Server) lookup(id string) *session {
-	ss, _ := s.session(context.Background(), id)
+	ss, _ := s.session(context.Background(), id, policy.Identity{})
 	return ss
 }

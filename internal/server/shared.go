@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"net/http"
 	"strconv"
@@ -11,6 +13,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 	"github.com/mcp-gateway/mcp-gateway/internal/state"
 	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
 )
@@ -46,6 +49,9 @@ func (s *Server) startShared() {
 	}
 	s.opts.Shared.Start(state.Handlers{
 		Revoked: func(id string) {
+			s.mu.Lock()
+			s.revokedLocked(id)
+			s.mu.Unlock()
 			if !s.forget(id) {
 				// What the router keeps for the session here (a
 				// per-client upstream session its calls were sent to)
@@ -98,13 +104,41 @@ func (s *Server) forget(id string) bool {
 	return ss != nil
 }
 
+// revokedFor is how long a replica remembers a shared session that
+// ended, against adopting it again from a read that raced the end.
+const revokedFor = time.Minute
+
+// revokedLocked remembers that a shared session ended. s.mu is held.
+func (s *Server) revokedLocked(id string) {
+	if s.opts.Shared == nil {
+		return
+	}
+	now := time.Now()
+	if s.revoked == nil {
+		s.revoked = map[string]time.Time{}
+	}
+	for k, until := range s.revoked {
+		if now.After(until) {
+			delete(s.revoked, k)
+		}
+	}
+	s.revoked[id] = now.Add(revokedFor)
+}
+
 // adopt serves a session another replica opened: its id is opened, its
 // record read, and the session enters this replica's table. nil, nil
-// when there is no such session; an error when Redis does not answer.
-func (s *Server) adopt(ctx context.Context, id string) (*session, error) {
+// when there is no such session; an error when Redis does not answer. A
+// caller who is not the session's identity, or no longer in its view,
+// gets the session without it entering the table (sessionFor refuses
+// it), so that nobody else makes a replica adopt a session.
+func (s *Server) adopt(ctx context.Context, id string, who policy.Identity) (*session, error) {
 	seal, ok := s.opts.Shared.OpenSessionID(id)
 	if !ok {
 		return nil, nil // not an id of this gateway (or of its current keys)
+	}
+	if seal.Principal != who.ID || seal.View != who.Team {
+		return &session{id: id, version: seal.Version, principal: seal.Principal, key: seal.Key, view: seal.View,
+			done: make(chan struct{}), out: newOutbox()}, nil
 	}
 	rec, err := s.opts.Shared.Session(ctx, id)
 	switch {
@@ -116,11 +150,17 @@ func (s *Server) adopt(ctx context.Context, id string) (*session, error) {
 	now := time.Now()
 	ss := &session{id: id, version: seal.Version, principal: seal.Principal, key: seal.Key, view: seal.View,
 		capabilities: rec.Capabilities, level: rec.Level, done: make(chan struct{}), lastUsed: now, refreshed: now, out: newOutbox()}
+	ss.events = randomEvents()
 	s.mu.Lock()
 	if held := s.sessions[id]; held != nil {
 		// Adopted meanwhile by another request.
 		s.mu.Unlock()
 		return held, nil
+	}
+	if until, ok := s.revoked[id]; ok && time.Now().Before(until) {
+		// Ended while its record was read.
+		s.mu.Unlock()
+		return nil, nil
 	}
 	var ended []*session
 	if len(s.sessions) >= s.opts.MaxSessions {
@@ -162,7 +202,12 @@ func (s *Server) refresh(ss *session, now time.Time) {
 	}
 	ss.mu.Unlock()
 	if due {
-		s.opts.Shared.TouchSession(ss.id)
+		// A record gone from Redis is a session ended (or expired)
+		// everywhere: a revocation this replica missed ends it here too.
+		s.opts.Shared.TouchSession(ss.id, func() {
+			s.log.Info("session ended on another replica", telemetry.KeySession, ss.id)
+			s.forget(ss.id)
+		})
 	}
 }
 
@@ -205,6 +250,15 @@ func (s *Server) tell(ss *session, what string, payload []byte) {
 	if err := s.opts.Shared.Tell(ctx, id, what, payload); err != nil {
 		s.log.Warn("cannot pass a host's message on to the other replicas", telemetry.KeySession, id, telemetry.KeyErr, err)
 	}
+}
+
+// randomEvents is where a session's event numbers start on a replica: at
+// random, so that a session adopted again (after it left the table)
+// numbers its events anew without repeating an id.
+func randomEvents() uint64 {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return uint64(binary.BigEndian.Uint32(b[:])) << 16
 }
 
 // eventID names an event on a session's GET stream: this replica, and a

@@ -72,6 +72,10 @@ const maxServing = 256
 // checks that the other still listens.
 const livenessInterval = time.Second
 
+// maxLivenessFailures is how many liveness checks in a row may fail (Redis
+// does not answer) before a call is given up.
+const maxLivenessFailures = 3
+
 // Options configure a Store.
 type Options struct {
 	// URL is redis:// or rediss:// (config.Redis.URL).
@@ -121,6 +125,8 @@ type Store struct {
 	waiting map[string]chan []byte
 	// served holds the cancels of the calls from others running here.
 	served map[string]context.CancelFunc
+	// seen holds the nonces of the messages taken, until they expire.
+	seen   map[string]int64
 	closed bool
 }
 
@@ -152,7 +158,9 @@ func Open(opts Options) (*Store, error) {
 	// A replica that cannot reach Redis answers with ErrUnavailable soon,
 	// rather than holding a host's request.
 	ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout = 2*time.Second, 2*time.Second, 2*time.Second
-	ro.MaxRetries, ro.DialerRetries = 1, 1
+	// No command is retried: a PUBLISH that reached Redis but whose
+	// answer was lost would run a call twice on another replica.
+	ro.MaxRetries, ro.DialerRetries = -1, 1
 	quietRedis.Do(func() { redis.SetLogger(discardLogger{}) })
 	var id [8]byte
 	_, _ = rand.Read(id[:])
@@ -302,8 +310,10 @@ func (s *Store) Session(ctx context.Context, id string) (SessionRecord, error) {
 }
 
 // TouchSession gives the session another SessionTTL, in the background:
-// no request waits for it. The caller bounds how often it asks.
-func (s *Store) TouchSession(id string) {
+// no request waits for it. gone is called when the session's record is
+// no longer there (it ended, or expired, everywhere). The caller bounds
+// how often it asks.
+func (s *Store) TouchSession(id string, gone func()) {
 	s.mu.Lock()
 	closed := s.closed
 	if !closed {
@@ -317,8 +327,11 @@ func (s *Store) TouchSession(id string) {
 		defer s.wg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if err := s.rdb.PExpire(ctx, sessionKey(id), s.ttl).Err(); err != nil {
+		switch ok, err := s.rdb.PExpire(ctx, sessionKey(id), s.ttl).Result(); {
+		case err != nil:
 			s.log.Warn("cannot extend a session in Redis", telemetry.KeyErr, err)
+		case !ok && gone != nil:
+			gone()
 		}
 	}()
 }
@@ -393,11 +406,51 @@ type message struct {
 	Payload []byte `json:"p,omitempty"`
 	// Gone, in a reply, says the replica stopped before the call ended.
 	Gone bool `json:"g,omitempty"`
+	// To is the replica a message on its own channel is for ("" on the
+	// broadcast channel), and Expires (Unix milliseconds) when it is no
+	// longer taken: a message copied to another channel, or sent again
+	// later, is dropped; within its life the same message (by its nonce)
+	// is taken once.
+	To      string `json:"t,omitempty"`
+	Expires int64  `json:"e"`
 }
 
+// messageTTL is how long a message between replicas is taken after it
+// was sent (allowing for clocks a little apart).
+const messageTTL = 30 * time.Second
+
 func (s *Store) seal(m message) []byte {
+	m.Expires = time.Now().Add(messageTTL).UnixMilli()
 	plain, _ := json.Marshal(m) // strings and bytes always marshal
 	return s.sealer.SealBytes(messagePurpose, plain)
+}
+
+// fresh reports whether a sealed message is new: not seen before (by
+// its nonce, the first bytes of what was sealed) and not expired. The
+// nonces seen are kept until their messages expire.
+func (s *Store) fresh(raw []byte, expires int64) bool {
+	now := time.Now().UnixMilli()
+	if now > expires || expires > now+2*messageTTL.Milliseconds() {
+		return false
+	}
+	nonce := string(raw[:min(len(raw), 12)])
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seen == nil {
+		s.seen = map[string]int64{}
+	}
+	if _, dup := s.seen[nonce]; dup {
+		return false
+	}
+	if len(s.seen) > 1024 {
+		for k, e := range s.seen {
+			if now > e {
+				delete(s.seen, k)
+			}
+		}
+	}
+	s.seen[nonce] = expires
+	return true
 }
 
 // receive handles one message: one that does not open under the key
@@ -407,6 +460,10 @@ func (s *Store) receive(ctx context.Context, raw []byte) {
 	var m message
 	if !ok || json.Unmarshal(plain, &m) != nil {
 		s.log.Warn("dropped a message on the gateway's Redis channels that was not sealed with state.key")
+		return
+	}
+	if (m.To != "" && m.To != s.replica) || !s.fresh(raw, m.Expires) {
+		s.log.Warn("dropped a message between replicas sent again, late, or to another replica")
 		return
 	}
 	switch m.Kind {
@@ -481,7 +538,7 @@ func (s *Store) serve(ctx context.Context, m message) {
 		if cctx.Err() != nil {
 			// Cancelled: by the caller, who no longer waits, or by Close,
 			// which the caller must hear of at once.
-			reply = message{Kind: kindReply, Corr: m.Corr, Gone: true}
+			reply = message{Kind: kindReply, To: m.From, Corr: m.Corr, Gone: true}
 		}
 		pctx, pcancel := context.WithTimeout(context.WithoutCancel(cctx), 5*time.Second)
 		defer pcancel()
@@ -510,7 +567,7 @@ func (s *Store) Call(ctx context.Context, replica string, payload []byte) ([]byt
 		s.mu.Unlock()
 	}()
 	inbox := inboxPrefix + replica
-	n, err := s.rdb.Publish(ctx, inbox, s.seal(message{Kind: kindCall, From: s.replica, Corr: id, Payload: payload})).Result()
+	n, err := s.rdb.Publish(ctx, inbox, s.seal(message{Kind: kindCall, To: replica, From: s.replica, Corr: id, Payload: payload})).Result()
 	switch {
 	case err != nil:
 		return nil, unavailable(err)
@@ -519,6 +576,7 @@ func (s *Store) Call(ctx context.Context, replica string, payload []byte) ([]byt
 	}
 	tick := time.NewTicker(livenessInterval)
 	defer tick.Stop()
+	failures := 0
 	for {
 		select {
 		case answer, ok := <-ch:
@@ -528,13 +586,21 @@ func (s *Store) Call(ctx context.Context, replica string, payload []byte) ([]byt
 			return answer, nil
 		case <-ctx.Done():
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-			s.rdb.Publish(cctx, inbox, s.seal(message{Kind: kindCancel, From: s.replica, Corr: id}))
+			s.rdb.Publish(cctx, inbox, s.seal(message{Kind: kindCancel, To: replica, From: s.replica, Corr: id}))
 			cancel()
 			return nil, ctx.Err()
 		case <-tick.C:
 			subs, err := s.rdb.PubSubNumSub(ctx, inbox).Result()
-			if err == nil && subs[inbox] == 0 {
+			switch {
+			case err != nil:
+				// Redis is down: the answer cannot come back either.
+				if failures++; failures == maxLivenessFailures {
+					return nil, unavailable(err)
+				}
+			case subs[inbox] == 0:
 				return nil, ErrInterrupted
+			default:
+				failures = 0
 			}
 		}
 	}

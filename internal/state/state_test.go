@@ -342,3 +342,73 @@ func TestRedisTLSAndPassword(t *testing.T) {
 		t.Error("a missing ca_file was accepted")
 	}
 }
+
+// TestReplayedMessages: a genuine message copied from Redis and sent
+// again, to the same replica or to another, is not acted on.
+func TestReplayedMessages(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	calls := make(chan []byte, 8)
+	handler := state.Handlers{Call: func(_ context.Context, p []byte) []byte { calls <- p; return p }}
+	a, b := pair(t, srv, state.Handlers{}, handler)
+	c, _ := pair(t, srv, handler, state.Handlers{})
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rdb.Close()
+	ctx := context.Background()
+	tap := rdb.Subscribe(ctx, "mcpgw:r:"+b.Replica())
+	defer tap.Close()
+	if _, err := tap.Receive(ctx); err != nil { // the subscription's confirmation
+		t.Fatal(err)
+	}
+	if got, err := a.Call(ctx, b.Replica(), []byte("once")); err != nil || string(got) != "once" {
+		t.Fatalf("Call = %q, %v", got, err)
+	}
+	<-calls
+	captured, err := tap.ReceiveMessage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb.Publish(ctx, "mcpgw:r:"+b.Replica(), captured.Payload) // again, to b
+	rdb.Publish(ctx, "mcpgw:r:"+c.Replica(), captured.Payload) // to another replica
+	// Each replica takes its channel's messages in order: a genuine call
+	// after the replay is the next thing each runs.
+	for _, to := range []*state.Store{b, c} {
+		if got, err := a.Call(ctx, to.Replica(), []byte("next")); err != nil || string(got) != "next" {
+			t.Fatalf("Call = %q, %v", got, err)
+		}
+		if p := <-calls; string(p) != "next" {
+			t.Errorf("a replayed call ran: %q", p)
+		}
+	}
+}
+
+// TestCallWhileRedisStops: a call waiting on another replica when Redis
+// stops ends with an error, instead of waiting for an answer that cannot
+// come.
+func TestCallWhileRedisStops(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	started := make(chan struct{})
+	release := make(chan struct{})
+	defer close(release)
+	a, b := pair(t, srv, state.Handlers{}, state.Handlers{Call: func(ctx context.Context, p []byte) []byte {
+		close(started)
+		select {
+		case <-ctx.Done():
+		case <-release:
+		}
+		return nil
+	}})
+	done := make(chan error, 1)
+	go func() { _, err := a.Call(context.Background(), b.Replica(), []byte("x")); done <- err }()
+	<-started
+	srv.Stop()
+	select {
+	case err := <-done:
+		if !errors.Is(err, state.ErrUnavailable) && !errors.Is(err, state.ErrInterrupted) {
+			t.Errorf("Call when Redis stopped: %v, want ErrUnavailable or ErrInterrupted", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Call still waits a minute after Redis stopped")
+	}
+}
