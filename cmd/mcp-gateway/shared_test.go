@@ -30,13 +30,14 @@ import (
 // replica's.
 func sharedReplicas(t *testing.T, n int) (balancer string, replicas []string) {
 	t.Helper()
-	balancer, replicas, _ = sharedReplicasWithRedis(t, n)
+	balancer, replicas, _ = sharedReplicasWithRedis(t, n, nil)
 	return balancer, replicas
 }
 
 // sharedReplicasWithRedis is sharedReplicas that also returns the Redis
 // server's address.
-func sharedReplicasWithRedis(t *testing.T, n int) (balancer string, replicas []string, redisAddr string) {
+// edit, if set, changes replica i's config.
+func sharedReplicasWithRedis(t *testing.T, n int, edit func(i int, cfg *config.Config)) (balancer string, replicas []string, redisAddr string) {
 	t.Helper()
 	redis := redistest.Start(t)
 	key := make([]byte, 32)
@@ -47,10 +48,13 @@ func sharedReplicasWithRedis(t *testing.T, n int) (balancer string, replicas []s
 	}
 	up := mcptest.NewStreamableServer(t, &mcptest.HTTPOptions{Server: mcptest.ServerOptions{Versions: mcptest.LegacyVersions()}})
 	var targets []*url.URL
-	for range n {
+	for i := range n {
 		cfg := config.Default()
 		cfg.Upstreams = []config.Upstream{relaying(httpUpstream("up", up.URL))}
 		cfg.State = config.State{Store: config.StoreRedis, Redis: config.Redis{URL: redis.URL}, Key: config.Secret{File: keyFile}}
+		if edit != nil {
+			edit(i, cfg)
+		}
 		u, _ := startGateway(t, cfg)
 		replicas = append(replicas, u)
 		target, err := url.Parse(u)
@@ -172,7 +176,7 @@ func redisCommands(t *testing.T, addr string) map[string]int {
 // timeout is renewed in the background at most once per eighth of it.
 // A modern host's calls touch Redis not at all.
 func TestSharedSessionCallsTouchNoRedis(t *testing.T) {
-	_, replicas, redisAddr := sharedReplicasWithRedis(t, 2)
+	_, replicas, redisAddr := sharedReplicasWithRedis(t, 2, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cs := connect(t, replicas[0], eras[0])
@@ -215,4 +219,26 @@ func diff(after, before map[string]int) map[string]int {
 		}
 	}
 	return d
+}
+
+// TestSharedSessionsOutliveAFullTable: a replica whose session table is
+// full drops a session it adopted only from its table; the session goes
+// on, there and everywhere.
+func TestSharedSessionsOutliveAFullTable(t *testing.T) {
+	_, replicas, _ := sharedReplicasWithRedis(t, 2, func(i int, c *config.Config) {
+		if i == 1 {
+			c.Limits.MaxSessions = 1
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	one, two := connect(t, replicas[0], eras[0]), connect(t, replicas[0], eras[0])
+	for i := range 6 {
+		sid := []string{one.ID(), two.ID()}[i%2]
+		code, _, msg := postRaw(ctx, t, replicas[1], map[string]string{"Mcp-Session-Id": sid, "MCP-Protocol-Version": eras[0]},
+			`{"jsonrpc":"2.0","id":`+strconv.Itoa(i+1)+`,"method":"tools/list"}`)
+		if code != http.StatusOK || msg == nil || msg.Error != nil {
+			t.Fatalf("request %d on replica 1, whose table holds one session: %d %+v", i, code, msg)
+		}
+	}
 }
