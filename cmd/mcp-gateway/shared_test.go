@@ -40,6 +40,13 @@ func sharedReplicas(t *testing.T, n int) (balancer string, replicas []string) {
 func sharedReplicasWithRedis(t *testing.T, n int, edit func(i int, cfg *config.Config)) (balancer string, replicas []string, redisAddr string) {
 	t.Helper()
 	redis := redistest.Start(t)
+	balancer, replicas = replicasOn(t, redis, n, edit)
+	return balancer, replicas, redis.Addr
+}
+
+// replicasOn is sharedReplicasWithRedis on a Redis the test started.
+func replicasOn(t *testing.T, redis *redistest.Server, n int, edit func(i int, cfg *config.Config)) (balancer string, replicas []string) {
+	t.Helper()
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
 	keyFile := filepath.Join(t.TempDir(), "state.key")
@@ -74,7 +81,7 @@ func sharedReplicasWithRedis(t *testing.T, n int, edit func(i int, cfg *config.C
 	}
 	ts := httptest.NewServer(lb)
 	t.Cleanup(ts.Close)
-	return ts.URL + "/mcp", replicas, redis.Addr
+	return ts.URL + "/mcp", replicas
 }
 
 // TestSharedSessionsAnyReplica: behind a balancer without affinity,
@@ -240,5 +247,47 @@ func TestSharedSessionsOutliveAFullTable(t *testing.T) {
 		if code != http.StatusOK || msg == nil || msg.Error != nil {
 			t.Fatalf("request %d on replica 1, whose table holds one session: %d %+v", i, code, msg)
 		}
+	}
+}
+
+// TestSharedRedisDown: while Redis is down, modern hosts and the legacy
+// sessions a replica holds go on; what needs Redis fails at once with a
+// clear 503; once Redis is back, new sessions open again, without a
+// restart.
+func TestSharedRedisDown(t *testing.T) {
+	redis := redistest.Start(t)
+	_, replicas := replicasOn(t, redis, 2, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	held := connect(t, replicas[0], eras[0])
+	modern := connect(t, replicas[1], eras[1])
+	redis.Stop()
+	if text, isErr := toolResult(ctx, t, held, "up__echo", map[string]any{"text": "held"}); isErr || text != "held" {
+		t.Errorf("a held legacy session with Redis down: %q", text)
+	}
+	if text, isErr := toolResult(ctx, t, modern, "up__echo", map[string]any{"text": "modern"}); isErr || text != "modern" {
+		t.Errorf("a modern host with Redis down: %q", text)
+	}
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	code, hdr, msg := postRaw(ctx, t, replicas[1], nil, initialize)
+	if code != http.StatusServiceUnavailable || msg == nil || msg.Error == nil || !strings.Contains(msg.Error.Message, "Redis") || hdr.Get("Retry-After") == "" {
+		t.Errorf("initialize with Redis down: %d %+v, want 503 naming Redis, with Retry-After", code, msg)
+	}
+	code, _, msg = postRaw(ctx, t, replicas[1], map[string]string{"Mcp-Session-Id": held.ID(), "MCP-Protocol-Version": eras[0]},
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	if code != http.StatusServiceUnavailable {
+		t.Errorf("a session replica 1 has not seen, with Redis down: %d %+v, want 503", code, msg)
+	}
+	redis.Restart(t)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, hdr, _ = postRaw(ctx, t, replicas[1], nil, initialize)
+		if code == http.StatusOK && hdr.Get("Mcp-Session-Id") != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("initialize after Redis came back: %d", code)
+		}
+		time.Sleep(50 * time.Millisecond) // polling a real socket, with a deadline
 	}
 }
