@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcp-gateway/mcp-gateway/internal/config"
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+	"github.com/mcp-gateway/mcp-gateway/internal/namespace"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 )
 
@@ -376,5 +377,33 @@ func TestSearchModeListChanged(t *testing.T) {
 	}
 	if got := found(t, r.Dispatch(context.Background(), modernCaller, callReq(toolFind, `{"query":"power off"}`, ""))); !cmp.Equal(got, []string{"admin__shutdown"}) {
 		t.Errorf("after the change: %v", got)
+	}
+}
+
+// TestSearchToolNameCollision: with prefix on_conflict an upstream tool
+// may be exposed as find_tools; in search mode a direct call of that
+// name is the gateway's tool, and call_tool reaches the upstream's.
+func TestSearchToolNameCollision(t *testing.T) {
+	up := &fakeUpstream{lists: map[string][]string{"tools/list": {
+		`{"name":"find_tools","description":"finds tools of its own","inputSchema":{"type":"object"}}`,
+	}}}
+	r := startRouter(t, Options{Namespace: namespace.Options{Mode: namespace.ModeOnConflict}, Rules: policy.Rules{Mode: config.ModeSearch}},
+		map[string]*fakeUpstream{"up": up}, "up")
+	for _, era := range eras {
+		c := &Caller{ProtocolVersion: era}
+		if got := found(t, r.Dispatch(context.Background(), c, callReq(toolFind, `{"query":"tools of its own"}`, ""))); !cmp.Equal(got, []string{"find_tools"}) {
+			t.Errorf("the gateway's find_tools found %v, want the upstream's find_tools", got)
+		}
+		if n := len(up.recorded()); n != 0 {
+			t.Fatalf("a direct call of find_tools reached the upstream (%d calls)", n)
+		}
+		reply := r.Dispatch(context.Background(), c, callReq(toolCall, `{"name":"find_tools","arguments":{"x":1}}`, ""))
+		calls := up.recorded()
+		if reply.Error != nil || reply.ToolError || len(calls) != 1 || calls[0].Params != `{"name":"find_tools","arguments":{"x":1}}` {
+			t.Errorf("call_tool find_tools: %s %v, upstream got %v", reply.Result, reply.Error, calls)
+		}
+		up.mu.Lock()
+		up.calls = nil
+		up.mu.Unlock()
 	}
 }
