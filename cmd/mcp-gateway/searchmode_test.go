@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/config"
+	"github.com/mcp-gateway/mcp-gateway/internal/mcptest"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 	"github.com/mcp-gateway/mcp-gateway/internal/router"
 )
@@ -187,6 +188,41 @@ func TestSearchModeCostsATenthOfTheReferenceServers(t *testing.T) {
 			}
 			if text, err := callText(ctx, cs, "call_tool", map[string]any{"name": "everything__echo", "arguments": map[string]any{"message": "hi"}}); err != nil || !strings.Contains(text, "hi") {
 				t.Errorf("call_tool everything__echo = %q, %v", text, err)
+			}
+		})
+	}
+}
+
+// TestCallToolRelaysServerRequests: a tool that asks its host for input
+// (elicitation) works through call_tool in all four pairs of eras: a
+// legacy upstream's request on the legacy host's session or as a modern
+// host's input_required, and a modern upstream's input_required answered
+// by the gateway for a legacy host or retried by a modern one.
+func TestCallToolRelaysServerRequests(t *testing.T) {
+	old := mcptest.NewStreamableServer(t, &mcptest.HTTPOptions{Server: mcptest.ServerOptions{Name: "old", Versions: mcptest.LegacyVersions()}})
+	modern := mcptest.NewStreamableServer(t, &mcptest.HTTPOptions{Stateless: true, Server: mcptest.ServerOptions{Name: "new"}})
+	cfg := config.Default()
+	cfg.Policy.Mode = config.ModeSearch
+	cfg.Upstreams = []config.Upstream{relaying(httpUpstream("old", old.URL)), relaying(httpUpstream("new", modern.URL))}
+	url, _ := startGateway(t, cfg)
+	elicit := func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "ada"}}, nil
+	}
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			client := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: elicit})
+			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: era})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			for _, tool := range []string{"old__elicit", "new__ask"} {
+				got, err := callAll(ctx, cs, "call_tool", map[string]any{"name": tool, "arguments": map[string]any{"message": "name?"}})
+				if err != nil || !strings.Contains(got, "ada") {
+					t.Errorf("call_tool %s: %q, %v; want the host's answer", tool, got, err)
+				}
 			}
 		})
 	}
