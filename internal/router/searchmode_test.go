@@ -407,3 +407,33 @@ func TestSearchToolNameCollision(t *testing.T) {
 		up.mu.Unlock()
 	}
 }
+
+// TestReloadIntoSearchMode: a reload that switches a view to search mode
+// (or back) tells its hosts that its tools changed.
+func TestReloadIntoSearchMode(t *testing.T) {
+	changes := make(chan Change, 64)
+	up := &fakeUpstream{lists: map[string][]string{"tools/list": tools("work")}}
+	opts := Options{ListWait: -1, OnChange: func(c Change) { changes <- c }}
+	opts.Upstreams = []UpstreamConfig{{Name: "up", Connect: up.connect, Fingerprint: "up1"}}
+	r := startRouter(t, opts, nil)
+	for _, mode := range []config.ViewMode{config.ModeSearch, config.ModeFull} {
+		for len(changes) > 0 {
+			<-changes
+		}
+		opts.Rules.Mode = mode
+		if err := r.Reconfigure(&opts); err != nil {
+			t.Fatal(err)
+		}
+		want := map[config.ViewMode][]string{config.ModeSearch: {toolFind, toolCall, toolDescribe}, config.ModeFull: {"up__work"}}[mode]
+		if got := listNames(t, r.Dispatch(context.Background(), legacyCaller, request("tools/list", `{}`)), "tools"); !cmp.Equal(got, want) {
+			t.Fatalf("mode %s lists %v", mode, got)
+		}
+		heard := false
+		for len(changes) > 0 {
+			heard = heard || (<-changes).Method == "notifications/tools/list_changed"
+		}
+		if !heard {
+			t.Errorf("switching to %s sent no tools/list_changed", mode)
+		}
+	}
+}
