@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -191,6 +192,37 @@ func TestSearchModeCostsATenthOfTheReferenceServers(t *testing.T) {
 			}
 		})
 	}
+
+	// The TypeScript SDK client validates structuredContent against the
+	// listed outputSchema.
+	t.Run("typescript-sdk", func(t *testing.T) {
+		ts := func(tool, args string) (tools []string, text string) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, node(dir), filepath.Join(dir, "ts-client.mjs"), "--url", url, "--tool", tool, "--args", args).Output()
+			if err != nil {
+				t.Fatalf("ts-client %s: %v\n%s", tool, err, out)
+			}
+			var summary struct {
+				OK    bool
+				Tools []string
+				Call  struct {
+					Result struct{ Content []struct{ Text string } }
+				}
+			}
+			if err := json.Unmarshal(out, &summary); err != nil || !summary.OK || len(summary.Call.Result.Content) != 1 {
+				t.Fatalf("ts-client %s output %s: %v", tool, out, err)
+			}
+			return summary.Tools, summary.Call.Result.Content[0].Text
+		}
+		tools, text := ts("find_tools", `{"query":"echo a message"}`)
+		if !cmp.Equal(tools, searchTools) || !strings.Contains(text, `"name":"everything__echo"`) {
+			t.Errorf("find_tools: tools %v, found %s", tools, text)
+		}
+		if _, text := ts("call_tool", `{"name":"everything__echo","arguments":{"message":"from typescript"}}`); text != "Echo: from typescript" {
+			t.Errorf("call_tool everything__echo: %q", text)
+		}
+	})
 }
 
 // TestCallToolRelaysServerRequests: a tool that asks its host for input
