@@ -338,6 +338,7 @@ func policyRules(cfg *config.Config) policy.Rules {
 		DescriptionMaxChars: cfg.Policy.DescriptionMaxChars,
 		SlimSchemas:         cfg.Policy.SlimSchemas,
 		Priority:            cfg.Policy.Priority,
+		Mode:                cfg.Policy.Mode,
 		Upstreams:           map[string]policy.UpstreamRules{},
 	}
 	for _, u := range cfg.Upstreams {
@@ -351,7 +352,7 @@ func policyRules(cfg *config.Config) policy.Rules {
 		}
 	}
 	for _, t := range cfg.Teams {
-		rules.Teams = append(rules.Teams, policy.Team{Name: t.Name, Allow: t.Allow, Deny: t.Deny, MaxTools: t.MaxTools, MaxTokens: t.MaxTokens})
+		rules.Teams = append(rules.Teams, policy.Team{Name: t.Name, Allow: t.Allow, Deny: t.Deny, MaxTools: t.MaxTools, MaxTokens: t.MaxTokens, Mode: t.Mode})
 	}
 	return rules
 }

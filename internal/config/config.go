@@ -796,7 +796,27 @@ type Policy struct {
 	// DescriptionMaxChars trims longer tool descriptions to this many
 	// characters. Key: description_max_chars. 0 means no limit.
 	DescriptionMaxChars int
+	// Mode is how the default view lists its tools: full (every tool
+	// in tools/list) or search (tools/list holds only the gateway's
+	// find_tools, call_tool and describe_tool, which find and call the
+	// view's tools; see the README's "Search mode"). Key: mode. Default
+	// full; a team without a mode of its own takes this one.
+	Mode ViewMode
 }
+
+// ViewMode is how a view lists its tools (policy.mode, teams[].mode).
+type ViewMode string
+
+const (
+	// ModeFull lists every tool of the view.
+	ModeFull ViewMode = "full"
+	// ModeSearch lists the gateway's search tools instead, through which
+	// every tool of the view is found and called.
+	ModeSearch ViewMode = "search"
+)
+
+// DefaultMode is policy.mode when it is not set.
+const DefaultMode = ModeFull
 
 // Team is a group of callers with its own view of the catalog.
 type Team struct {
@@ -820,6 +840,9 @@ type Team struct {
 	// MaxTokens caps the estimated size of the team's tools/list. Key:
 	// max_tokens. 0 means the policy limit only.
 	MaxTokens int
+	// Mode is how the team's view lists its tools: full or search (see
+	// policy.mode). Key: mode. Empty (the default) takes policy.mode.
+	Mode ViewMode
 	// Limits override the top-level limits for this team's identities,
 	// field by field. Key: limits.
 	Limits *TeamLimitOverrides
@@ -1083,6 +1106,7 @@ func Default() *Config {
 		Tasks:        Tasks{TTL: DefaultTaskTTL, MaxPerIdentity: DefaultMaxTasks},
 		State:        State{Store: StoreMemory},
 		Shutdown:     Shutdown{Timeout: DefaultShutdownTimeout},
+		Policy:       Policy{Mode: DefaultMode},
 	}
 }
 

@@ -454,6 +454,7 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 					"description_max_chars": func(p string, v *yaml.Node) { d.integer(p, v, &c.Policy.DescriptionMaxChars) },
 					"slim_schemas":          func(p string, v *yaml.Node) { d.boolean(p, v, &c.Policy.SlimSchemas) },
 					"priority":              func(p string, v *yaml.Node) { c.Policy.Priority = d.strings(p, v) },
+					"mode":                  func(p string, v *yaml.Node) { c.Policy.Mode = ViewMode(d.str(p, v)) },
 				}})
 			},
 			"teams": func(p string, v *yaml.Node) {
@@ -817,6 +818,7 @@ func (d *decoder) team(p string, n *yaml.Node) (Team, bool) {
 		"deny":       func(p string, v *yaml.Node) { t.Deny = d.strings(p, v) },
 		"max_tools":  func(p string, v *yaml.Node) { d.integer(p, v, &t.MaxTools) },
 		"max_tokens": func(p string, v *yaml.Node) { d.integer(p, v, &t.MaxTokens) },
+		"mode":       func(p string, v *yaml.Node) { t.Mode = ViewMode(d.str(p, v)) },
 		"claims": func(p string, v *yaml.Node) {
 			if !d.visit(p, v) {
 				return

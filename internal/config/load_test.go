@@ -161,7 +161,7 @@ func TestLoadFull(t *testing.T) {
 				Source:    "mcpServers.Remote-Docs",
 			},
 		},
-		Policy: Policy{MaxTools: 128, DescriptionMaxChars: 1024},
+		Policy: Policy{MaxTools: 128, DescriptionMaxChars: 1024, Mode: ModeFull},
 		Teams: []Team{
 			{
 				Name:     "data",
@@ -170,7 +170,7 @@ func TestLoadFull(t *testing.T) {
 				Deny:     []string{"*-_print_env"},
 				MaxTools: 20,
 			},
-			{Name: "ops", APIKeys: []string{"ops-team-secret-key-0007"}},
+			{Name: "ops", APIKeys: []string{"ops-team-secret-key-0007"}, Mode: ModeSearch},
 		},
 		Auth: Auth{Mode: AuthAPIKey, OAuth: OAuth{ClockSkew: DefaultClockSkew, Unmatched: UnmatchedDefault}},
 		Telemetry: Telemetry{

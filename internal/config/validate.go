@@ -163,6 +163,9 @@ func (c *Config) Validate() error {
 		ps.add("policy.max_tokens", "must be 0 (no limit) or more")
 	}
 	validateGlobs(&ps, "policy.priority", c.Policy.Priority)
+	if c.Policy.Mode != "" && !c.Policy.Mode.valid() {
+		ps.add("policy.mode", "must be full or search")
+	}
 
 	c.validateTeams(&ps)
 	c.Limits.validate(&ps)
@@ -249,6 +252,9 @@ func (c *Config) validateTeams(ps *problems) {
 		}
 		if t.MaxTokens < 0 {
 			ps.add(p+".max_tokens", "must be 0 (no limit) or more")
+		}
+		if t.Mode != "" && !t.Mode.valid() {
+			ps.add(p+".mode", "must be full or search (or left out, to take policy.mode)")
 		}
 		if t.Limits != nil {
 			t.Limits.PerIdentity.validate(p+".limits.per_identity", ps)
@@ -913,3 +919,6 @@ func (o *OAuthClient) validate(p string, ps *problems, exchange bool) {
 		ps.add(p, "needs resource or audience: the exchanged token must be meant for this upstream, not the gateway")
 	}
 }
+
+// valid reports whether m is a mode a view can have.
+func (m ViewMode) valid() bool { return m == ModeFull || m == ModeSearch }

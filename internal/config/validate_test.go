@@ -37,6 +37,7 @@ func TestDefaultIsValid(t *testing.T) {
 		Tasks:     Tasks{After: 0, TTL: time.Hour, MaxPerIdentity: 100},
 		State:     State{Store: StoreMemory},
 		Shutdown:  Shutdown{Delay: 0, Timeout: 10 * time.Second},
+		Policy:    Policy{Mode: ModeFull},
 	}
 	if diff := cmp.Diff(want, Default()); diff != "" {
 		t.Errorf("Default() mismatch (-want +got):\n%s", diff)
@@ -183,6 +184,17 @@ func TestValidate(t *testing.T) {
 			{Path: "teams[1].name", Message: `team name "a" already used by teams[0]`},
 			{Path: "teams[2].name", Message: "must be 1 to 64 characters from A-Z, a-z, 0-9, _ and -"},
 			{Path: "teams[3].name", Message: "is required: 1 to 64 characters from A-Z, a-z, 0-9, _ and -"},
+		}},
+		{"modes", func(c *Config) {
+			c.Policy.Mode = ModeSearch
+			c.Teams = []Team{{Name: "a", Mode: ModeFull}, {Name: "b", Mode: ModeSearch}, {Name: "c"}}
+		}, nil},
+		{"bad modes", func(c *Config) {
+			c.Policy.Mode = "auto"
+			c.Teams = []Team{{Name: "a", Mode: "Search"}, {Name: "b"}}
+		}, []Problem{
+			{Path: "policy.mode", Message: "must be full or search"},
+			{Path: "teams[0].mode", Message: "must be full or search (or left out, to take policy.mode)"},
 		}},
 		{"api_key auth without keys", func(c *Config) {
 			c.Auth.Mode = AuthAPIKey

@@ -20,6 +20,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/config"
 )
 
 // Rules are the policy settings of gateway.yaml. The zero value allows
@@ -45,6 +47,9 @@ type Rules struct {
 	Priority []string
 	// Teams are the views besides the default one.
 	Teams []Team
+	// Mode is how the default view lists its tools, and that of a team
+	// without a mode of its own; "" means config.DefaultMode.
+	Mode config.ViewMode
 }
 
 // UpstreamRules are the rules of one upstream, on the names the upstream
@@ -73,6 +78,9 @@ type Team struct {
 	Allow, Deny []string
 	MaxTools    int
 	MaxTokens   int
+	// Mode is how the team's view lists its tools; "" takes the
+	// policy's.
+	Mode config.ViewMode
 }
 
 // View is the rules of one view, as the router applies them.
@@ -87,17 +95,26 @@ type View struct {
 	MaxTools, MaxTokens int
 	// Priority is the policy's priority patterns.
 	Priority []string
+	// Mode is how the view lists its tools: the team's, else the
+	// policy's, else config.DefaultMode; never "".
+	Mode config.ViewMode
 }
+
+// Search reports whether the view is in search mode: its tools/list
+// holds the gateway's search tools instead of its catalog.
+func (v *View) Search() bool { return v.Mode == config.ModeSearch }
 
 // Views returns the default view and one per team, in that order.
 func (r *Rules) Views() []View {
-	views := []View{{MaxTools: r.MaxTools, MaxTokens: r.MaxTokens, Priority: r.Priority}}
+	mode := cmp.Or(r.Mode, config.DefaultMode)
+	views := []View{{MaxTools: r.MaxTools, MaxTokens: r.MaxTokens, Priority: r.Priority, Mode: mode}}
 	for _, t := range r.Teams {
 		views = append(views, View{
 			Name: t.Name, Allow: t.Allow, Deny: t.Deny,
 			MaxTools:  tighter(r.MaxTools, t.MaxTools),
 			MaxTokens: tighter(r.MaxTokens, t.MaxTokens),
 			Priority:  r.Priority,
+			Mode:      cmp.Or(t.Mode, mode),
 		})
 	}
 	return views

@@ -4,12 +4,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/config"
 )
 
 func TestAllowTool(t *testing.T) {
@@ -99,6 +102,30 @@ func TestViewsCombineLimits(t *testing.T) {
 		if v.Name != w.name || v.MaxTools != w.tools || v.MaxTokens != w.tokens || v.Private() != w.private {
 			t.Errorf("view %d = %+v, want %+v", i, v, w)
 		}
+	}
+}
+
+func TestViewsInheritMode(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		policy config.ViewMode
+		teams  []config.ViewMode
+		want   []bool // search, per view
+	}{
+		{"default full", "", []config.ViewMode{"", config.ModeSearch}, []bool{false, false, true}},
+		{"policy search", config.ModeSearch, []config.ViewMode{"", config.ModeFull}, []bool{true, true, false}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &Rules{Mode: tt.policy}
+			for i, m := range tt.teams {
+				r.Teams = append(r.Teams, Team{Name: fmt.Sprint("t", i), Mode: m})
+			}
+			for i, v := range r.Views() {
+				if v.Search() != tt.want[i] || v.Mode == "" {
+					t.Errorf("view %q: mode %q, want search %v", v.Name, v.Mode, tt.want[i])
+				}
+			}
+		})
 	}
 }
 

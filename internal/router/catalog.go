@@ -15,6 +15,7 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/mcpheader"
 	"github.com/mcp-gateway/mcp-gateway/internal/namespace"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
+	"github.com/mcp-gateway/mcp-gateway/internal/search"
 )
 
 // catalog is the merged catalog of every serving upstream, as each view
@@ -75,6 +76,11 @@ type view struct {
 	// no token limit measured it: counted once, at the first scrape.
 	measured       sync.Once
 	measuredTokens int
+
+	// index is the search index of the view's tools, for search mode
+	// (searchmode.go): built once, by the first find_tools.
+	searchOnce sync.Once
+	index      *search.Index
 }
 
 // named is the tools or the prompts of a view: entries in catalog order,

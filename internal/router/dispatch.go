@@ -269,10 +269,7 @@ func (r *Router) dispatch(ctx context.Context, c *Caller, req *jsonrpc.Request) 
 	}
 	switch req.Method {
 	case "tools/list":
-		if v.toolsAsTasksJSON != nil && !c.Modern() && c.takesTasks() {
-			return r.list(c, v, req, "tools", v.toolsAsTasksJSON)
-		}
-		return r.list(c, v, req, "tools", v.toolsJSON)
+		return r.list(c, v, req, "tools", v.listedTools(c))
 	case "prompts/list":
 		return r.list(c, v, req, "prompts", v.promptsJSON)
 	case "resources/list":
@@ -280,6 +277,11 @@ func (r *Router) dispatch(ctx context.Context, c *Caller, req *jsonrpc.Request) 
 	case "resources/templates/list":
 		return r.list(c, v, req, "resourceTemplates", v.templatesJSON)
 	case "tools/call":
+		if v.rules.Search() {
+			if reply := r.searchCall(ctx, c, v, req); reply != nil {
+				return reply
+			}
+		}
 		return r.callNamed(ctx, c, req, v.tools, "tool")
 	case "tasks/get", "tasks/result", "tasks/cancel", "tasks/update", "tasks/list":
 		return r.taskRequest(ctx, c, req)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 	"github.com/mcp-gateway/mcp-gateway/internal/router"
 	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 )
@@ -61,6 +62,12 @@ func (u *benchUpstream) Instructions() string          { return "" }
 // calls return result.
 func benchRouter(b *testing.B, result json.RawMessage) *router.Router {
 	b.Helper()
+	return benchRouterWith(b, result, policy.Rules{})
+}
+
+// benchRouterWith is benchRouter with rules.
+func benchRouterWith(b *testing.B, result json.RawMessage, rules policy.Rules) *router.Router {
+	b.Helper()
 	var ups []router.UpstreamConfig
 	for i := range 20 {
 		u := &benchUpstream{result: result}
@@ -73,7 +80,7 @@ func benchRouter(b *testing.B, result json.RawMessage) *router.Router {
 			Connect: func(router.ConnectOptions) (router.Upstream, error) { return u, nil },
 		})
 	}
-	r, err := router.New(&router.Options{Upstreams: ups, ListWait: -1})
+	r, err := router.New(&router.Options{Upstreams: ups, ListWait: -1, Rules: rules})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -710,7 +710,7 @@ func (r *Router) rebuild() {
 			method   string
 			old, new []byte
 		}{
-			{"notifications/tools/list_changed", ov.toolsJSON, nv.toolsJSON},
+			{"notifications/tools/list_changed", ov.announcedTools(), nv.announcedTools()},
 			{"notifications/prompts/list_changed", ov.promptsJSON, nv.promptsJSON},
 			{"notifications/resources/list_changed", append(ov.resourcesJSON[:len(ov.resourcesJSON):len(ov.resourcesJSON)], ov.templatesJSON...), append(nv.resourcesJSON[:len(nv.resourcesJSON):len(nv.resourcesJSON)], nv.templatesJSON...)},
 		} {

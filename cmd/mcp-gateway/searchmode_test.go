@@ -1,0 +1,261 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/config"
+	"github.com/mcp-gateway/mcp-gateway/internal/mcptest"
+	"github.com/mcp-gateway/mcp-gateway/internal/policy"
+	"github.com/mcp-gateway/mcp-gateway/internal/router"
+)
+
+// searchTools are the names a view in search mode lists.
+var searchTools = []string{"find_tools", "call_tool", "describe_tool"}
+
+// listNames lists the session's tools.
+func listNames(ctx context.Context, t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	var names []string
+	for tool, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, tool.Name)
+	}
+	return names
+}
+
+// find calls find_tools and returns the names it found, from its
+// structuredContent (and checks that its text says the same).
+func find(ctx context.Context, t *testing.T, cs *mcp.ClientSession, args map[string]any) []string {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "find_tools", Arguments: args})
+	if err != nil || res.IsError || len(res.Content) != 1 {
+		t.Fatalf("find_tools %v: %+v, %v", args, res, err)
+	}
+	var structured, text struct {
+		Tools []struct {
+			Name        string `json:"name"`
+			InputSchema any    `json:"inputSchema"`
+		} `json:"tools"`
+	}
+	raw, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(raw, &structured); err != nil {
+		t.Fatalf("find_tools structuredContent %s: %v", raw, err)
+	}
+	if err := json.Unmarshal([]byte(res.Content[0].(*mcp.TextContent).Text), &text); err != nil {
+		t.Fatalf("find_tools text: %v", err)
+	}
+	if diff := cmp.Diff(text, structured); diff != "" {
+		t.Errorf("find_tools text and structuredContent differ (-text +structured):\n%s", diff)
+	}
+	var names []string
+	for _, f := range structured.Tools {
+		if f.InputSchema == nil {
+			t.Errorf("found %s without its inputSchema", f.Name)
+		}
+		names = append(names, f.Name)
+	}
+	return names
+}
+
+// TestSearchModeBothEras: a gateway in search mode lists only its three
+// tools to a Go SDK client of each era; find_tools finds the view's
+// tools, and not one the policy hides; call_tool runs a found tool as a
+// direct call would, and a hidden one gets the direct call's error.
+func TestSearchModeBothEras(t *testing.T) {
+	cfg := config.Default()
+	cfg.Policy.Mode = config.ModeSearch
+	beta := stdioUpstream("beta", "echo-legacy", map[string]string{"WHO": "beta"})
+	beta.Tools.Deny = []string{"getenv"}
+	cfg.Upstreams = []config.Upstream{stdioUpstream("alpha", "echo", map[string]string{"WHO": "alpha"}), beta}
+	url, _ := startGateway(t, cfg)
+
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cs := connect(t, url, era)
+			if diff := cmp.Diff(searchTools, listNames(ctx, t, cs)); diff != "" {
+				t.Errorf("tools/list (-want +got):\n%s", diff)
+			}
+			got := find(ctx, t, cs, map[string]any{"query": "read an environment variable"})
+			if len(got) == 0 || got[0] != "alpha__getenv" || slices.Contains(got, "beta__getenv") {
+				t.Errorf("find environment variable: %v, want alpha__getenv first and never the hidden beta__getenv", got)
+			}
+			if got := find(ctx, t, cs, map[string]any{"query": "beta__getenv", "upstream": "beta", "limit": 20}); slices.Contains(got, "beta__getenv") {
+				t.Errorf("find by the hidden tool's name: %v", got)
+			}
+			if got := find(ctx, t, cs, map[string]any{"query": "returns its text argument", "upstream": "beta"}); len(got) == 0 || got[0] != "beta__echo" {
+				t.Errorf("find echo in beta: %v", got)
+			}
+			if text, err := callText(ctx, cs, "call_tool", map[string]any{"name": "alpha__getenv", "arguments": map[string]any{"name": "WHO"}}); err != nil || text != "alpha" {
+				t.Errorf("call_tool alpha__getenv = %q, %v", text, err)
+			}
+			if text, err := callText(ctx, cs, "call_tool", map[string]any{"name": "beta__echo", "arguments": map[string]any{"text": "through call_tool"}}); err != nil || text != "through call_tool" {
+				t.Errorf("call_tool beta__echo = %q, %v", text, err)
+			}
+			_, viaErr := cs.CallTool(ctx, &mcp.CallToolParams{Name: "call_tool", Arguments: map[string]any{"name": "beta__getenv", "arguments": map[string]any{"name": "WHO"}}})
+			_, directErr := cs.CallTool(ctx, &mcp.CallToolParams{Name: "beta__getenv", Arguments: map[string]any{"name": "WHO"}})
+			if viaErr == nil || directErr == nil || viaErr.Error() != directErr.Error() {
+				t.Errorf("hidden tool: through call_tool %v, directly %v; want the same error", viaErr, directErr)
+			}
+			// A host that knows a name calls it directly.
+			if text, err := callText(ctx, cs, "alpha__echo", map[string]any{"text": "direct"}); err != nil || text != "direct" {
+				t.Errorf("alpha__echo = %q, %v", text, err)
+			}
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "describe_tool", Arguments: map[string]any{"name": "alpha__echo"}})
+			if err != nil || res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, `"name":"alpha__echo"`) {
+				t.Errorf("describe_tool alpha__echo: %+v, %v", res, err)
+			}
+		})
+	}
+}
+
+// listTokens is the size, as `mcp-gateway tools` counts it (each
+// definition on its own, policy.Tokens), of the tools/list the router
+// gives a legacy host of the default view.
+func listTokens(t *testing.T, g *gateway) (int, []string) {
+	t.Helper()
+	reply := g.router.Dispatch(context.Background(), &router.Caller{ProtocolVersion: "2025-11-25"}, hostRequest(t, "tools/list", `{}`))
+	if reply.Error != nil {
+		t.Fatal(reply.Error)
+	}
+	var list struct{ Tools []json.RawMessage }
+	if err := json.Unmarshal(reply.Result, &list); err != nil {
+		t.Fatal(err)
+	}
+	total, names := 0, []string{}
+	for _, def := range list.Tools {
+		total += policy.Tokens(def)
+		var d struct{ Name string }
+		_ = json.Unmarshal(def, &d)
+		names = append(names, d.Name)
+	}
+	return total, names
+}
+
+// TestSearchModeCostsATenthOfTheReferenceServers puts the reference
+// servers behind a gateway in each mode: search mode's tools/list costs
+// at most a tenth of the full catalog's tokens, and every tool of the
+// catalog is found by its name, described and callable through it.
+func TestSearchModeCostsATenthOfTheReferenceServers(t *testing.T) {
+	dir := interopDir(t)
+	files := t.TempDir()
+	cfg := config.Default()
+	cfg.Upstreams = []config.Upstream{
+		nodeUpstream("everything", dir, []string{npmServer(dir, "server-everything"), "stdio"}, nil),
+		nodeUpstream("memory", dir, []string{npmServer(dir, "server-memory")}, map[string]string{"MEMORY_FILE_PATH": filepath.Join(t.TempDir(), "memory.jsonl")}),
+		nodeUpstream("files", dir, []string{npmServer(dir, "server-filesystem"), files}, nil),
+		nodeUpstream("thinking", dir, []string{npmServer(dir, "server-sequential-thinking")}, nil),
+	}
+	_, full := startGateway(t, cfg)
+	fullTokens, catalog := listTokens(t, full)
+
+	cfg.Policy.Mode = config.ModeSearch
+	url, search := startGateway(t, cfg)
+	searchTokens, listed := listTokens(t, search)
+	t.Logf("tools/list: full catalog %d tools, %d tokens; search mode %d tokens (%.1f%%)", len(catalog), fullTokens, searchTokens, 100*float64(searchTokens)/float64(fullTokens))
+	if !cmp.Equal(listed, searchTools) {
+		t.Fatalf("search mode lists %v", listed)
+	}
+	if searchTokens*10 > fullTokens {
+		t.Errorf("search mode's tools/list costs %d tokens, over a tenth of the full catalog's %d", searchTokens, fullTokens)
+	}
+
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			cs := connect(t, url, era)
+			for _, name := range catalog {
+				if got := find(ctx, t, cs, map[string]any{"query": name, "limit": 20}); !slices.Contains(got, name) {
+					t.Errorf("find_tools by the name %s: %v", name, got)
+				}
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "describe_tool", Arguments: map[string]any{"name": name}})
+				if err != nil || res.IsError {
+					t.Errorf("describe_tool %s: %+v, %v", name, res, err)
+				}
+			}
+			if text, err := callText(ctx, cs, "call_tool", map[string]any{"name": "everything__echo", "arguments": map[string]any{"message": "hi"}}); err != nil || !strings.Contains(text, "hi") {
+				t.Errorf("call_tool everything__echo = %q, %v", text, err)
+			}
+		})
+	}
+
+	// The TypeScript SDK client validates structuredContent against the
+	// listed outputSchema.
+	t.Run("typescript-sdk", func(t *testing.T) {
+		ts := func(tool, args string) (tools []string, text string) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			out, err := exec.CommandContext(ctx, node(dir), filepath.Join(dir, "ts-client.mjs"), "--url", url, "--tool", tool, "--args", args).Output()
+			if err != nil {
+				t.Fatalf("ts-client %s: %v\n%s", tool, err, out)
+			}
+			var summary struct {
+				OK    bool
+				Tools []string
+				Call  struct {
+					Result struct{ Content []struct{ Text string } }
+				}
+			}
+			if err := json.Unmarshal(out, &summary); err != nil || !summary.OK || len(summary.Call.Result.Content) != 1 {
+				t.Fatalf("ts-client %s output %s: %v", tool, out, err)
+			}
+			return summary.Tools, summary.Call.Result.Content[0].Text
+		}
+		tools, text := ts("find_tools", `{"query":"echo a message"}`)
+		if !cmp.Equal(tools, searchTools) || !strings.Contains(text, `"name":"everything__echo"`) {
+			t.Errorf("find_tools: tools %v, found %s", tools, text)
+		}
+		if _, text := ts("call_tool", `{"name":"everything__echo","arguments":{"message":"from typescript"}}`); text != "Echo: from typescript" {
+			t.Errorf("call_tool everything__echo: %q", text)
+		}
+	})
+}
+
+// TestCallToolRelaysServerRequests: a tool that asks its host for input
+// (elicitation) works through call_tool in all four pairs of eras: a
+// legacy upstream's request on the legacy host's session or as a modern
+// host's input_required, and a modern upstream's input_required answered
+// by the gateway for a legacy host or retried by a modern one.
+func TestCallToolRelaysServerRequests(t *testing.T) {
+	old := mcptest.NewStreamableServer(t, &mcptest.HTTPOptions{Server: mcptest.ServerOptions{Name: "old", Versions: mcptest.LegacyVersions()}})
+	modern := mcptest.NewStreamableServer(t, &mcptest.HTTPOptions{Stateless: true, Server: mcptest.ServerOptions{Name: "new"}})
+	cfg := config.Default()
+	cfg.Policy.Mode = config.ModeSearch
+	cfg.Upstreams = []config.Upstream{relaying(httpUpstream("old", old.URL)), relaying(httpUpstream("new", modern.URL))}
+	url, _ := startGateway(t, cfg)
+	elicit := func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "ada"}}, nil
+	}
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			client := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: elicit})
+			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: era})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			for _, tool := range []string{"old__elicit", "new__ask"} {
+				got, err := callAll(ctx, cs, "call_tool", map[string]any{"name": tool, "arguments": map[string]any{"message": "name?"}})
+				if err != nil || !strings.Contains(got, "ada") {
+					t.Errorf("call_tool %s: %q, %v; want the host's answer", tool, got, err)
+				}
+			}
+		})
+	}
+}
