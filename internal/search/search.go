@@ -12,7 +12,6 @@ package search
 
 import (
 	"math"
-	"slices"
 	"sort"
 )
 
@@ -139,11 +138,8 @@ func (ix *Index) Search(query string, limit int, upstream string) []Hit {
 	if limit <= 0 || ix.n == 0 {
 		return nil
 	}
-	terms := Terms(query)
-	slices.Sort(terms)
-	terms = slices.Compact(terms)
 	scores := map[int]float64{}
-	for _, t := range terms {
+	for t, w := range expand(Terms(query)) {
 		ps := ix.postings[t]
 		if len(ps) == 0 {
 			continue
@@ -153,7 +149,7 @@ func (ix *Index) Search(query string, limit int, upstream string) []Hit {
 			if upstream != "" && ix.upstream[p.doc] != upstream {
 				continue
 			}
-			scores[p.doc] += idf * p.tf / (k1 + p.tf)
+			scores[p.doc] += w * idf * p.tf / (k1 + p.tf)
 		}
 	}
 	hits := make([]Hit, 0, len(scores))
@@ -170,4 +166,22 @@ func (ix *Index) Search(query string, limit int, upstream string) []Hit {
 		hits = hits[:limit]
 	}
 	return hits
+}
+
+// expand weighs the query's terms: each term 1, each related term of
+// one (see relatedGroups) relatedWeight unless the query has it too.
+func expand(terms []string) map[string]float64 {
+	out := make(map[string]float64, 4*len(terms))
+	for _, t := range terms {
+		out[t] = 1
+	}
+	rel := related()
+	for _, t := range terms {
+		for _, r := range rel[t] {
+			if _, ok := out[r]; !ok {
+				out[r] = relatedWeight
+			}
+		}
+	}
+	return out
 }

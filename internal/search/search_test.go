@@ -7,12 +7,13 @@ import (
 
 func TestTerms(t *testing.T) {
 	for in, want := range map[string][]string{
-		"read_file":               {"read", "file"},
-		"listDirectoryEntries":    {"list", "directory", "entry"},
-		"HTTPServer fetches URLs": {"http", "server", "fetch", "url"},
-		"Create the issues":       {"create", "issue"},
-		"get-weather2day":         {"get", "weather", "2", "day"},
-		"stopping, listed":        {"stop", "list"},
+		"read_file":                {"read", "file"},
+		"listDirectoryEntries":     {"list", "directori", "entri"},
+		"HTTPServer fetches URLs":  {"http", "server", "fetch", "url"},
+		"Create the issues":        {"creat", "issu"},
+		"get-weather2day":          {"get", "weather", "2", "dai"},
+		"stopping, listed":         {"stop", "list"},
+		"a folder called invoices": {"folder", "invoic"},
 	} {
 		if got := Terms(in); !slices.Equal(got, want) {
 			t.Errorf("Terms(%q) = %q, want %q", in, got, want)
@@ -42,5 +43,26 @@ func TestSearchRanksByNameAndDescription(t *testing.T) {
 	}
 	if got := ix.Search("file", 0, ""); got != nil {
 		t.Errorf("limit 0: %v", got)
+	}
+}
+
+// A user's task rarely uses the tool's words: related words bridge them.
+func TestSearchRelatedWords(t *testing.T) {
+	docs := []Doc{
+		{Name: "twilio__make_call", Upstream: "twilio", Description: "Place an outbound phone call that speaks a message.", Params: []Param{{Name: "to", Description: "Phone number"}}},
+		{Name: "filesystem__create_directory", Upstream: "filesystem", Description: "Create a new directory or ensure a directory exists.", Params: []Param{{Name: "path"}}},
+		{Name: "aws-ec2__stop_instance", Upstream: "aws-ec2", Description: "Stop a running EC2 instance.", Params: []Param{{Name: "instance_id", Description: "Instance"}}},
+		{Name: "docker__pull_image", Upstream: "docker", Description: "Pull a Docker image from a registry."},
+		{Name: "notes__create_note", Upstream: "notes", Description: "Create a note with a title."},
+		{Name: "docker__stop_container", Upstream: "docker", Description: "Stop a running Docker container."},
+	}
+	ix := New(docs)
+	for query, want := range map[string]int{
+		"make a folder called invoices": 1,
+		"shut down the test VM":         2,
+	} {
+		if got := ix.Search(query, 1, ""); len(got) != 1 || got[0].Doc != want {
+			t.Errorf("%q: %v, want %s", query, got, docs[want].Name)
+		}
 	}
 }

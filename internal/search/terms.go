@@ -7,7 +7,7 @@ import (
 
 // Terms splits text into index terms: words split at spaces,
 // punctuation, underscores, dashes and case changes (readFile: read,
-// file), lower-cased, stop words dropped, each stemmed.
+// file), lower-cased, stop words dropped, each stemmed (porter).
 func Terms(text string) []string {
 	var out []string
 	for _, w := range words(text) {
@@ -15,7 +15,7 @@ func Terms(text string) []string {
 		if stopWords[w] || len(w) < 2 && !unicode.IsDigit(rune(w[0])) {
 			continue
 		}
-		out = append(out, stem(w))
+		out = append(out, porter(w))
 	}
 	return out
 }
@@ -55,48 +55,14 @@ func words(text string) []string {
 	return out
 }
 
-// stem strips the common English inflections, enough that "files",
-// "listing" and "listed" meet "file" and "list". (Not a full Porter
-// stemmer: search ranks short tool texts, where over-stemming costs more
-// than it gains.)
-func stem(w string) string {
-	if len(w) <= 3 {
-		return w
-	}
-	switch {
-	case strings.HasSuffix(w, "ies") && len(w) > 4:
-		return w[:len(w)-3] + "y"
-	case strings.HasSuffix(w, "sses"):
-		return w[:len(w)-2]
-	case strings.HasSuffix(w, "ss"), strings.HasSuffix(w, "us"), strings.HasSuffix(w, "is"):
-		return w
-	case strings.HasSuffix(w, "ing") && len(w) > 5:
-		return undouble(w[:len(w)-3])
-	case strings.HasSuffix(w, "ed") && len(w) > 4:
-		return undouble(w[:len(w)-2])
-	case strings.HasSuffix(w, "es") && (strings.HasSuffix(w, "ches") || strings.HasSuffix(w, "shes") || strings.HasSuffix(w, "xes")):
-		return w[:len(w)-2]
-	case strings.HasSuffix(w, "s"):
-		return w[:len(w)-1]
-	}
-	return w
-}
-
-// undouble turns "stopp" (from stopping) into "stop".
-func undouble(w string) string {
-	if n := len(w); n >= 2 && w[n-1] == w[n-2] && !strings.ContainsRune("lsz", rune(w[n-1])) {
-		return w[:n-1]
-	}
-	return w
-}
-
 // stopWords carry no meaning for finding a tool.
 var stopWords = map[string]bool{}
 
 func init() {
 	for _, w := range strings.Fields(`a an and are as at be by can do does for from has have how i if in into is it its
 		me my of on or please should so some that the their them then there these this to use used using want was we what
-		when where which while who will with would you your`) {
+		when where which while who will with would you your
+		everything anything something everyone anyone someone just also called named`) {
 		stopWords[w] = true
 	}
 }
