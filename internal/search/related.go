@@ -131,6 +131,10 @@ recording video
 transcript caption subtitle
 sms text
 play listen
+language translate translation english french german spanish italian portuguese dutch chinese japanese korean russian arabic
+size big large small huge bytes
+modified changed updated last
+status state done progress transition workflow stage
 `
 
 // relatedWeight scales the score a related word adds, relative to the

@@ -58,13 +58,13 @@ var weights = [numFields]float64{
 	fieldTitle:            2.0,
 	fieldDescription:      1.0,
 	fieldParamName:        1.0,
-	fieldParamDescription: 0.5,
+	fieldParamDescription: 1.0,
 }
 
 // BM25 parameters: k1 the term frequency saturation, b the length
 // normalisation (per field, as BM25F does).
 const (
-	k1 = 1.2
+	k1 = 2.0
 	b  = 0.75
 )
 
@@ -178,7 +178,7 @@ func expand(terms []string) map[string]float64 {
 	rel := related()
 	for _, t := range terms {
 		for _, r := range rel[t] {
-			if _, ok := out[r]; !ok {
+			if out[r] < relatedWeight {
 				out[r] = relatedWeight
 			}
 		}
