@@ -12,7 +12,6 @@ package search
 
 import (
 	"math"
-	"sort"
 )
 
 // Doc is one tool, as the index reads it.
@@ -133,14 +132,17 @@ func (ix *Index) Len() int { return ix.n }
 
 // Search returns at most limit docs that match query, best first; only
 // docs of upstream when it is not "". Docs that share no term with the
-// query are not returned.
+// query (or a related word, see relatedGroups) are not returned. Equal
+// scores rank in doc order, and the same query always gets the same
+// hits.
 func (ix *Index) Search(query string, limit int, upstream string) []Hit {
 	if limit <= 0 || ix.n == 0 {
 		return nil
 	}
-	scores := map[int]float64{}
-	for t, w := range expand(Terms(query)) {
-		ps := ix.postings[t]
+	scores := make([]float64, ix.n)
+	matched := 0
+	for _, qt := range expand(Terms(query)) {
+		ps := ix.postings[qt.term]
 		if len(ps) == 0 {
 			continue
 		}
@@ -149,38 +151,70 @@ func (ix *Index) Search(query string, limit int, upstream string) []Hit {
 			if upstream != "" && ix.upstream[p.doc] != upstream {
 				continue
 			}
-			scores[p.doc] += w * idf * p.tf / (k1 + p.tf)
+			if scores[p.doc] == 0 {
+				matched++
+			}
+			scores[p.doc] += qt.weight * idf * p.tf / (k1 + p.tf)
 		}
 	}
-	hits := make([]Hit, 0, len(scores))
+	hits := make([]Hit, 0, min(matched, limit+1))
 	for d, s := range scores {
-		hits = append(hits, Hit{Doc: d, Score: s})
-	}
-	sort.Slice(hits, func(i, j int) bool {
-		if hits[i].Score != hits[j].Score {
-			return hits[i].Score > hits[j].Score
+		if s == 0 {
+			continue
 		}
-		return hits[i].Doc < hits[j].Doc
-	})
-	if len(hits) > limit {
-		hits = hits[:limit]
+		// Keep the best limit hits in order, by insertion: limit is a
+		// handful, and most docs fall below the last kept.
+		if len(hits) == limit && !better(s, d, hits[limit-1]) {
+			continue
+		}
+		i := len(hits)
+		if i < limit {
+			hits = append(hits, Hit{})
+		} else {
+			i--
+		}
+		for i > 0 && better(s, d, hits[i-1]) {
+			hits[i] = hits[i-1]
+			i--
+		}
+		hits[i] = Hit{Doc: d, Score: s}
 	}
 	return hits
 }
 
+// better reports whether doc d with score s ranks before h.
+func better(s float64, d int, h Hit) bool {
+	return s > h.Score || s == h.Score && d < h.Doc
+}
+
+// queryTerm is a term of an expanded query and its weight.
+type queryTerm struct {
+	term   string
+	weight float64
+}
+
 // expand weighs the query's terms: each term 1, each related term of
-// one (see relatedGroups) relatedWeight unless the query has it too.
-func expand(terms []string) map[string]float64 {
-	out := make(map[string]float64, 4*len(terms))
+// one (see relatedGroups) relatedWeight unless the query has it too, in
+// the query's order, so that a query's scores are always summed in one
+// order (a map's order would change their last bits, and ties with them).
+func expand(terms []string) []queryTerm {
+	out := make([]queryTerm, 0, 4*len(terms))
+	add := func(t string, w float64) {
+		for i := range out {
+			if out[i].term == t {
+				out[i].weight = max(out[i].weight, w)
+				return
+			}
+		}
+		out = append(out, queryTerm{t, w})
+	}
 	for _, t := range terms {
-		out[t] = 1
+		add(t, 1)
 	}
 	rel := related()
 	for _, t := range terms {
 		for _, r := range rel[t] {
-			if out[r] < relatedWeight {
-				out[r] = relatedWeight
-			}
+			add(r, relatedWeight)
 		}
 	}
 	return out
