@@ -380,3 +380,42 @@ func TestSearchDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchTopK: a search with a small limit returns the head of the
+// full ranking, which is sorted by score, then doc.
+func TestSearchTopK(t *testing.T) {
+	tools := benchCatalog(t)
+	docs := make([]Doc, len(tools))
+	for i, bt := range tools {
+		docs[i] = bt.doc
+	}
+	ix := New(docs)
+	qf := loadQueries(t)
+	for _, q := range append(qf.Tuning, qf.Heldout...) {
+		all := ix.Search(q.Query, len(docs), "")
+		if !slices.IsSortedFunc(all, func(a, b Hit) int {
+			if a.Score != b.Score {
+				return cmpFloat(b.Score, a.Score)
+			}
+			return a.Doc - b.Doc
+		}) {
+			t.Fatalf("%q: not sorted: %v", q.Query, all)
+		}
+		for _, k := range []int{1, 3, 7} {
+			want := all[:min(k, len(all))]
+			if got := ix.Search(q.Query, k, ""); !slices.Equal(got, want) {
+				t.Errorf("%q limit %d: %v, want %v", q.Query, k, got, want)
+			}
+		}
+	}
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
