@@ -13,22 +13,26 @@ import (
 // their groups' groups (no closure: "add" is in "create" and in "sum",
 // and "create" must not lead to "sum").
 //
+// A member a_b is a phrase: the query's terms a and b, one after the
+// other once stop words are dropped ("shut down", "money back"); it
+// leads to its group, and no index term is a phrase.
+//
 // The table is written for the vocabulary of tool catalogs: actions on
 // records (create, list, update, delete, search), and the objects of
 // common services (mail, calendars, files, repositories, payments,
 // infrastructure, the web). Words are stemmed like the index's terms.
 const relatedGroups = `
 create make add new open start set setup register
-start launch begin trigger kick run boot
+start launch begin trigger run boot turn_on kick_off
 get fetch retrieve read show view see look display obtain open pull detail
 list show enumerate browse all every inventory
-find search look lookup query locate seek discover which
+find search lookup query locate seek discover look_up
 update change edit modify set alter adjust patch tweak replace correct
 delete remove erase destroy drop forget purge clear wipe trash discard archive unsubscribe
 send post publish announce share deliver
 tell say notify message inform ping
 reply answer respond
-stop halt end kill pause shut terminate cancel disable off
+stop halt end kill pause shut terminate cancel disable shut_down turn_off
 cancel abort revoke stop unsubscribe
 save store remember persist keep record write note jot memorize
 remember memory recall know
@@ -41,14 +45,14 @@ run execute exec invoke launch evaluate
 schedule book plan arrange calendar organize
 book reserve reservation
 pay payment charge bill invoice checkout
-refund reimburse return money back
+refund reimburse repay money_back
 summarize summary overview transcript
 approve review accept
 assign give delegate reassign owner
-complete finish done close resolve tick
-install deploy setup
+complete finish done close resolve tick_off
+install deploy setup set_up
 scale resize replica
-rollback revert undo rollout
+rollback revert undo rollout roll_back
 watch monitor track observe alert change
 draw generate paint illustrate image picture render art
 type enter fill input form write
@@ -56,7 +60,7 @@ click press tap button
 navigate go visit open browse url
 reason think step problem sequential
 calculate compute add sum total plus
-repeat echo back
+repeat echo
 file document doc
 folder directory dir
 email mail message inbox
@@ -67,7 +71,7 @@ web internet online
 bug issue problem defect error crash fail failure broken
 ticket case request support help customer
 repository repo project codebase
-pull pr merge
+pull pr merge pull_request merge_request
 branch
 commit change
 note memo notebook
@@ -93,10 +97,10 @@ flight plane airline fly airport
 hotel stay lodging accommodation room
 employee staff colleague worker coworker
 manager boss supervisor org chart
-vacation holiday leave absence out
+vacation holiday leave absence time_off
 visitor user traffic session pageview audience
 call phone dial ring
-outage down incident page
+outage down incident page went_down
 metric cpu memory usage latency load
 log output
 table column schema
@@ -109,7 +113,7 @@ address location place street coordinates geocode
 restaurant place food eat
 direction route drive driving navigate
 distance far long travel
-elevation altitude height high sea
+elevation altitude height sea_level
 spreadsheet sheet excel row cell
 row line record entry
 chat channel
@@ -147,7 +151,12 @@ var related = sync.OnceValue(func() map[string][]string {
 	for _, line := range strings.Split(relatedGroups, "\n") {
 		var group []string
 		for _, w := range strings.Fields(line) {
-			group = append(group, porter(w))
+			a, b, ok := strings.Cut(w, "_")
+			if ok {
+				group = append(group, porter(a)+"_"+porter(b))
+			} else {
+				group = append(group, porter(w))
+			}
 		}
 		for _, t := range group {
 			for _, r := range group {

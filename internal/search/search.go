@@ -212,9 +212,14 @@ func expand(terms []string) []queryTerm {
 		add(t, 1)
 	}
 	rel := related()
-	for _, t := range terms {
+	for i, t := range terms {
 		for _, r := range rel[t] {
 			add(r, relatedWeight)
+		}
+		if i > 0 {
+			for _, r := range rel[terms[i-1]+"_"+t] {
+				add(r, relatedWeight)
+			}
 		}
 	}
 	return out

@@ -55,11 +55,14 @@ func TestSearchRelatedWords(t *testing.T) {
 		{Name: "docker__pull_image", Upstream: "docker", Description: "Pull a Docker image from a registry."},
 		{Name: "notes__create_note", Upstream: "notes", Description: "Create a note with a title."},
 		{Name: "docker__stop_container", Upstream: "docker", Description: "Stop a running Docker container."},
+		{Name: "stripe__get_customer", Upstream: "stripe", Description: "Get a Stripe customer with its payment methods.", Params: []Param{{Name: "customer_id", Description: "Customer ID"}}},
+		{Name: "stripe__create_refund", Upstream: "stripe", Description: "Refund a Stripe charge, fully or partly."},
 	}
 	ix := New(docs)
 	for query, want := range map[string]int{
 		"make a folder called invoices": 1,
 		"shut down the test VM":         2,
+		"I want my money back":          7,
 	} {
 		if got := ix.Search(query, 1, ""); len(got) != 1 || got[0].Doc != want {
 			t.Errorf("%q: %v, want %s", query, got, docs[want].Name)
