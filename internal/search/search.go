@@ -88,16 +88,17 @@ func New(docs []Doc) *Index {
 	ix := &Index{docs: docs, postings: map[string][]posting{}, n: len(docs)}
 	// Each doc's terms per field, and each field's average length.
 	fields := make([][numFields][]string, len(docs))
+	cache := map[string]string{}
 	var total [numFields]float64
 	for i, d := range docs {
 		f := &fields[i]
-		f[fieldName] = Terms(d.Name)
-		f[fieldUpstream] = Terms(d.Upstream)
-		f[fieldTitle] = Terms(d.Title)
-		f[fieldDescription] = Terms(d.Description)
+		f[fieldName] = appendTerms(nil, d.Name, cache)
+		f[fieldUpstream] = appendTerms(nil, d.Upstream, cache)
+		f[fieldTitle] = appendTerms(nil, d.Title, cache)
+		f[fieldDescription] = appendTerms(nil, d.Description, cache)
 		for _, p := range d.Params {
-			f[fieldParamName] = append(f[fieldParamName], Terms(p.Name)...)
-			f[fieldParamDescription] = append(f[fieldParamDescription], Terms(p.Description)...)
+			f[fieldParamName] = appendTerms(f[fieldParamName], p.Name, cache)
+			f[fieldParamDescription] = appendTerms(f[fieldParamDescription], p.Description, cache)
 		}
 		for k := range numFields {
 			total[k] += float64(len(f[k]))
@@ -111,8 +112,9 @@ func New(docs []Doc) *Index {
 			avg[k] = total[k] / float64(len(docs))
 		}
 	}
+	tf := map[string]float64{}
 	for i := range docs {
-		tf := map[string]float64{}
+		clear(tf)
 		for k := range numFields {
 			terms := fields[i][k]
 			norm := 1 - b + b*float64(len(terms))/avg[k]

@@ -9,27 +9,57 @@ import (
 // punctuation, underscores, dashes and case changes (readFile: read,
 // file), lower-cased, stop words dropped, each stemmed (porter).
 func Terms(text string) []string {
-	var out []string
-	for _, w := range words(text) {
-		w = strings.ToLower(w)
-		if stopWords[w] || len(w) < 2 && !unicode.IsDigit(rune(w[0])) {
-			continue
+	return appendTerms(nil, text, nil)
+}
+
+// appendTerms appends the terms of text to out. A non-nil cache keeps
+// each word's term ("" for a dropped word), so that New stems each
+// distinct word of a catalog once.
+func appendTerms(out []string, text string, cache map[string]string) []string {
+	eachWord(text, func(w string) {
+		if t, ok := cache[w]; ok {
+			if t != "" {
+				out = append(out, t)
+			}
+			return
 		}
-		out = append(out, porter(w))
-	}
+		t := term(w)
+		if cache != nil {
+			cache[w] = t
+		}
+		if t != "" {
+			out = append(out, t)
+		}
+	})
 	return out
 }
 
-// words splits text at non-alphanumerics and at lower-to-upper case
-// changes (and before the last capital of a run that starts a word:
-// HTTPServer: HTTP, Server; but URLs stays one).
-func words(text string) []string {
-	var out []string
+// term is the index term of word w, or "" for a stop word or a lone
+// letter.
+func term(w string) string {
+	w = strings.ToLower(w)
+	if stopWords[w] || len(w) < 2 && !unicode.IsDigit(rune(w[0])) {
+		return ""
+	}
+	return porter(w)
+}
+
+// eachWord calls f with each word of text, a substring of it: text split
+// at non-alphanumerics and at lower-to-upper case changes (and before the
+// last capital of a run that starts a word: HTTPServer: HTTP, Server; but
+// URLs stays one), and between letters and digits.
+func eachWord(text string, f func(string)) {
+	// The runes of text and where each starts; the end is len(text).
 	rs := []rune(text)
+	offs := make([]int, 0, len(rs)+1)
+	for i := range text {
+		offs = append(offs, i)
+	}
+	offs = append(offs, len(text))
 	start := -1
 	flush := func(end int) {
 		if start >= 0 && end > start {
-			out = append(out, string(rs[start:end]))
+			f(text[offs[start]:offs[end]])
 		}
 		start = -1
 	}
@@ -52,7 +82,6 @@ func words(text string) []string {
 		}
 	}
 	flush(len(rs))
-	return out
 }
 
 // stopWords carry no meaning for finding a tool.
