@@ -139,6 +139,53 @@ language translate translation english french german spanish italian portuguese 
 size big large small huge bytes
 modified changed updated last
 status state done progress transition workflow stage
+dm direct message
+channel room
+thread conversation reply
+user member account profile
+nearby near around close
+coordinates latitude longitude lat lon
+screenshot capture snapshot screen
+scrape extract crawl content
+browser tab window
+upload attach attachment
+database db sql postgres mysql
+kubernetes k8s kubectl cluster
+helm chart
+documentation docs reference manual guide library api
+memory knowledge graph entity observation fact
+unread inbox
+attendee invite guest participant
+free busy availability available slot
+accept decline rsvp respond
+lead prospect
+ticket complaint
+priority urgent important
+sprint cycle iteration
+bucket storage blob object
+presign temporary expiring share
+tag label category
+due deadline
+ban block
+detect identify recognize
+earnings revenue financials income profit
+convert conversion
+trip travel journey itinerary
+product item catalog merchandise goods
+order purchase bought
+ship shipped fulfill deliver tracking shipment
+inventory stock quantity
+analytics statistics stats report
+realtime live active currently
+acknowledge ack
+dashboard chart graph
+mute silence snooze
+release deploy ship
+domain hostname subdomain
+launch spin
+phonebook addressbook contact
+conference videoconference webinar meeting
+lock unlock door
 `
 
 // relatedWeight scales the score a related word adds, relative to the
