@@ -419,3 +419,26 @@ func cmpFloat(a, b float64) int {
 	}
 	return 0
 }
+
+// TestSearchCoordination: over the 500-tool catalog, a tool that meets
+// more of the task's words outranks one that meets fewer, more strongly.
+func TestSearchCoordination(t *testing.T) {
+	tools := benchCatalog(t)
+	docs := make([]Doc, len(tools))
+	for i, bt := range tools {
+		docs[i] = bt.doc
+	}
+	ix := New(docs)
+	for query, want := range map[string][]string{
+		"run some javascript in the page to get its title":  {"playwright__browser_evaluate", "puppeteer__puppeteer_evaluate", "playwright__browser_run_code_unsafe"},
+		"how big is this file and when was it last changed": {"filesystem__get_file_info", "filesystem__list_directory_with_sizes"},
+	} {
+		var got []string
+		for _, h := range ix.Search(query, 3, "") {
+			got = append(got, tools[h.Doc].doc.Name)
+		}
+		if !slices.ContainsFunc(got, func(n string) bool { return slices.Contains(want, n) }) {
+			t.Errorf("%q: top 3 %v, want one of %v", query, got, want)
+		}
+	}
+}

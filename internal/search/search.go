@@ -12,6 +12,7 @@ package search
 
 import (
 	"math"
+	"math/bits"
 )
 
 // Doc is one tool, as the index reads it.
@@ -66,6 +67,8 @@ const (
 	k1 = 2.0
 	b  = 0.75
 )
+
+var coverageExp = 2.0
 
 // Index is the searchable form of a set of docs.
 type Index struct {
@@ -141,9 +144,18 @@ func (ix *Index) Search(query string, limit int, upstream string) []Hit {
 	if limit <= 0 || ix.n == 0 {
 		return nil
 	}
-	scores := make([]float64, ix.n)
+	// Each doc's score so far, and the bits of the query terms it met.
+	acc := make([]struct {
+		score   float64
+		covered uint64
+	}, ix.n)
 	matched := 0
-	for _, qt := range expand(Terms(query)) {
+	terms := Terms(query)
+	var all uint64 // the bits of the query's terms (a term's bit is its index mod 64)
+	for i := range terms {
+		all |= 1 << (i % 64)
+	}
+	for _, qt := range expand(terms) {
 		ps := ix.postings[qt.term]
 		if len(ps) == 0 {
 			continue
@@ -153,17 +165,28 @@ func (ix *Index) Search(query string, limit int, upstream string) []Hit {
 			if upstream != "" && ix.upstream[p.doc] != upstream {
 				continue
 			}
-			if scores[p.doc] == 0 {
+			a := &acc[p.doc]
+			if a.score == 0 {
 				matched++
 			}
-			scores[p.doc] += qt.weight * idf * p.tf / (k1 + p.tf)
+			a.score += qt.weight * idf * p.tf / (k1 + p.tf)
+			a.covered |= qt.from
 		}
 	}
+	nq := float64(bits.OnesCount64(all))
 	hits := make([]Hit, 0, min(matched, limit+1))
-	for d, s := range scores {
+	for d, a := range acc {
+		s := a.score
 		if s == 0 {
 			continue
 		}
+		// Coordination: a doc that meets more of the query's terms (by
+		// themselves or a related word) ranks higher, by the square root
+		// of the share it meets, so that words that weigh much in one
+		// tool ("run" and "javascript" in a sandbox's run_javascript) do
+		// not outweigh a tool that meets more of the task ("run some
+		// javascript in the page to get its title": a browser's evaluate).
+		s *= math.Sqrt(float64(bits.OnesCount64(a.covered)) / nq)
 		// Keep the best limit hits in order, by insertion: limit is a
 		// handful, and most docs fall below the last kept.
 		if len(hits) == limit && !better(s, d, hits[limit-1]) {
@@ -193,6 +216,7 @@ func better(s float64, d int, h Hit) bool {
 type queryTerm struct {
 	term   string
 	weight float64
+	from   uint64 // bits of the query's terms it stands for
 }
 
 // expand weighs the query's terms: each term 1, each related term of
@@ -201,26 +225,28 @@ type queryTerm struct {
 // order (a map's order would change their last bits, and ties with them).
 func expand(terms []string) []queryTerm {
 	out := make([]queryTerm, 0, 4*len(terms))
-	add := func(t string, w float64) {
+	add := func(t string, w float64, from uint64) {
 		for i := range out {
 			if out[i].term == t {
 				out[i].weight = max(out[i].weight, w)
+				out[i].from |= from
 				return
 			}
 		}
-		out = append(out, queryTerm{t, w})
+		out = append(out, queryTerm{t, w, from})
 	}
-	for _, t := range terms {
-		add(t, 1)
+	bit := func(i int) uint64 { return 1 << (i % 64) }
+	for i, t := range terms {
+		add(t, 1, bit(i))
 	}
 	rel := related()
 	for i, t := range terms {
 		for _, r := range rel[t] {
-			add(r, relatedWeight)
+			add(r, relatedWeight, bit(i))
 		}
 		if i > 0 {
 			for _, r := range rel[terms[i-1]+"_"+t] {
-				add(r, relatedWeight)
+				add(r, relatedWeight, bit(i)|bit(i-1))
 			}
 		}
 	}
