@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -441,4 +442,33 @@ func TestSearchCoordination(t *testing.T) {
 			t.Errorf("%q: top 3 %v, want one of %v", query, got, want)
 		}
 	}
+}
+
+// TestSearchConcurrent: searches share the index and nothing else (run
+// with -race).
+func TestSearchConcurrent(t *testing.T) {
+	tools := benchCatalog(t)
+	docs := make([]Doc, len(tools))
+	for i, bt := range tools {
+		docs[i] = bt.doc
+	}
+	ix := New(docs)
+	qf := loadQueries(t)
+	qs := append(qf.Tuning, qf.Heldout...)
+	want := make([][]Hit, len(qs))
+	for i, q := range qs {
+		want[i] = ix.Search(q.Query, 3, "")
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range qs {
+				j := (i + g*len(qs)/4) % len(qs)
+				if got := ix.Search(qs[j].Query, 3, ""); !slices.Equal(got, want[j]) {
+					t.Errorf("%q: %v, want %v", qs[j].Query, got, want[j])
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -5,9 +5,13 @@
 // The ranking is BM25F: each tool is a document with fields (its name
 // split into words, its upstream's name, its title and description, its
 // arguments' names and descriptions), each with a weight, over terms that
-// are lower-cased, split at case and punctuation changes, stemmed, and
-// rid of stop words. An index is built once per view and catalog, and is
-// read-only: any number of searches may run on it at once.
+// are lower-cased, split at case and punctuation changes, rid of stop
+// words and stemmed (Porter). A query also looks for the words related to
+// its own (relatedGroups: a user says "folder" where a tool says
+// "directory"), and a tool's score grows with the share of the query it
+// meets. docs/context.md measures it on real catalogs. An index is built
+// once per view and catalog, and is read-only: any number of searches may
+// run on it at once.
 package search
 
 import (

@@ -84,16 +84,18 @@ func eachWord(text string, f func(string)) {
 	flush(len(rs))
 }
 
-// stopWords carry no meaning for finding a tool.
-var stopWords = map[string]bool{}
-
-func init() {
+// stopWords carry no meaning for finding a tool: function words, the
+// fillers of a request ("called", "everything") and the tails of
+// contractions ("don't": don, t).
+var stopWords = func() map[string]bool {
+	m := map[string]bool{}
 	for _, w := range strings.Fields(`a an and are as at be by can do does for from has have how i if in into is it its
 		me my of on or please should so some that the their them then there these this to use used using want was we what
 		when where which while who will with would you your
 		everything anything something everyone anyone someone just also called named
 		am been but could did each had he her here him his our ours us she than too very were why
 		ll re ve don won isn doesn didn haven`) {
-		stopWords[w] = true
+		m[w] = true
 	}
-}
+	return m
+}()
