@@ -74,6 +74,12 @@ const (
 
 var coverageExp = 2.0
 
+// maxQueryTerms is how many of a query's terms count (after stop words):
+// a task takes a few dozen words at most, and the rest is ignored so that
+// a huge query costs no more than a long one. It is also the width of a
+// doc's bit set of the query terms it meets.
+const maxQueryTerms = 64
+
 // Index is the searchable form of a set of docs.
 type Index struct {
 	docs     []Doc
@@ -141,7 +147,8 @@ func (ix *Index) Len() int { return ix.n }
 
 // Search returns at most limit docs that match query, best first; only
 // docs of upstream when it is not "". Docs that share no term with the
-// query (or a related word, see relatedGroups) are not returned. Equal
+// query (or a related word, see relatedGroups) are not returned; only
+// the first maxQueryTerms terms of a query count. Equal
 // scores rank in doc order, and the same query always gets the same
 // hits.
 func (ix *Index) Search(query string, limit int, upstream string) []Hit {
@@ -155,9 +162,12 @@ func (ix *Index) Search(query string, limit int, upstream string) []Hit {
 	}, ix.n)
 	matched := 0
 	terms := Terms(query)
-	var all uint64 // the bits of the query's terms (a term's bit is its index mod 64)
+	if len(terms) > maxQueryTerms {
+		terms = terms[:maxQueryTerms]
+	}
+	var all uint64 // a bit for each of the query's terms
 	for i := range terms {
-		all |= 1 << (i % 64)
+		all |= 1 << i
 	}
 	for _, qt := range expand(terms) {
 		ps := ix.postings[qt.term]
@@ -239,7 +249,7 @@ func expand(terms []string) []queryTerm {
 		}
 		out = append(out, queryTerm{t, w, from})
 	}
-	bit := func(i int) uint64 { return 1 << (i % 64) }
+	bit := func(i int) uint64 { return 1 << i } // i < maxQueryTerms
 	for i, t := range terms {
 		add(t, 1, bit(i))
 	}

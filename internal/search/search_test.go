@@ -2,6 +2,7 @@ package search
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -67,5 +68,26 @@ func TestSearchRelatedWords(t *testing.T) {
 		if got := ix.Search(query, 1, ""); len(got) != 1 || got[0].Doc != want {
 			t.Errorf("%q: %v, want %s", query, got, docs[want].Name)
 		}
+	}
+}
+
+// A query's terms past the first maxQueryTerms count for nothing, so that
+// a huge query costs no more than a long one (expansion is quadratic in
+// the number of terms).
+func TestSearchLongQuery(t *testing.T) {
+	docs := []Doc{
+		{Name: "mail__send_email", Upstream: "mail", Description: "Send an email message."},
+		{Name: "files__read_file", Upstream: "files", Description: "Read a file."},
+	}
+	ix := New(docs)
+	var words []string
+	for i := range maxQueryTerms {
+		words = append(words, "read"+string(rune('a'+i%26))+string(rune('a'+i/26)))
+	}
+	words[0] = "file"
+	head := strings.Join(words, " ")
+	long := head + strings.Repeat(" send email", 5000)
+	if got, want := ix.Search(long, 2, ""), ix.Search(head, 2, ""); !slices.Equal(got, want) {
+		t.Errorf("long query: %v, want %v (its first %d terms)", got, want, maxQueryTerms)
 	}
 }
