@@ -91,3 +91,26 @@ func TestSearchLongQuery(t *testing.T) {
 		t.Errorf("long query: %v, want %v (its first %d terms)", got, want, maxQueryTerms)
 	}
 }
+
+// FuzzSearch: any query, valid UTF-8 or not, gives terms that are not
+// empty and hits that are sorted and within the limit, without a panic.
+func FuzzSearch(f *testing.F) {
+	for _, s := range []string{"", "read_file", "HTTPServer fetches URLs", "shut down the VM", "año Ñandú", "\xff\xfe", "a b c", "ÉCOLE", "x2y3", "İstanbul"} {
+		f.Add(s)
+	}
+	ix := New([]Doc{
+		{Name: "files__read_file", Upstream: "files", Description: "Read a file.", Params: []Param{{Name: "path"}}},
+		{Name: "aws-ec2__stop_instance", Upstream: "aws-ec2", Description: "Stop a running EC2 instance."},
+	})
+	f.Fuzz(func(t *testing.T, q string) {
+		for _, term := range Terms(q) {
+			if term == "" {
+				t.Fatalf("Terms(%q) has an empty term", q)
+			}
+		}
+		hits := ix.Search(q, 1, "")
+		if len(hits) > 1 {
+			t.Fatalf("Search(%q, 1) = %v", q, hits)
+		}
+	})
+}
