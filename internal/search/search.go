@@ -5,15 +5,18 @@
 // The ranking is BM25F: each tool is a document with fields (its name
 // split into words, its upstream's name, its title and description, its
 // arguments' names and descriptions), each with a weight, over terms that
-// are lower-cased, split at case and punctuation changes, stemmed, and
-// rid of stop words. An index is built once per view and catalog, and is
-// read-only: any number of searches may run on it at once.
+// are lower-cased, split at case and punctuation changes, rid of stop
+// words and stemmed (Porter). A query also looks for the words related to
+// its own (relatedGroups: a user says "folder" where a tool says
+// "directory"), and a tool's score grows with the share of the query it
+// meets. docs/context.md measures it on real catalogs. An index is built
+// once per view and catalog, and is read-only: any number of searches may
+// run on it at once.
 package search
 
 import (
 	"math"
-	"slices"
-	"sort"
+	"math/bits"
 )
 
 // Doc is one tool, as the index reads it.
@@ -59,15 +62,23 @@ var weights = [numFields]float64{
 	fieldTitle:            2.0,
 	fieldDescription:      1.0,
 	fieldParamName:        1.0,
-	fieldParamDescription: 0.5,
+	fieldParamDescription: 1.0,
 }
 
 // BM25 parameters: k1 the term frequency saturation, b the length
 // normalisation (per field, as BM25F does).
 const (
-	k1 = 1.2
+	k1 = 2.0
 	b  = 0.75
 )
+
+var coverageExp = 2.0
+
+// maxQueryTerms is how many of a query's terms count (after stop words):
+// a task takes a few dozen words at most, and the rest is ignored so that
+// a huge query costs no more than a long one. It is also the width of a
+// doc's bit set of the query terms it meets.
+const maxQueryTerms = 64
 
 // Index is the searchable form of a set of docs.
 type Index struct {
@@ -90,16 +101,17 @@ func New(docs []Doc) *Index {
 	ix := &Index{docs: docs, postings: map[string][]posting{}, n: len(docs)}
 	// Each doc's terms per field, and each field's average length.
 	fields := make([][numFields][]string, len(docs))
+	cache := map[string]string{}
 	var total [numFields]float64
 	for i, d := range docs {
 		f := &fields[i]
-		f[fieldName] = Terms(d.Name)
-		f[fieldUpstream] = Terms(d.Upstream)
-		f[fieldTitle] = Terms(d.Title)
-		f[fieldDescription] = Terms(d.Description)
+		f[fieldName] = appendTerms(nil, d.Name, cache)
+		f[fieldUpstream] = appendTerms(nil, d.Upstream, cache)
+		f[fieldTitle] = appendTerms(nil, d.Title, cache)
+		f[fieldDescription] = appendTerms(nil, d.Description, cache)
 		for _, p := range d.Params {
-			f[fieldParamName] = append(f[fieldParamName], Terms(p.Name)...)
-			f[fieldParamDescription] = append(f[fieldParamDescription], Terms(p.Description)...)
+			f[fieldParamName] = appendTerms(f[fieldParamName], p.Name, cache)
+			f[fieldParamDescription] = appendTerms(f[fieldParamDescription], p.Description, cache)
 		}
 		for k := range numFields {
 			total[k] += float64(len(f[k]))
@@ -113,8 +125,9 @@ func New(docs []Doc) *Index {
 			avg[k] = total[k] / float64(len(docs))
 		}
 	}
+	tf := map[string]float64{}
 	for i := range docs {
-		tf := map[string]float64{}
+		clear(tf)
 		for k := range numFields {
 			terms := fields[i][k]
 			norm := 1 - b + b*float64(len(terms))/avg[k]
@@ -134,17 +147,30 @@ func (ix *Index) Len() int { return ix.n }
 
 // Search returns at most limit docs that match query, best first; only
 // docs of upstream when it is not "". Docs that share no term with the
-// query are not returned.
+// query (or a related word, see relatedGroups) are not returned; only
+// the first maxQueryTerms terms of a query count. Equal
+// scores rank in doc order, and the same query always gets the same
+// hits.
 func (ix *Index) Search(query string, limit int, upstream string) []Hit {
 	if limit <= 0 || ix.n == 0 {
 		return nil
 	}
+	// Each doc's score so far, and the bits of the query terms it met.
+	acc := make([]struct {
+		score   float64
+		covered uint64
+	}, ix.n)
+	matched := 0
 	terms := Terms(query)
-	slices.Sort(terms)
-	terms = slices.Compact(terms)
-	scores := map[int]float64{}
-	for _, t := range terms {
-		ps := ix.postings[t]
+	if len(terms) > maxQueryTerms {
+		terms = terms[:maxQueryTerms]
+	}
+	var all uint64 // a bit for each of the query's terms
+	for i := range terms {
+		all |= 1 << i
+	}
+	for _, qt := range expand(terms) {
+		ps := ix.postings[qt.term]
 		if len(ps) == 0 {
 			continue
 		}
@@ -153,21 +179,90 @@ func (ix *Index) Search(query string, limit int, upstream string) []Hit {
 			if upstream != "" && ix.upstream[p.doc] != upstream {
 				continue
 			}
-			scores[p.doc] += idf * p.tf / (k1 + p.tf)
+			a := &acc[p.doc]
+			if a.score == 0 {
+				matched++
+			}
+			a.score += qt.weight * idf * p.tf / (k1 + p.tf)
+			a.covered |= qt.from
 		}
 	}
-	hits := make([]Hit, 0, len(scores))
-	for d, s := range scores {
-		hits = append(hits, Hit{Doc: d, Score: s})
-	}
-	sort.Slice(hits, func(i, j int) bool {
-		if hits[i].Score != hits[j].Score {
-			return hits[i].Score > hits[j].Score
+	nq := float64(bits.OnesCount64(all))
+	hits := make([]Hit, 0, min(matched, limit+1))
+	for d, a := range acc {
+		s := a.score
+		if s == 0 {
+			continue
 		}
-		return hits[i].Doc < hits[j].Doc
-	})
-	if len(hits) > limit {
-		hits = hits[:limit]
+		// Coordination: a doc that meets more of the query's terms (by
+		// themselves or a related word) ranks higher, by the square root
+		// of the share it meets, so that words that weigh much in one
+		// tool ("run" and "javascript" in a sandbox's run_javascript) do
+		// not outweigh a tool that meets more of the task ("run some
+		// javascript in the page to get its title": a browser's evaluate).
+		s *= math.Sqrt(float64(bits.OnesCount64(a.covered)) / nq)
+		// Keep the best limit hits in order, by insertion: limit is a
+		// handful, and most docs fall below the last kept.
+		if len(hits) == limit && !better(s, d, hits[limit-1]) {
+			continue
+		}
+		i := len(hits)
+		if i < limit {
+			hits = append(hits, Hit{})
+		} else {
+			i--
+		}
+		for i > 0 && better(s, d, hits[i-1]) {
+			hits[i] = hits[i-1]
+			i--
+		}
+		hits[i] = Hit{Doc: d, Score: s}
 	}
 	return hits
+}
+
+// better reports whether doc d with score s ranks before h.
+func better(s float64, d int, h Hit) bool {
+	return s > h.Score || s == h.Score && d < h.Doc
+}
+
+// queryTerm is a term of an expanded query and its weight.
+type queryTerm struct {
+	term   string
+	weight float64
+	from   uint64 // bits of the query's terms it stands for
+}
+
+// expand weighs the query's terms: each term 1, each related term of
+// one (see relatedGroups) relatedWeight unless the query has it too, in
+// the query's order, so that a query's scores are always summed in one
+// order (a map's order would change their last bits, and ties with them).
+func expand(terms []string) []queryTerm {
+	out := make([]queryTerm, 0, 4*len(terms))
+	add := func(t string, w float64, from uint64) {
+		for i := range out {
+			if out[i].term == t {
+				out[i].weight = max(out[i].weight, w)
+				out[i].from |= from
+				return
+			}
+		}
+		out = append(out, queryTerm{t, w, from})
+	}
+	bit := func(i int) uint64 { return 1 << i } // i < maxQueryTerms
+	for i, t := range terms {
+		add(t, 1, bit(i))
+	}
+	rel := related()
+	for i, t := range terms {
+		for _, r := range rel[t] {
+			add(r, relatedWeight, bit(i))
+		}
+		if i > 0 {
+			for _, r := range rel[terms[i-1]+"_"+t] {
+				add(r, relatedWeight, bit(i)|bit(i-1))
+			}
+		}
+	}
+	return out
 }

@@ -2,17 +2,19 @@ package search
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
 func TestTerms(t *testing.T) {
 	for in, want := range map[string][]string{
-		"read_file":               {"read", "file"},
-		"listDirectoryEntries":    {"list", "directory", "entry"},
-		"HTTPServer fetches URLs": {"http", "server", "fetch", "url"},
-		"Create the issues":       {"create", "issue"},
-		"get-weather2day":         {"get", "weather", "2", "day"},
-		"stopping, listed":        {"stop", "list"},
+		"read_file":                {"read", "file"},
+		"listDirectoryEntries":     {"list", "directori", "entri"},
+		"HTTPServer fetches URLs":  {"http", "server", "fetch", "url"},
+		"Create the issues":        {"creat", "issu"},
+		"get-weather2day":          {"get", "weather", "2", "dai"},
+		"stopping, listed":         {"stop", "list"},
+		"a folder called invoices": {"folder", "invoic"},
 	} {
 		if got := Terms(in); !slices.Equal(got, want) {
 			t.Errorf("Terms(%q) = %q, want %q", in, got, want)
@@ -43,4 +45,72 @@ func TestSearchRanksByNameAndDescription(t *testing.T) {
 	if got := ix.Search("file", 0, ""); got != nil {
 		t.Errorf("limit 0: %v", got)
 	}
+}
+
+// A user's task rarely uses the tool's words: related words bridge them.
+func TestSearchRelatedWords(t *testing.T) {
+	docs := []Doc{
+		{Name: "twilio__make_call", Upstream: "twilio", Description: "Place an outbound phone call that speaks a message.", Params: []Param{{Name: "to", Description: "Phone number"}}},
+		{Name: "filesystem__create_directory", Upstream: "filesystem", Description: "Create a new directory or ensure a directory exists.", Params: []Param{{Name: "path"}}},
+		{Name: "aws-ec2__stop_instance", Upstream: "aws-ec2", Description: "Stop a running EC2 instance.", Params: []Param{{Name: "instance_id", Description: "Instance"}}},
+		{Name: "docker__pull_image", Upstream: "docker", Description: "Pull a Docker image from a registry."},
+		{Name: "notes__create_note", Upstream: "notes", Description: "Create a note with a title."},
+		{Name: "docker__stop_container", Upstream: "docker", Description: "Stop a running Docker container."},
+		{Name: "stripe__get_customer", Upstream: "stripe", Description: "Get a Stripe customer with its payment methods.", Params: []Param{{Name: "customer_id", Description: "Customer ID"}}},
+		{Name: "stripe__create_refund", Upstream: "stripe", Description: "Refund a Stripe charge, fully or partly."},
+	}
+	ix := New(docs)
+	for query, want := range map[string]int{
+		"make a folder called invoices": 1,
+		"shut down the test VM":         2,
+		"I want my money back":          7,
+	} {
+		if got := ix.Search(query, 1, ""); len(got) != 1 || got[0].Doc != want {
+			t.Errorf("%q: %v, want %s", query, got, docs[want].Name)
+		}
+	}
+}
+
+// A query's terms past the first maxQueryTerms count for nothing, so that
+// a huge query costs no more than a long one (expansion is quadratic in
+// the number of terms).
+func TestSearchLongQuery(t *testing.T) {
+	docs := []Doc{
+		{Name: "mail__send_email", Upstream: "mail", Description: "Send an email message."},
+		{Name: "files__read_file", Upstream: "files", Description: "Read a file."},
+	}
+	ix := New(docs)
+	var words []string
+	for i := range maxQueryTerms {
+		words = append(words, "read"+string(rune('a'+i%26))+string(rune('a'+i/26)))
+	}
+	words[0] = "file"
+	head := strings.Join(words, " ")
+	long := head + strings.Repeat(" send email", 5000)
+	if got, want := ix.Search(long, 2, ""), ix.Search(head, 2, ""); !slices.Equal(got, want) {
+		t.Errorf("long query: %v, want %v (its first %d terms)", got, want, maxQueryTerms)
+	}
+}
+
+// FuzzSearch: any query, valid UTF-8 or not, gives terms that are not
+// empty and hits that are sorted and within the limit, without a panic.
+func FuzzSearch(f *testing.F) {
+	for _, s := range []string{"", "read_file", "HTTPServer fetches URLs", "shut down the VM", "año Ñandú", "\xff\xfe", "a b c", "ÉCOLE", "x2y3", "İstanbul"} {
+		f.Add(s)
+	}
+	ix := New([]Doc{
+		{Name: "files__read_file", Upstream: "files", Description: "Read a file.", Params: []Param{{Name: "path"}}},
+		{Name: "aws-ec2__stop_instance", Upstream: "aws-ec2", Description: "Stop a running EC2 instance."},
+	})
+	f.Fuzz(func(t *testing.T, q string) {
+		for _, term := range Terms(q) {
+			if term == "" {
+				t.Fatalf("Terms(%q) has an empty term", q)
+			}
+		}
+		hits := ix.Search(q, 1, "")
+		if len(hits) > 1 {
+			t.Fatalf("Search(%q, 1) = %v", q, hits)
+		}
+	})
 }

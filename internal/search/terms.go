@@ -7,29 +7,59 @@ import (
 
 // Terms splits text into index terms: words split at spaces,
 // punctuation, underscores, dashes and case changes (readFile: read,
-// file), lower-cased, stop words dropped, each stemmed.
+// file), lower-cased, stop words dropped, each stemmed (porter).
 func Terms(text string) []string {
-	var out []string
-	for _, w := range words(text) {
-		w = strings.ToLower(w)
-		if stopWords[w] || len(w) < 2 && !unicode.IsDigit(rune(w[0])) {
-			continue
+	return appendTerms(nil, text, nil)
+}
+
+// appendTerms appends the terms of text to out. A non-nil cache keeps
+// each word's term ("" for a dropped word), so that New stems each
+// distinct word of a catalog once.
+func appendTerms(out []string, text string, cache map[string]string) []string {
+	eachWord(text, func(w string) {
+		if t, ok := cache[w]; ok {
+			if t != "" {
+				out = append(out, t)
+			}
+			return
 		}
-		out = append(out, stem(w))
-	}
+		t := term(w)
+		if cache != nil {
+			cache[w] = t
+		}
+		if t != "" {
+			out = append(out, t)
+		}
+	})
 	return out
 }
 
-// words splits text at non-alphanumerics and at lower-to-upper case
-// changes (and before the last capital of a run that starts a word:
-// HTTPServer: HTTP, Server; but URLs stays one).
-func words(text string) []string {
-	var out []string
+// term is the index term of word w, or "" for a stop word or a lone
+// letter.
+func term(w string) string {
+	w = strings.ToLower(w)
+	if stopWords[w] || len(w) < 2 && !unicode.IsDigit(rune(w[0])) {
+		return ""
+	}
+	return porter(w)
+}
+
+// eachWord calls f with each word of text, a substring of it: text split
+// at non-alphanumerics and at lower-to-upper case changes (and before the
+// last capital of a run that starts a word: HTTPServer: HTTP, Server; but
+// URLs stays one), and between letters and digits.
+func eachWord(text string, f func(string)) {
+	// The runes of text and where each starts; the end is len(text).
 	rs := []rune(text)
+	offs := make([]int, 0, len(rs)+1)
+	for i := range text {
+		offs = append(offs, i)
+	}
+	offs = append(offs, len(text))
 	start := -1
 	flush := func(end int) {
 		if start >= 0 && end > start {
-			out = append(out, string(rs[start:end]))
+			f(text[offs[start]:offs[end]])
 		}
 		start = -1
 	}
@@ -52,51 +82,20 @@ func words(text string) []string {
 		}
 	}
 	flush(len(rs))
-	return out
 }
 
-// stem strips the common English inflections, enough that "files",
-// "listing" and "listed" meet "file" and "list". (Not a full Porter
-// stemmer: search ranks short tool texts, where over-stemming costs more
-// than it gains.)
-func stem(w string) string {
-	if len(w) <= 3 {
-		return w
-	}
-	switch {
-	case strings.HasSuffix(w, "ies") && len(w) > 4:
-		return w[:len(w)-3] + "y"
-	case strings.HasSuffix(w, "sses"):
-		return w[:len(w)-2]
-	case strings.HasSuffix(w, "ss"), strings.HasSuffix(w, "us"), strings.HasSuffix(w, "is"):
-		return w
-	case strings.HasSuffix(w, "ing") && len(w) > 5:
-		return undouble(w[:len(w)-3])
-	case strings.HasSuffix(w, "ed") && len(w) > 4:
-		return undouble(w[:len(w)-2])
-	case strings.HasSuffix(w, "es") && (strings.HasSuffix(w, "ches") || strings.HasSuffix(w, "shes") || strings.HasSuffix(w, "xes")):
-		return w[:len(w)-2]
-	case strings.HasSuffix(w, "s"):
-		return w[:len(w)-1]
-	}
-	return w
-}
-
-// undouble turns "stopp" (from stopping) into "stop".
-func undouble(w string) string {
-	if n := len(w); n >= 2 && w[n-1] == w[n-2] && !strings.ContainsRune("lsz", rune(w[n-1])) {
-		return w[:n-1]
-	}
-	return w
-}
-
-// stopWords carry no meaning for finding a tool.
-var stopWords = map[string]bool{}
-
-func init() {
+// stopWords carry no meaning for finding a tool: function words, the
+// fillers of a request ("called", "everything") and the tails of
+// contractions ("don't": don, t).
+var stopWords = func() map[string]bool {
+	m := map[string]bool{}
 	for _, w := range strings.Fields(`a an and are as at be by can do does for from has have how i if in into is it its
 		me my of on or please should so some that the their them then there these this to use used using want was we what
-		when where which while who will with would you your`) {
-		stopWords[w] = true
+		when where which while who will with would you your
+		everything anything something everyone anyone someone just also called named
+		am been but could did each had he her here him his our ours us she than too very were why
+		ll re ve don won isn doesn didn haven`) {
+		m[w] = true
 	}
-}
+	return m
+}()
