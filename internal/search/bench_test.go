@@ -271,11 +271,7 @@ const (
 // over the 500-tool catalog (go test ./internal/search -run TestRecall -v)
 // and fails when one falls below its floor.
 func TestRecall(t *testing.T) {
-	tools := benchCatalog(t)
-	docs := make([]Doc, len(tools))
-	for i, bt := range tools {
-		docs[i] = bt.doc
-	}
+	tools, docs := benchDocs(t)
 	ix := New(docs)
 	qf := loadQueries(t)
 	if n := len(qf.Tuning) + len(qf.Heldout); n < 100 {
@@ -326,11 +322,7 @@ func logMisses(t *testing.T, ix *Index, tools []benchTool, qs []benchQuery, answ
 // BenchmarkSearch500 is one search over the 500-tool catalog, cycling
 // through the queries.
 func BenchmarkSearch500(b *testing.B) {
-	tools := benchCatalog(b)
-	docs := make([]Doc, len(tools))
-	for i, bt := range tools {
-		docs[i] = bt.doc
-	}
+	_, docs := benchDocs(b)
 	ix := New(docs)
 	qf := loadQueries(b)
 	qs := append(qf.Tuning, qf.Heldout...)
@@ -350,11 +342,7 @@ func BenchmarkSearch500(b *testing.B) {
 
 // BenchmarkNew500 builds the index of the 500-tool catalog.
 func BenchmarkNew500(b *testing.B) {
-	tools := benchCatalog(b)
-	docs := make([]Doc, len(tools))
-	for i, bt := range tools {
-		docs[i] = bt.doc
-	}
+	_, docs := benchDocs(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		New(docs)
@@ -365,11 +353,7 @@ func BenchmarkNew500(b *testing.B) {
 // same hits, scores and order every time (ties between two upstreams'
 // copies of a tool included), whatever order its terms are summed in.
 func TestSearchDeterministic(t *testing.T) {
-	tools := benchCatalog(t)
-	docs := make([]Doc, len(tools))
-	for i, bt := range tools {
-		docs[i] = bt.doc
-	}
+	_, docs := benchDocs(t)
 	ix := New(docs)
 	qf := loadQueries(t)
 	for _, q := range append(qf.Tuning, qf.Heldout...) {
@@ -385,11 +369,7 @@ func TestSearchDeterministic(t *testing.T) {
 // TestSearchTopK: a search with a small limit returns the head of the
 // full ranking, which is sorted by score, then doc.
 func TestSearchTopK(t *testing.T) {
-	tools := benchCatalog(t)
-	docs := make([]Doc, len(tools))
-	for i, bt := range tools {
-		docs[i] = bt.doc
-	}
+	_, docs := benchDocs(t)
 	ix := New(docs)
 	qf := loadQueries(t)
 	for _, q := range append(qf.Tuning, qf.Heldout...) {
@@ -424,11 +404,7 @@ func cmpFloat(a, b float64) int {
 // TestSearchCoordination: over the 500-tool catalog, a tool that meets
 // more of the task's words outranks one that meets fewer, more strongly.
 func TestSearchCoordination(t *testing.T) {
-	tools := benchCatalog(t)
-	docs := make([]Doc, len(tools))
-	for i, bt := range tools {
-		docs[i] = bt.doc
-	}
+	tools, docs := benchDocs(t)
 	ix := New(docs)
 	for query, want := range map[string][]string{
 		"run some javascript in the page to get its title":  {"playwright__browser_evaluate", "puppeteer__puppeteer_evaluate", "playwright__browser_run_code_unsafe"},
@@ -447,11 +423,7 @@ func TestSearchCoordination(t *testing.T) {
 // TestSearchConcurrent: searches share the index and nothing else (run
 // with -race).
 func TestSearchConcurrent(t *testing.T) {
-	tools := benchCatalog(t)
-	docs := make([]Doc, len(tools))
-	for i, bt := range tools {
-		docs[i] = bt.doc
-	}
+	_, docs := benchDocs(t)
 	ix := New(docs)
 	qf := loadQueries(t)
 	qs := append(qf.Tuning, qf.Heldout...)
@@ -471,4 +443,15 @@ func TestSearchConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// benchDocs returns the 500-tool catalog and its docs.
+func benchDocs(tb testing.TB) ([]benchTool, []Doc) {
+	tb.Helper()
+	tools := benchCatalog(tb)
+	docs := make([]Doc, len(tools))
+	for i, bt := range tools {
+		docs[i] = bt.doc
+	}
+	return tools, docs
 }
