@@ -813,6 +813,10 @@ const (
 	// ModeSearch lists the gateway's search tools instead, through which
 	// every tool of the view is found and called.
 	ModeSearch ViewMode = "search"
+	// ModeAuto lists every tool while they fit the view's max_tokens, and
+	// switches the view to search mode, instead of cutting tools, when
+	// they do not (and back when they fit again).
+	ModeAuto ViewMode = "auto"
 )
 
 // DefaultMode is policy.mode when it is not set.

@@ -164,7 +164,10 @@ func (c *Config) Validate() error {
 	}
 	validateGlobs(&ps, "policy.priority", c.Policy.Priority)
 	if c.Policy.Mode != "" && !c.Policy.Mode.valid() {
-		ps.add("policy.mode", "must be full or search")
+		ps.add("policy.mode", "must be full, search or auto")
+	}
+	if c.Policy.Mode == ModeAuto && c.Policy.MaxTokens == 0 {
+		ps.add("policy.mode", "auto needs policy.max_tokens: the budget past which the view switches to search mode")
 	}
 
 	c.validateTeams(&ps)
@@ -254,7 +257,10 @@ func (c *Config) validateTeams(ps *problems) {
 			ps.add(p+".max_tokens", "must be 0 (no limit) or more")
 		}
 		if t.Mode != "" && !t.Mode.valid() {
-			ps.add(p+".mode", "must be full or search (or left out, to take policy.mode)")
+			ps.add(p+".mode", "must be full, search or auto (or left out, to take policy.mode)")
+		}
+		if t.Mode == ModeAuto && t.MaxTokens == 0 && c.Policy.MaxTokens == 0 {
+			ps.add(p+".mode", "auto needs max_tokens (the team's or policy.max_tokens): the budget past which the view switches to search mode")
 		}
 		if t.Limits != nil {
 			t.Limits.PerIdentity.validate(p+".limits.per_identity", ps)
@@ -921,4 +927,4 @@ func (o *OAuthClient) validate(p string, ps *problems, exchange bool) {
 }
 
 // valid reports whether m is a mode a view can have.
-func (m ViewMode) valid() bool { return m == ModeFull || m == ModeSearch }
+func (m ViewMode) valid() bool { return m == ModeFull || m == ModeSearch || m == ModeAuto }

@@ -190,11 +190,18 @@ func TestValidate(t *testing.T) {
 			c.Teams = []Team{{Name: "a", Mode: ModeFull}, {Name: "b", Mode: ModeSearch}, {Name: "c"}}
 		}, nil},
 		{"bad modes", func(c *Config) {
-			c.Policy.Mode = "auto"
+			c.Policy.Mode = "smart"
 			c.Teams = []Team{{Name: "a", Mode: "Search"}, {Name: "b"}}
 		}, []Problem{
-			{Path: "policy.mode", Message: "must be full or search"},
-			{Path: "teams[0].mode", Message: "must be full or search (or left out, to take policy.mode)"},
+			{Path: "policy.mode", Message: "must be full, search or auto"},
+			{Path: "teams[0].mode", Message: "must be full, search or auto (or left out, to take policy.mode)"},
+		}},
+		{"auto modes", func(c *Config) {
+			c.Policy.Mode = ModeAuto
+			c.Teams = []Team{{Name: "a", Mode: ModeAuto}, {Name: "b", Mode: ModeAuto, MaxTokens: 2000}}
+		}, []Problem{
+			{Path: "policy.mode", Message: "auto needs policy.max_tokens: the budget past which the view switches to search mode"},
+			{Path: "teams[0].mode", Message: "auto needs max_tokens (the team's or policy.max_tokens): the budget past which the view switches to search mode"},
 		}},
 		{"api_key auth without keys", func(c *Config) {
 			c.Auth.Mode = AuthAPIKey

@@ -101,7 +101,9 @@ type View struct {
 }
 
 // Search reports whether the view is in search mode: its tools/list
-// holds the gateway's search tools instead of its catalog.
+// holds the gateway's search tools instead of its catalog. (A view in
+// mode auto is in search mode while its catalog exceeds MaxTokens: the
+// router decides it for each catalog.)
 func (v *View) Search() bool { return v.Mode == config.ModeSearch }
 
 // Views returns the default view and one per team, in that order.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/yosida95/uritemplate/v3"
 
+	"github.com/mcp-gateway/mcp-gateway/internal/config"
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/mcpheader"
 	"github.com/mcp-gateway/mcp-gateway/internal/namespace"
@@ -77,6 +78,9 @@ type view struct {
 	measured       sync.Once
 	measuredTokens int
 
+	// search says the view lists the gateway's search tools: its mode is
+	// search, or auto and its catalog exceeds its max_tokens.
+	search bool
 	// index is the search index of the view's tools, for search mode
 	// (searchmode.go): built once, by the first find_tools.
 	searchOnce sync.Once
@@ -268,7 +272,20 @@ func (r *Router) buildView(rules policy.View, names *namespace.Options, tools, p
 			exposed = append(exposed, e.exposed)
 		}
 	}
-	keep, cut := rules.Limit(exposed, func(i int) int { return visible[i].tokens })
+	v.search = rules.Search()
+	limits := rules
+	if rules.Mode == config.ModeAuto && rules.MaxTokens > 0 {
+		// Past its budget the view searches its whole catalog rather
+		// than cutting it (max_tools still applies).
+		total := 0
+		for _, e := range visible {
+			total += e.tokens
+		}
+		if v.search = total > rules.MaxTokens; v.search {
+			limits.MaxTokens = 0
+		}
+	}
+	keep, cut := limits.Limit(exposed, func(i int) int { return visible[i].tokens })
 	v.cut = cut
 	kept := make([]*entry, 0, len(keep))
 	for _, i := range keep {

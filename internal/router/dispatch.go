@@ -277,7 +277,7 @@ func (r *Router) dispatch(ctx context.Context, c *Caller, req *jsonrpc.Request) 
 	case "resources/templates/list":
 		return r.list(c, v, req, "resourceTemplates", v.templatesJSON)
 	case "tools/call":
-		if v.rules.Search() {
+		if v.search {
 			if reply := r.searchCall(ctx, c, v, req); reply != nil {
 				return reply
 			}

@@ -72,7 +72,7 @@ func isSearchTool(name string) bool {
 // listedTools is the item array of the view's tools/list for c.
 func (v *view) listedTools(c *Caller) []byte {
 	switch {
-	case v.rules.Search():
+	case v.search:
 		return []byte(searchToolsJSON)
 	case v.toolsAsTasksJSON != nil && !c.Modern() && c.takesTasks():
 		return v.toolsAsTasksJSON
@@ -85,7 +85,7 @@ func (v *view) listedTools(c *Caller) []byte {
 // search mode lists the same three tools whatever its catalog, so a
 // catalog change alone tells its hosts nothing.
 func (v *view) announcedTools() []byte {
-	if v.rules.Search() {
+	if v.search {
 		return []byte(searchToolsJSON)
 	}
 	return v.toolsJSON

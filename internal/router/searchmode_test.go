@@ -437,3 +437,59 @@ func TestReloadIntoSearchMode(t *testing.T) {
 		}
 	}
 }
+
+// TestAutoModeSwitches: a view in mode auto lists its catalog while it
+// fits max_tokens; past it the view is in search mode, with every tool
+// findable (none cut), and back when the catalog fits again, each switch
+// told to its hosts with tools/list_changed.
+func TestAutoModeSwitches(t *testing.T) {
+	changes := make(chan Change, 16)
+	up := &fakeUpstream{lists: map[string][]string{"tools/list": {
+		`{"name":"read_file","description":"Read a file","inputSchema":{"type":"object"}}`,
+		`{"name":"write_file","description":"Write a file","inputSchema":{"type":"object"}}`,
+	}}}
+	bytesAsTokens := func(b []byte) int { return len(b) }
+	r := startRouter(t, Options{Tokens: bytesAsTokens, OnChange: func(c Change) { changes <- c }, Rules: policy.Rules{Mode: config.ModeAuto, MaxTokens: 400}},
+		map[string]*fakeUpstream{"up": up}, "up")
+	drain := func() (toolChanges int) {
+		for len(changes) > 0 {
+			if c := <-changes; c.Method == "notifications/tools/list_changed" {
+				toolChanges++
+			}
+		}
+		return toolChanges
+	}
+	drain()
+	c := &Caller{ProtocolVersion: ModernVersion}
+	listed := func() []string {
+		t.Helper()
+		return listNames(t, r.Dispatch(context.Background(), c, request("tools/list", `{}`)), "tools")
+	}
+	if got := listed(); !cmp.Equal(got, []string{"up__read_file", "up__write_file"}) {
+		t.Fatalf("within the budget: %v, want the catalog", got)
+	}
+	setTools := func(extra ...string) {
+		up.mu.Lock()
+		up.lists["tools/list"] = append(up.lists["tools/list"][:2:2], extra...)
+		up.mu.Unlock()
+		r.refresh(context.Background(), r.upstreams()[0])
+	}
+	long := `{"name":"archive","description":"` + strings.Repeat("Pack many files into one archive. ", 12) + `","inputSchema":{"type":"object"}}`
+	setTools(long)
+	if got := listed(); !cmp.Equal(got, []string{toolFind, toolCall, toolDescribe}) {
+		t.Fatalf("past the budget: %v, want the search tools", got)
+	}
+	if n := drain(); n != 1 {
+		t.Errorf("%d tools/list_changed on the switch to search, want 1", n)
+	}
+	if got := found(t, r.Dispatch(context.Background(), c, callReq(toolFind, `{"query":"pack files into an archive"}`, ""))); len(got) == 0 || got[0] != "up__archive" {
+		t.Errorf("find in the switched view: %v, want the tool past the budget first (none cut)", got)
+	}
+	setTools()
+	if got := listed(); !cmp.Equal(got, []string{"up__read_file", "up__write_file"}) {
+		t.Errorf("back within the budget: %v, want the catalog", got)
+	}
+	if n := drain(); n != 1 {
+		t.Errorf("%d tools/list_changed on the switch back, want 1", n)
+	}
+}
