@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/config"
+	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/mcptest"
 	"github.com/mcp-gateway/mcp-gateway/internal/state/redistest"
 )
@@ -290,4 +291,71 @@ func TestSharedRedisDown(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond) // polling a real socket, with a deadline
 	}
+}
+
+// TestSharedSessionOfAnotherIdentity: another key presenting a session's
+// id on a replica that has not seen the session is refused (403), and
+// that replica neither reads the session from Redis nor adopts it; the
+// session's own key is then served there as usual.
+func TestSharedSessionOfAnotherIdentity(t *testing.T) {
+	const alice, bob = "alice-key-0123456789abcdef", "bob-key-0123456789abcdefgh"
+	_, replicas, redisAddr := sharedReplicasWithRedis(t, 2, func(_ int, c *config.Config) {
+		c.Auth.Mode = config.AuthAPIKey
+		c.Teams = []config.Team{{Name: "staff", APIKeys: []string{alice, bob}, Allow: []string{"*"}}}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	code, hdr, _ := postRaw(ctx, t, replicas[0], map[string]string{"Authorization": "Bearer " + alice}, initialize)
+	sid := hdr.Get("Mcp-Session-Id")
+	if code != http.StatusOK || sid == "" {
+		t.Fatalf("alice's initialize: %d", code)
+	}
+	list := func(key string) (int, *jsonrpc.Message) {
+		code, _, msg := postRaw(ctx, t, replicas[1], map[string]string{"Authorization": "Bearer " + key, "Mcp-Session-Id": sid, "MCP-Protocol-Version": eras[0]},
+			`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+		return code, msg
+	}
+	before := redisCommands(t, redisAddr)
+	if code, msg := list(bob); code != http.StatusForbidden {
+		t.Errorf("bob with alice's session on replica 1: %d %+v, want 403", code, msg)
+	}
+	if d := diff(redisCommands(t, redisAddr), before); d["hgetall"] != 0 {
+		t.Errorf("bob's request made replica 1 read alice's session (%v)", d)
+	}
+	if code, msg := list(alice); code != http.StatusOK || msg == nil || msg.Error != nil {
+		t.Errorf("alice on replica 1 after bob's try: %d %+v", code, msg)
+	}
+}
+
+// TestSharedTellFlood: answers and cancellations a host sends for no
+// request of its replica are passed on to the others, but a flood of them
+// is bounded per session (a burst of 50, then 20/s), not a publish each.
+func TestSharedTellFlood(t *testing.T) {
+	_, replicas, redisAddr := sharedReplicasWithRedis(t, 2, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cs := connect(t, replicas[0], eras[0])
+	before := redisCommands(t, redisAddr)
+	start := time.Now()
+	const flood = 300
+	for i := range flood {
+		body := `{"jsonrpc":"2.0","id":"gw-made-up-` + strconv.Itoa(i) + `","result":{}}`
+		if i%2 == 1 {
+			body = `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + strconv.Itoa(i) + `}}`
+		}
+		resp := postResponse(ctx, t, replicas[0], map[string]string{"Mcp-Session-Id": cs.ID(), "MCP-Protocol-Version": eras[0]}, body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("message %d: %d, want 202", i, resp.StatusCode)
+		}
+	}
+	// The bound follows from the limiter (burst 50, 20/s over the time
+	// the flood took), whatever the machine's speed.
+	most := 50 + int(20*time.Since(start).Seconds()) + 1
+	published := diff(redisCommands(t, redisAddr), before)["publish"]
+	if published == 0 || published > most {
+		t.Errorf("%d messages for no request here were passed on in %d publishes, want some and at most %d (the session's rate)", flood, published, most)
+	}
+	t.Logf("%d messages, %d publishes", flood, published)
 }
