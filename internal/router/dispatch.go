@@ -762,7 +762,12 @@ func failedReply(method, subject, why string) *Reply {
 	if method != "tools/call" {
 		return errorReply(jsonrpc.CodeInternalError, "%s %s failed: %s", method, subject, why)
 	}
-	text := fmt.Sprintf("The tool %s could not run: %s. Try again later, or use another tool.", subject, why)
+	return toolErrorReply(fmt.Sprintf("The tool %s could not run: %s. Try again later, or use another tool.", subject, why))
+}
+
+// toolErrorReply is a tool result with isError and text: an error the
+// model can read and act on (2025-11-25 server/tools "Error Handling").
+func toolErrorReply(text string) *Reply {
 	out := []byte(`{"content":[{"type":"text","text":`)
 	out = jsonrpc.AppendString(out, text)
 	out = append(out, `}],"isError":true}`...)

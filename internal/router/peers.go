@@ -91,12 +91,7 @@ func (r *Router) elsewhere(c *Caller, replica string) bool {
 // replica is not running: delivered says whether it got the request
 // (and stopped while it ran it), which may then have taken effect.
 func (r *Router) askReplica(ctx context.Context, c *Caller, replica string, req *jsonrpc.Request, gone func(delivered bool) *Reply) *Reply {
-	raw, _ := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Method  string          `json:"method"`
-		Params  json.RawMessage `json:"params,omitempty"`
-	}{"2.0", req.ID, req.Method, req.Params})
+	raw := jsonrpc.AppendRequest(nil, req.ID, req.Method, req.Params)
 	payload, _ := json.Marshal(peerCall{Caller: peerCaller{
 		ProtocolVersion: c.ProtocolVersion, Session: c.Session, Capabilities: c.Capabilities, LogLevel: c.LogLevel,
 		View: c.View, Principal: c.Principal, Identity: c.Identity, Token: string(c.Token),
@@ -144,10 +139,7 @@ func interruptedReply(method, subject string) *Reply {
 	if method != "tools/call" {
 		return errorReply(jsonrpc.CodeInternalError, "%s %s was interrupted: %s", method, subject, why)
 	}
-	out := []byte(`{"content":[{"type":"text","text":`)
-	out = jsonrpc.AppendString(out, "The call to "+subject+" was interrupted: "+why+".")
-	out = append(out, `}],"isError":true}`...)
-	return &Reply{Result: out, LacksResultType: true, ToolError: true}
+	return toolErrorReply("The call to " + subject + " was interrupted: " + why + ".")
 }
 
 // newTaskID returns a new task id: with peers, it names this replica.

@@ -101,7 +101,7 @@ func (r *Router) searchCall(ctx context.Context, c *Caller, v *view, req *jsonrp
 	}
 	args, why := searchArgs(req.Name, req.Arguments)
 	if why != "" {
-		return searchError(why)
+		return toolErrorReply(why)
 	}
 	switch req.Name {
 	case toolFind:
@@ -156,14 +156,6 @@ func stringArg(tool string, args map[string]json.RawMessage, key string, require
 	return s, ""
 }
 
-// searchError is a tool result with isError: bad arguments are an error
-// the model can correct (2025-11-25 server/tools "Error Handling").
-func searchError(text string) *Reply {
-	out := []byte(`{"content":[{"type":"text","text":`)
-	out = jsonrpc.AppendString(out, text)
-	out = append(out, `}],"isError":true}`...)
-	return &Reply{Result: out, LacksResultType: true, ToolError: true}
-}
 
 // searchIndex is the view's index, built on first use from the tools the
 // view lists (after allow/deny, limits and trimming, as hosts would see
@@ -223,17 +215,17 @@ type foundTool struct {
 func (r *Router) findTools(v *view, args map[string]json.RawMessage) *Reply {
 	query, why := stringArg(toolFind, args, "query", true)
 	if why != "" {
-		return searchError(why)
+		return toolErrorReply(why)
 	}
 	upstreamName, why := stringArg(toolFind, args, "upstream", false)
 	if why != "" {
-		return searchError(why)
+		return toolErrorReply(why)
 	}
 	limit := findDefaultLimit
 	if raw, ok := args["limit"]; ok && string(raw) != "null" {
 		var n float64
 		if json.Unmarshal(raw, &n) != nil || n != float64(int(n)) || n < 1 || n > findMaxLimit {
-			return searchError(fmt.Sprintf("%s: the argument \"limit\" must be a whole number from 1 to %d", toolFind, findMaxLimit))
+			return toolErrorReply(fmt.Sprintf("%s: the argument \"limit\" must be a whole number from 1 to %d", toolFind, findMaxLimit))
 		}
 		limit = int(n)
 	}
@@ -260,7 +252,7 @@ func (r *Router) findTools(v *view, args map[string]json.RawMessage) *Reply {
 	body, err := json.Marshal(out)
 	if err != nil {
 		// The members are raw JSON from definitions the gateway parsed.
-		return searchError("find_tools could not encode its result")
+		return toolErrorReply("find_tools could not encode its result")
 	}
 	return structuredResult(body)
 }
@@ -282,11 +274,11 @@ func structuredResult(body []byte) *Reply {
 func describeTool(v *view, args map[string]json.RawMessage) *Reply {
 	name, why := stringArg(toolDescribe, args, "name", true)
 	if why != "" {
-		return searchError(why)
+		return toolErrorReply(why)
 	}
 	e := v.tools.byName[name]
 	if e == nil {
-		return searchError(fmt.Sprintf("Unknown tool: %s. Use find_tools to find the tools you can use, and their exact names.", name))
+		return toolErrorReply(fmt.Sprintf("Unknown tool: %s. Use find_tools to find the tools you can use, and their exact names.", name))
 	}
 	out := []byte(`{"content":[{"type":"text","text":`)
 	out = jsonrpc.AppendString(out, string(e.def))
@@ -302,19 +294,19 @@ func describeTool(v *view, args map[string]json.RawMessage) *Reply {
 func (r *Router) callFound(ctx context.Context, c *Caller, v *view, req *jsonrpc.Request, args map[string]json.RawMessage) *Reply {
 	name, why := stringArg(toolCall, args, "name", true)
 	if why != "" {
-		return searchError(why)
+		return toolErrorReply(why)
 	}
 	arguments, ok := args["arguments"]
 	if ok && string(arguments) == "null" {
 		arguments = nil
 	}
 	if arguments != nil && arguments[0] != '{' {
-		return searchError(toolCall + ": the argument \"arguments\" must be an object, the tool's arguments")
+		return toolErrorReply(toolCall + ": the argument \"arguments\" must be an object, the tool's arguments")
 	}
 	if isSearchTool(name) && v.tools.byName[name] == nil {
 		// No recursion: only an upstream's tool of that name (prefix:
 		// on_conflict) is called through call_tool.
-		return searchError(fmt.Sprintf("%s runs the tools find_tools finds; %s is the gateway's own tool: call it directly.", toolCall, name))
+		return toolErrorReply(fmt.Sprintf("%s runs the tools find_tools finds; %s is the gateway's own tool: call it directly.", toolCall, name))
 	}
 	out := req.Outgoing()
 	out.Set("name", jsonrpc.String(name))

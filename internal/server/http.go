@@ -458,13 +458,10 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request) {
 // encodeResponse encodes a host's answer (to pass it on to the replica
 // that asked).
 func encodeResponse(m *jsonrpc.Message) []byte {
-	out, _ := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Result  json.RawMessage `json:"result,omitempty"`
-		Error   *jsonrpc.Error  `json:"error,omitempty"`
-	}{"2.0", m.ID, m.Result, m.Error})
-	return out
+	if m.Error != nil {
+		return jsonrpc.AppendError(nil, m.ID, m.Error)
+	}
+	return jsonrpc.AppendResult(nil, m.ID, m.Result)
 }
 
 // writeReply writes the answer to a request. A modern caller's result
