@@ -156,7 +156,6 @@ func stringArg(tool string, args map[string]json.RawMessage, key string, require
 	return s, ""
 }
 
-
 // searchIndex is the view's index, built on first use from the tools the
 // view lists (after allow/deny, limits and trimming, as hosts would see
 // them), and kept with the view: a catalog change builds new views, and
