@@ -11,12 +11,13 @@ import (
 // The requestState the gateway hands a modern host (2026-07-28
 // basic/patterns/mrtr) is attacker-controlled input when it comes back,
 // and it decides which call a retry continues. So it is sealed: encrypted
-// and authenticated with AES-256-GCM under a key of this router, and it
+// and authenticated with AES-256-GCM under the gateway's key (state.key,
+// shared by its replicas, or a random one of this process), and it
 // holds what the spec advises checking on receipt: the principal it was
 // issued to (here its identity and view), a short expiry, and the
 // originating request (method and exposed name). It names either a call
-// parked in this process (a legacy upstream waiting for the host's
-// input) or, for a modern upstream, that upstream's own requestState,
+// parked in a replica of the gateway (a legacy upstream waiting for the
+// host's input; peers.go answers a retry that reaches another replica) or, for a modern upstream, that upstream's own requestState,
 // which thus never reaches a host bare: another identity cannot replay
 // it, and a host cannot point it at another upstream.
 

@@ -32,8 +32,9 @@ import (
 //     no task support; the result, or the error, is kept until the task
 //     expires.
 //
-// Records live in this process: a handle is pollable on the replica that
-// made it. They expire TaskTTL after their creation, or sooner where the
+// Records live in the process that made them; with peers (state.store
+// redis) a task id names that replica, and a request for it that reaches
+// another is answered there (peers.go). They expire TaskTTL after their creation, or sooner where the
 // host's ttl (or a modern upstream's ttlMs) is shorter, and the upstream
 // may forget its own task earlier; one caller holds at most MaxTasks.
 //

@@ -5,8 +5,9 @@
 // A request is legacy (2025-03-26 .. 2025-11-25) when it is an initialize
 // or carries an Mcp-Session-Id, and modern (2026-07-28) when it declares a
 // modern version in MCP-Protocol-Version or in params._meta. Legacy
-// sessions live in this process; modern requests carry everything they
-// need and may reach any replica.
+// sessions live in this process, or, with Options.Shared, in every
+// replica that serves them (shared.go); modern requests carry everything
+// they need and may reach any replica.
 //
 // The server validates what HTTP carries (origin, host, size, headers,
 // sessions) and hands each JSON-RPC request to the router. It translates
