@@ -303,13 +303,7 @@ func TestOAuthIntrospectionOnce(t *testing.T) {
 	const n = 8
 	f, e, _ := introspectionFixture(t, nil)
 	e.set("opaque", f.answer(nil))
-	arrived, release := make(chan struct{}, n), make(chan struct{})
-	inner := e.srv.Config.Handler
-	e.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		arrived <- struct{}{}
-		<-release
-		inner.ServeHTTP(w, r)
-	})
+	arrived, release := holdIntrospections(e.srv, n)
 	waiting := make(chan struct{}, n)
 	f.o.onWait = func() { waiting <- struct{}{} }
 	errs := make(chan error, n)
@@ -409,13 +403,7 @@ func TestOAuthIntrospectionConcurrency(t *testing.T) {
 	limit := config.IntrospectionConcurrency
 	n := limit + 3
 	f, e, _ := introspectionFixture(t, nil)
-	arrived, release := make(chan struct{}, n), make(chan struct{})
-	inner := e.srv.Config.Handler
-	e.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		arrived <- struct{}{}
-		<-release
-		inner.ServeHTTP(w, r)
-	})
+	arrived, release := holdIntrospections(e.srv, n)
 	queued := make(chan struct{}, n)
 	f.o.onQueue = func() { queued <- struct{}{} }
 	errs := make(chan error, n)
@@ -501,4 +489,18 @@ func TestOAuthIntrospectionNotRedirected(t *testing.T) {
 	if n := reached.Load(); n != 0 {
 		t.Errorf("the redirect was followed %d times, with the token and the secret", n)
 	}
+}
+
+// holdIntrospections makes the introspection endpoint hold each request
+// until release is closed; arrived gets a token as each one arrives (up
+// to n without blocking).
+func holdIntrospections(srv *httptest.Server, n int) (arrived, release chan struct{}) {
+	arrived, release = make(chan struct{}, n), make(chan struct{})
+	inner := srv.Config.Handler
+	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-release
+		inner.ServeHTTP(w, r)
+	})
+	return arrived, release
 }
