@@ -125,6 +125,9 @@ type Store struct {
 	waiting map[string]chan []byte
 	// served holds the cancels of the calls from others running here.
 	served map[string]context.CancelFunc
+	// acking holds this replica's revokes waiting for the others'
+	// answers, by correlation id.
+	acking map[string]*acks
 	// seen holds the nonces of the messages taken, until they expire.
 	seen   map[string]int64
 	closed bool
@@ -167,7 +170,7 @@ func Open(opts Options) (*Store, error) {
 	s := &Store{
 		rdb: redis.NewClient(ro), sealer: opts.Sealer, replica: hex.EncodeToString(id[:]), ttl: opts.SessionTTL,
 		log: telemetry.Discard(opts.Logger), serving: make(chan struct{}, maxServing),
-		waiting: map[string]chan []byte{}, served: map[string]context.CancelFunc{},
+		waiting: map[string]chan []byte{}, served: map[string]context.CancelFunc{}, acking: map[string]*acks{},
 	}
 	return s, nil
 }
@@ -336,19 +339,74 @@ func (s *Store) TouchSession(id string, gone func()) {
 	}()
 }
 
+// revokeWait bounds how long EndSession waits for the replicas to say
+// they dropped the session: one that does not answer by then (its link to
+// Redis is breaking) drops it when the message reaches it.
+const revokeWait = 2 * time.Second
+
 // EndSession deletes a session's record and tells every replica, which
-// end their copies.
+// end their copies. It returns once every replica that got the message
+// says it did (or after revokeWait), so that a session whose DELETE was
+// answered is served nowhere.
 func (s *Store) EndSession(ctx context.Context, id string) error {
-	msg := s.seal(message{Kind: kindRevoke, Session: id})
+	var corr [16]byte
+	_, _ = rand.Read(corr[:])
+	w := &acks{done: make(chan struct{}), need: -1}
+	key := hex.EncodeToString(corr[:])
+	s.mu.Lock()
+	s.acking[key] = w
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.acking, key)
+		s.mu.Unlock()
+	}()
+	msg := s.seal(message{Kind: kindRevoke, Session: id, From: s.replica, Corr: key})
+	var told *redis.IntCmd
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.Del(ctx, sessionKey(id))
-		p.Publish(ctx, broadcast, msg)
+		told = p.Publish(ctx, broadcast, msg)
 		return nil
 	})
 	if err != nil {
 		return unavailable(err)
 	}
+	s.mu.Lock()
+	w.need = int(told.Val())
+	w.check()
+	s.mu.Unlock()
+	timer := time.NewTimer(revokeWait)
+	defer timer.Stop()
+	select {
+	case <-w.done:
+	case <-timer.C:
+		s.mu.Lock()
+		got := w.got
+		s.mu.Unlock()
+		s.log.Warn("not every replica said it dropped an ended session; the others drop it when told",
+			"told", w.need, "answered", got)
+	case <-ctx.Done():
+	}
 	return nil
+}
+
+// acks counts the replicas that said they dropped an ended session.
+// Store.mu guards it.
+type acks struct {
+	need int // replicas told; -1 until PUBLISH answered
+	got  int
+	done chan struct{}
+}
+
+// check closes done once every replica told answered.
+func (a *acks) check() {
+	if a.need >= 0 && a.got >= a.need {
+		select {
+		case <-a.done:
+		default:
+			close(a.done)
+		}
+	}
 }
 
 // SetLevel records a session's log level and tells every replica.
@@ -394,6 +452,8 @@ const (
 	kindCall   = "call"
 	kindCancel = "cancel"
 	kindReply  = "reply"
+	// kindDropped answers a revoke: the replica dropped the session.
+	kindDropped = "dropped"
 )
 
 // message is what replicas send one another, sealed.
@@ -471,6 +531,14 @@ func (s *Store) receive(ctx context.Context, raw []byte) {
 		if s.handlers.Revoked != nil {
 			s.handlers.Revoked(m.Session)
 		}
+		s.dropped(ctx, m)
+	case kindDropped:
+		s.mu.Lock()
+		if w := s.acking[m.Corr]; w != nil {
+			w.got++
+			w.check()
+		}
+		s.mu.Unlock()
 	case kindLevel:
 		if s.handlers.Level != nil {
 			s.handlers.Level(m.Session, m.Level)
@@ -500,6 +568,20 @@ func (s *Store) receive(ctx context.Context, raw []byte) {
 		}
 	case kindCall:
 		s.serve(ctx, m)
+	}
+}
+
+// dropped tells the replica that revoked a session that this one dropped
+// it.
+func (s *Store) dropped(ctx context.Context, m message) {
+	if m.From == "" || m.Corr == "" {
+		return
+	}
+	reply := s.seal(message{Kind: kindDropped, To: m.From, Corr: m.Corr})
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := s.rdb.Publish(pctx, inboxPrefix+m.From, reply).Err(); err != nil {
+		s.log.Warn("cannot tell another replica this one dropped a session", "replica", m.From, telemetry.KeyErr, err)
 	}
 }
 

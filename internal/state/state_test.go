@@ -143,8 +143,14 @@ func TestSessionsAcrossReplicas(t *testing.T) {
 	if err := a.EndSession(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	if r := <-revoked; r != id {
-		t.Errorf("revoked %q", r)
+	// EndSession returns once the other replica dropped the session.
+	select {
+	case r := <-revoked:
+		if r != id {
+			t.Errorf("revoked %q", r)
+		}
+	default:
+		t.Error("EndSession returned before the other replica dropped the session")
 	}
 	if _, err := b.Session(ctx, id); !errors.Is(err, state.ErrNoSession) {
 		t.Errorf("after EndSession: %v, want ErrNoSession", err)
@@ -154,6 +160,33 @@ func TestSessionsAcrossReplicas(t *testing.T) {
 	}
 	if _, err := b.Session(ctx, id); !errors.Is(err, state.ErrNoSession) {
 		t.Errorf("SetLevel brought an ended session back: %v", err)
+	}
+}
+
+// TestEndSessionWithASilentListener: a subscriber that never answers (not
+// a replica, or one whose link is breaking) does not hold EndSession past
+// its bound.
+func TestEndSessionWithASilentListener(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	a, _ := pair(t, srv, state.Handlers{}, state.Handlers{})
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rdb.Close()
+	ctx := context.Background()
+	sub := rdb.Subscribe(ctx, "mcpgw:all")
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil { // the subscription is in place
+		t.Fatal(err)
+	}
+	id := a.NewSessionID(state.SessionSeal{Version: "2025-11-25", Principal: "key:abc"})
+	if err := a.CreateSession(ctx, id, state.SessionRecord{Capabilities: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.EndSession(ctx, id); err != nil {
+		t.Fatalf("EndSession with a silent listener: %v", err)
+	}
+	if _, err := a.Session(ctx, id); !errors.Is(err, state.ErrNoSession) {
+		t.Errorf("after EndSession: %v, want ErrNoSession", err)
 	}
 }
 
