@@ -267,9 +267,10 @@ const (
 	floorHeldout1, floorHeldout3 = 0.557, 0.757
 )
 
-// TestRecall prints recall@1 and recall@3 of both halves of the queries
-// over the 500-tool catalog (go test ./internal/search -run TestRecall -v)
-// and fails when one falls below its floor.
+// TestRecall prints recall@1 and recall@3 of the tuning half of the
+// queries over the 500-tool catalog (go test ./internal/search -run
+// TestRecall -v), and of the held-out half with RECALL_HELDOUT=1, and
+// fails when one falls below its floor.
 func TestRecall(t *testing.T) {
 	tools, docs := benchDocs(t)
 	ix := New(docs)
@@ -277,15 +278,22 @@ func TestRecall(t *testing.T) {
 	if n := len(qf.Tuning) + len(qf.Heldout); n < 100 {
 		t.Errorf("%d queries, want at least 100", n)
 	}
-	t.Logf("%-8s %7s %8s %8s", "half", "queries", "recall@1", "recall@3")
-	for _, half := range []struct {
+	type half struct {
 		name           string
 		qs             []benchQuery
 		floor1, floor3 float64
-	}{
-		{"tuning", qf.Tuning, floorTuning1, floorTuning3},
-		{"heldout", qf.Heldout, floorHeldout1, floorHeldout3},
-	} {
+	}
+	halves := []half{{"tuning", qf.Tuning, floorTuning1, floorTuning3}}
+	// The held-out half is scored only when asked (RECALL_HELDOUT=1), so
+	// that nobody tunes the ranking against it by watching it move; it
+	// is read once per round of tuning, at its end (docs/context.md).
+	if os.Getenv("RECALL_HELDOUT") != "" {
+		halves = append(halves, half{"heldout", qf.Heldout, floorHeldout1, floorHeldout3})
+	} else {
+		t.Logf("held-out half not scored (RECALL_HELDOUT=1 scores it)")
+	}
+	t.Logf("%-8s %7s %8s %8s", "half", "queries", "recall@1", "recall@3")
+	for _, half := range halves {
 		answers := make([]map[int]bool, len(half.qs))
 		for i, q := range half.qs {
 			answers[i] = answerSet(t, tools, q)
