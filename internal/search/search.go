@@ -161,7 +161,7 @@ func (ix *Index) Search(query string, limit int, upstream string) []Hit {
 		covered uint64
 	}, ix.n)
 	matched := 0
-	terms := Terms(query)
+	terms := queryTerms(query)
 	if len(terms) > maxQueryTerms {
 		terms = terms[:maxQueryTerms]
 	}

@@ -22,6 +22,31 @@ func TestTerms(t *testing.T) {
 	}
 }
 
+// A query's literal values stand for their kind, not for their words.
+func TestQueryTerms(t *testing.T) {
+	for in, want := range map[string][]string{
+		"get the page at https://go.dev/blog":           {"get", "page", "url"},
+		"go to www.example.org/about":                   {"go", "url"},
+		"point blog.example.com at the server":          {"point", "domain", "server"},
+		"open google.com":                               {"open", "domain"},
+		"mail bob@example.com":                          {"mail", "email", "address"},
+		"show /etc/app.yaml":                            {"show", "file", "path", "yaml"},
+		"list ~/src":                                    {"list", "file", "path"},
+		"summarize contract.pdf, please":                {"summar", "contract", "pdf", "file"},
+		"make a folder called invoices":                 {"make", "folder"},
+		"a channel named general for the team":          {"channel", "team"},
+		"say 'good morning everyone' in French":         {"sai", "french"},
+		`translate "thank you", then read it`:           {"translat", "read"},
+		"say 'hi' to Ana":                               {"sai", "ana"},
+		"don't stop at 48.85, 2.29 or version 1.2":      {"stop", "48", "85", "2", "29", "version", "1", "2"},
+		"an unclosed 'quote eats the rest of the query": {"unclos"},
+	} {
+		if got := queryTerms(in); !slices.Equal(got, want) {
+			t.Errorf("queryTerms(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 func TestSearchRanksByNameAndDescription(t *testing.T) {
 	docs := []Doc{
 		{Name: "files__read_file", Upstream: "files", Description: "Read the complete contents of a file from the file system.", Params: []Param{{Name: "path"}}},

@@ -3,6 +3,7 @@ package search
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Terms splits text into index terms: words split at spaces,
@@ -99,3 +100,112 @@ var stopWords = func() map[string]bool {
 	}
 	return m
 }()
+
+// queryTerms returns the terms of a query: its Terms, except for the
+// literal values in it, which name a thing rather than say what to do
+// with it, and whose words would match tools that share them by chance
+// ("make a folder called invoices" is not about invoices, nor "say 'good
+// morning' in French" about mornings, and "https://go.dev/blog" is not a
+// blog about Go). A literal stands for its kind instead (literalKind):
+// "url", "domain", "email address", "file path" and its extension; a
+// file name keeps its words and adds "file" ("contract.pdf": contract,
+// pdf, file). A quoted phrase, and the word after "called", "named" or
+// "titled", stand for nothing. Documents are indexed with Terms: a
+// tool's text describes its literals, it does not give them.
+func queryTerms(query string) []string {
+	var b strings.Builder
+	fields := strings.Fields(query)
+	quoted := false // inside a quoted phrase
+	for i := 0; i < len(fields); i++ {
+		f := fields[i]
+		core := strings.TrimFunc(f, func(r rune) bool { return strings.ContainsRune(",.;:!?()[]<>", r) })
+		if core == "" {
+			continue
+		}
+		if quoted {
+			quoted = !endsQuote(core)
+			continue
+		}
+		if r, _ := utf8.DecodeRuneInString(core); isQuote(r) {
+			// An opening quote: the phrase ends at this word if the word
+			// also ends with a quote, else at the next word that does.
+			quoted = !endsQuote(strings.TrimLeftFunc(core, isQuote))
+			continue
+		}
+		if kind := literalKind(core); kind != "" {
+			b.WriteString(kind)
+			b.WriteByte(' ')
+			continue
+		}
+		b.WriteString(f)
+		b.WriteByte(' ')
+		switch strings.ToLower(core) {
+		case "called", "named", "titled":
+			i++ // the name it introduces
+		}
+	}
+	return Terms(b.String())
+}
+
+func isQuote(r rune) bool { return strings.ContainsRune("'\"‘’“”", r) }
+
+// endsQuote reports whether w ends a quoted phrase: it ends with a quote,
+// maybe followed by punctuation ('…everyone',).
+func endsQuote(w string) bool {
+	w = strings.TrimRightFunc(w, func(r rune) bool { return unicode.IsPunct(r) && !isQuote(r) })
+	r, _ := utf8.DecodeLastRuneInString(w)
+	return w != "" && isQuote(r)
+}
+
+// literalKind names the kind of literal value w is, in words a tool's
+// text uses, or returns "" when w looks like a plain word.
+func literalKind(w string) string {
+	switch {
+	case strings.Contains(w, "://") || strings.HasPrefix(w, "www."):
+		return "url"
+	case strings.Count(w, "@") == 1 && strings.Contains(w[strings.IndexByte(w, '@'):], "."):
+		return "email address"
+	case strings.HasPrefix(w, "/") || strings.HasPrefix(w, "~/") || strings.HasPrefix(w, "./") || strings.Contains(w, `:\`):
+		if ext := extension(w); ext != "" {
+			return "file path " + ext
+		}
+		return "file path"
+	}
+	// name.ext: a domain (google.com, blog.example.com) or a file
+	// (contract.pdf), whose name and extension say what it holds.
+	ext := extension(w)
+	if ext == "" || strings.IndexByte(w, '.') == 0 {
+		return ""
+	}
+	if strings.Count(w, ".") >= 2 || topLevelDomains[ext] {
+		return "domain"
+	}
+	return w + " file"
+}
+
+// extension returns the lower-case letters after the last dot of the
+// last path element of w, if there are two to four of them.
+func extension(w string) string {
+	base := w[strings.LastIndexAny(w, `/\`)+1:]
+	i := strings.LastIndexByte(base, '.')
+	if i < 0 {
+		return ""
+	}
+	ext := base[i+1:]
+	if len(ext) < 2 || len(ext) > 4 {
+		return ""
+	}
+	for _, r := range ext {
+		if r < 'a' || r > 'z' {
+			return ""
+		}
+	}
+	return ext
+}
+
+// topLevelDomains are the common ones that are not also common file
+// extensions: "notes.md" is a file, "go.dev" a domain.
+var topLevelDomains = map[string]bool{
+	"com": true, "org": true, "net": true, "io": true, "dev": true, "app": true, "ai": true,
+	"co": true, "uk": true, "de": true, "fr": true, "eu": true, "edu": true, "gov": true,
+}
