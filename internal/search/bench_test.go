@@ -263,7 +263,7 @@ func recall(ix *Index, qs []benchQuery, answers []map[int]bool, k int) float64 {
 // change of the ranking that loses recall fails here. Raise them with the
 // doc when the ranking improves; never tune against the held-out half.
 const (
-	floorTuning1, floorTuning3   = 0.729, 0.929
+	floorTuning1, floorTuning3   = 0.729, 0.957
 	floorHeldout1, floorHeldout3 = 0.557, 0.757
 )
 

@@ -40,6 +40,10 @@ func TestQueryTerms(t *testing.T) {
 		"say 'hi' to Ana":                               {"sai", "ana"},
 		"don't stop at 48.85, 2.29 or version 1.2":      {"stop", "48", "85", "2", "29", "version", "1", "2"},
 		"an unclosed 'quote eats the rest of the query": {"unclos"},
+		"remind me on Friday":                           {"remind", "fridai", "date"},
+		"last week's sales, yesterday's calls":          {"last", "week", "sale", "yesterdai", "date", "call"},
+		"May I book July 1 to July 14 in May":           {"mai", "book", "juli", "date", "1", "juli", "date", "14", "mai", "date"},
+		"at 10:30 on 2026-12-01, not 1-2":               {"10", "30", "date", "2026", "12", "01", "date", "not", "1", "2"},
 	} {
 		if got := queryTerms(in); !slices.Equal(got, want) {
 			t.Errorf("queryTerms(%q) = %q, want %q", in, got, want)

@@ -110,8 +110,11 @@ var stopWords = func() map[string]bool {
 // "url", "domain", "email address", "file path" and its extension; a
 // file name keeps its words and adds "file" ("contract.pdf": contract,
 // pdf, file). A quoted phrase, and the word after "called", "named" or
-// "titled", stand for nothing. Documents are indexed with Terms: a
-// tool's text describes its literals, it does not give them.
+// "titled", stand for nothing. A day or a time (friday, tonight, July,
+// 2026-12-01, 10:30) also adds "date", the word tools use for what
+// takes one ("remind me on friday": a task with a due date; "a room for
+// next weekend": a hotel's check-in date). Documents are indexed with
+// Terms: a tool's text describes its literals, it does not give them.
 func queryTerms(query string) []string {
 	var b strings.Builder
 	fields := strings.Fields(query)
@@ -130,6 +133,12 @@ func queryTerms(query string) []string {
 			// An opening quote: the phrase ends at this word if the word
 			// also ends with a quote, else at the next word that does.
 			quoted = !endsQuote(strings.TrimLeftFunc(core, isQuote))
+			continue
+		}
+		if isDate(core, i) {
+			// Its own word, and the one tools use for it.
+			b.WriteString(f)
+			b.WriteString(" date ")
 			continue
 		}
 		if kind := literalKind(core); kind != "" {
@@ -209,3 +218,35 @@ var topLevelDomains = map[string]bool{
 	"com": true, "org": true, "net": true, "io": true, "dev": true, "app": true, "ai": true,
 	"co": true, "uk": true, "de": true, "fr": true, "eu": true, "edu": true, "gov": true,
 }
+
+// isDate reports whether w, the i-th word of a query, names a day, a
+// month or a time of day: a word of dateWords, "May" past the first word
+// (else it is the verb), a time (10:30) or an ISO date (2026-12-01).
+func isDate(w string, i int) bool {
+	lw := strings.ToLower(strings.TrimSuffix(strings.TrimSuffix(w, "'s"), "’s"))
+	if dateWords[lw] || w == "May" && i > 0 {
+		return true
+	}
+	digits, seps := 0, 0
+	for _, r := range w {
+		switch {
+		case r >= '0' && r <= '9':
+			digits++
+		case r == ':' || r == '-':
+			seps++
+		default:
+			return false
+		}
+	}
+	return digits >= 3 && (seps == 1 && strings.Contains(w, ":") || seps == 2 && strings.Count(w, "-") == 2)
+}
+
+var dateWords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`today tomorrow yesterday tonight weekend morning afternoon evening noon midnight
+		monday tuesday wednesday thursday friday saturday sunday
+		january february march april june july august september october november december`) {
+		m[w] = true
+	}
+	return m
+}()
