@@ -117,6 +117,7 @@ var stopWords = func() map[string]bool {
 // Terms: a tool's text describes its literals, it does not give them.
 func queryTerms(query string) []string {
 	var b strings.Builder
+	b.Grow(len(query) + 64) // a literal's kind may be longer than it
 	fields := strings.Fields(query)
 	quoted := false // inside a quoted phrase
 	for i := 0; i < len(fields); i++ {
