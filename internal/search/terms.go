@@ -1,6 +1,7 @@
 package search
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -132,9 +133,15 @@ func queryTerms(query string) []string {
 		}
 		if r, _ := utf8.DecodeRuneInString(core); isQuote(r) {
 			// An opening quote: the phrase ends at this word if the word
-			// also ends with a quote, else at the next word that does.
-			quoted = !endsQuote(strings.TrimLeftFunc(core, isQuote))
-			continue
+			// also ends with a quote, else at the next word that does;
+			// with none, it was an apostrophe ('90s) and this a word.
+			if endsQuote(strings.TrimLeftFunc(core, isQuote)) {
+				continue
+			}
+			if slices.ContainsFunc(fields[i+1:], endsQuote) {
+				quoted = true
+				continue
+			}
 		}
 		if isDate(core, i) {
 			// Its own word, and the one tools use for it.
