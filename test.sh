@@ -11,7 +11,8 @@
 #      and checks the manifests and the gateway.yaml it writes; the replica
 #      tests (cmd/mcp-gateway/replicas_test.go) and internal/state's tests
 #      need redis-server and haproxy, which .ci/run installs
-#   3. the differential fuzz target of the strict decoder, for 30 s
+#   3. search recall with the held-out half's floors (RECALL_HELDOUT=1), and
+#      the differential fuzz target of the strict decoder, for 30 s
 #   4. the interop harness's own tests
 #   5. the conformance suites against the Go SDK conformance server directly
 #      and through the gateway, once with a legacy upstream session and once
@@ -45,6 +46,9 @@ echo "== go test: the container image (tools/image, its own module)"
 
 echo "== go test: the Helm chart (tools/helm, its own module)"
 (cd tools/helm && GOWORK=off go vet ./... && GOWORK=off go test -race -count=1 ./...)
+
+echo "== search recall: the held-out half's floors too (docs/context.md)"
+RECALL_HELDOUT=1 go test ./internal/search -run '^TestRecall$' -count=1
 
 echo "== fuzz: the strict decoder against encoding/json and a last-member-wins parser"
 go test ./internal/jsonrpc -run '^$' -fuzz '^FuzzDecodeRequestDifferential$' -fuzztime 30s
