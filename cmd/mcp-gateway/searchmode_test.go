@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -12,11 +14,14 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/config"
 	"github.com/mcp-gateway/mcp-gateway/internal/mcptest"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 	"github.com/mcp-gateway/mcp-gateway/internal/router"
+	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
 )
 
 // searchTools are the names a view in search mode lists.
@@ -119,6 +124,27 @@ func TestSearchModeBothEras(t *testing.T) {
 				t.Errorf("describe_tool alpha__echo: %+v, %v", res, err)
 			}
 		})
+	}
+
+	// /readyz says what the view's list costs, next to its catalog.
+	resp, err := http.Get(strings.TrimSuffix(url, "/mcp") + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var ready struct {
+		Views []struct {
+			Mode         string `json:"mode"`
+			Tools        int    `json:"tools"`
+			Tokens       int    `json:"tokens"`
+			ListedTokens int    `json:"listed_tokens"`
+		} `json:"views"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&ready); err != nil {
+		t.Fatal(err)
+	}
+	if v := ready.Views; len(v) != 1 || v[0].Mode != "search" || v[0].Tools < 2 || v[0].Tokens <= 0 || v[0].ListedTokens < 100 || v[0].ListedTokens == v[0].Tokens {
+		t.Errorf("/readyz views %+v, want the search view's catalog and the gateway tools' tokens", v)
 	}
 }
 
@@ -257,5 +283,124 @@ func TestCallToolRelaysServerRequests(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestToolsCommandSearchMode: `mcp-gateway tools` says what the view's
+// tools/list costs in its mode (the configured one, or --mode's) next to
+// its catalog, which it still lists.
+func TestToolsCommandSearchMode(t *testing.T) {
+	path := writeConfig(t, map[string]any{"policy": map[string]any{"mode": "search"}}, "echo")
+	type listing struct {
+		Mode         string
+		Tools        []struct{ Name string }
+		TokensAfter  int `json:"tokens_after"`
+		ListedTokens int `json:"listed_tokens"`
+	}
+	toolsJSON := func(args ...string) listing {
+		t.Helper()
+		code, out, errOut := runCLI(t, append([]string{"tools", "--config", path, "--json"}, args...)...)
+		if code != exitOK {
+			t.Fatalf("tools %v: exit %d, stderr %s", args, code, errOut)
+		}
+		var l listing
+		if err := json.Unmarshal([]byte(out), &l); err != nil {
+			t.Fatalf("tools %v --json output %q: %v", args, out, err)
+		}
+		return l
+	}
+	search := toolsJSON() // the configured mode
+	if search.Mode != "search" || len(search.Tools) < 2 || search.ListedTokens < 100 || search.ListedTokens == search.TokensAfter {
+		t.Errorf("tools in search mode: %+v, want mode search, the catalog, and the gateway tools' tokens apart from the catalog's", search)
+	}
+	full := toolsJSON("--mode", "full")
+	if full.Mode != "full" || full.ListedTokens != full.TokensAfter || full.TokensAfter != search.TokensAfter {
+		t.Errorf("tools --mode full: %+v, want mode full, listing the catalog's %d tokens", full, search.TokensAfter)
+	}
+	if again := toolsJSON("--mode", "search"); again.Mode != "search" || again.ListedTokens != search.ListedTokens {
+		t.Errorf("tools --mode search: %+v, want %+v", again, search)
+	}
+
+	code, out, errOut := runCLI(t, "tools", "--config", path)
+	want := fmt.Sprintf("search mode: tools/list holds 3 gateway tools, %d tokens (", search.ListedTokens)
+	if code != exitOK || !strings.Contains(out, want) || !strings.Contains(out, fmt.Sprintf("of the catalog's %d)", search.TokensAfter)) || !strings.Contains(out, "echo__echo") {
+		t.Errorf("tools table: exit %d, want %q\nstdout:\n%s\nstderr:\n%s", code, want, out, errOut)
+	}
+	// A team's view, with its own mode.
+	teams := writeConfig(t, map[string]any{"auth": map[string]any{"mode": "api_key"},
+		"teams": []any{map[string]any{"name": "t", "api_keys": []any{"team-key-0123456789abcdef0123456789"}, "mode": "search"}}}, "echo")
+	for _, tc := range []struct{ args, want string }{{"", "search"}, {"--mode full", "full"}} {
+		args := append([]string{"tools", "--config", teams, "--json", "--team", "t"}, strings.Fields(tc.args)...)
+		code, out, errOut := runCLI(t, args...)
+		var l listing
+		if err := json.Unmarshal([]byte(out), &l); code != exitOK || err != nil || l.Mode != tc.want || (l.Mode == "search") != (l.ListedTokens == search.ListedTokens) {
+			t.Errorf("tools --team t %s: exit %d, %+v, stderr %s; want mode %s", tc.args, code, l, errOut, tc.want)
+		}
+	}
+	for _, bad := range []struct{ mode, want string }{
+		{"frugal", "--mode must be full, search or auto"},
+		{"auto", "policy.mode: auto needs policy.max_tokens"},
+	} {
+		if code, _, errOut := runCLI(t, "tools", "--config", path, "--mode", bad.mode); code != exitUsage || !strings.Contains(errOut, bad.want) {
+			t.Errorf("tools --mode %s: exit %d, stderr %q, want %q", bad.mode, code, errOut, bad.want)
+		}
+	}
+}
+
+// TestSearchModeTokenGauges: the token gauge keeps each view's catalog
+// size; the listed-tokens gauge says what its tools/list costs, the
+// gateway's tools in search mode.
+func TestSearchModeTokenGauges(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	tel, err := telemetry.New(context.Background(), telemetry.Options{MetricReader: reader, Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	obs, err := telemetry.NewObserver(tel, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(obs.Close)
+	fake := &fakeClient{arrived: make(chan struct{}), release: make(chan struct{})}
+	rt, err := router.New(&router.Options{ListWait: -1,
+		Rules: policy.Rules{Teams: []policy.Team{{Name: "s", Mode: config.ModeSearch}}},
+		Upstreams: []router.UpstreamConfig{{Name: "a",
+			Connect: func(router.ConnectOptions) (router.Upstream, error) { return fake, nil }}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := observeState(obs, rt); err != nil {
+		t.Fatal(err)
+	}
+	rt.Start(context.Background())
+	t.Cleanup(func() { _ = rt.Close() })
+	if err := rt.WaitStarted(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	info, _ := rt.Tools("s")
+	searchTokens := 0
+	for _, def := range info.Listed {
+		searchTokens += policy.Tokens(def)
+	}
+	data := collect(t, reader)
+	gauge := func(name string) map[string]int64 {
+		g, ok := data[name].(metricdata.Gauge[int64])
+		if !ok {
+			t.Fatalf("no %s gauge: %v", name, data[name])
+		}
+		out := map[string]int64{}
+		for _, p := range g.DataPoints {
+			out[attrsOf(p.Attributes)["mcp_gateway.view"]] = p.Value
+		}
+		return out
+	}
+	tokens, listed := gauge("mcp_gateway.view.tokens"), gauge("mcp_gateway.view.listed_tokens")
+	catalog := tokens["default"]
+	if catalog <= 0 || tokens["s"] != catalog || searchTokens < 100 || int64(searchTokens) == catalog {
+		t.Fatalf("view tokens %v, search tools %d: want both views' catalogs the same, apart from the search tools'", tokens, searchTokens)
+	}
+	if want := map[string]int64{"default": catalog, "s": int64(searchTokens)}; !cmp.Equal(listed, want) {
+		t.Errorf("mcp_gateway.view.listed_tokens %v, want %v", listed, want)
 	}
 }

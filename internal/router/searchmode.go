@@ -64,6 +64,26 @@ const searchToolsJSON = `[` +
 	`"annotations":{"readOnlyHint":true,"idempotentHint":true,"openWorldHint":false}}` +
 	`]`
 
+// searchToolDefs are the definitions of the gateway's tools, one by one.
+func searchToolDefs() []json.RawMessage {
+	var defs []json.RawMessage
+	if err := json.Unmarshal([]byte(searchToolsJSON), &defs); err != nil {
+		panic("router: searchToolsJSON is not a JSON array: " + err.Error()) // a constant
+	}
+	return defs
+}
+
+// searchListTokens is the estimated size of a search view's tools/list,
+// in tokens: its definitions' sizes added up, as a full view's are.
+func (r *Router) searchListTokens() int {
+	r.searchTokensOnce.Do(func() {
+		for _, def := range searchToolDefs() {
+			r.searchTokens += r.tokens(def)
+		}
+	})
+	return r.searchTokens
+}
+
 // isSearchTool reports whether name is one of the gateway's tools.
 func isSearchTool(name string) bool {
 	return name == toolFind || name == toolCall || name == toolDescribe

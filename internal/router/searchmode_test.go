@@ -567,3 +567,52 @@ func TestSearchArgsRepeated(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchModeFigures: /readyz's view entries, the listed-tokens gauge
+// and `mcp-gateway tools` say what a search view's tools/list costs (the
+// gateway's three tools) and keep its catalog's size; a full view's list
+// costs its catalog.
+func TestSearchModeFigures(t *testing.T) {
+	size := func(def []byte) int { return len(def) } // a tokenizer whose counts the test can make
+	r := searchRouter(t, searchFakes(), Options{Tokens: size})
+	catalog := func(view string) int {
+		info, _ := r.Tools(view)
+		n := 0
+		for _, tl := range info.Tools {
+			n += len(tl.Definition)
+		}
+		return n
+	}
+	listed := 0
+	for _, def := range searchToolDefs() {
+		listed += len(def)
+	}
+	if listed == 0 || listed == catalog("") || listed == catalog("data") {
+		t.Fatalf("search tools %d tokens, catalogs %d and %d: the test needs figures that differ", listed, catalog(""), catalog("data"))
+	}
+	var got []ViewStatus
+	for _, s := range r.Views() {
+		s.Cut = nil
+		got = append(got, s)
+	}
+	want := []ViewStatus{
+		{Name: "", Mode: config.ModeSearch, Tools: 5, Tokens: catalog(""), ListedTokens: listed},
+		{Name: "data", Mode: config.ModeSearch, Tools: 3, Tokens: catalog("data"), ListedTokens: listed},
+		{Name: "full", Mode: config.ModeFull, Tools: 5}, // no token limit: readyz does not count
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Views (-want +got):\n%s", diff)
+	}
+	for view, want := range map[string][2]int{"": {catalog(""), listed}, "data": {catalog("data"), listed}, "full": {catalog("full"), catalog("full")}} {
+		if got := [2]int{r.ViewTokens(view), r.ListedTokens(view)}; got != want {
+			t.Errorf("view %q: ViewTokens, ListedTokens %v, want %v", view, got, want)
+		}
+	}
+	info, _ := r.Tools("data")
+	if info.Mode != config.ModeSearch || len(info.Listed) != 3 || len(info.Tools) != 3 {
+		t.Errorf("Tools(data): mode %s, %d listed, %d tools; want search, the 3 gateway tools, its 3 tools", info.Mode, len(info.Listed), len(info.Tools))
+	}
+	if info, _ := r.Tools("full"); info.Mode != config.ModeFull || info.Listed != nil {
+		t.Errorf("Tools(full): mode %s, listed %s; want full, nil", info.Mode, info.Listed)
+	}
+}
