@@ -107,7 +107,7 @@ func usage(w io.Writer) {
   mcp-gateway stdio [--config F] [--team T]                     serve the catalog over stdin/stdout
   mcp-gateway validate [--config F]                             check the config; every problem on its own line
   mcp-gateway tools [--config F] [--team T] [--json]            start the upstreams, print the catalog and its tokens
-                    [--mode full|search|auto]                   ... and what tools/list costs in that mode
+                    [--mode full|search|auto]                   and what tools/list costs in the view's mode (or this one)
   mcp-gateway version                                           print version information
 `)
 }

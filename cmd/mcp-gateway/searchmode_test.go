@@ -326,6 +326,16 @@ func TestToolsCommandSearchMode(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, want) || !strings.Contains(out, fmt.Sprintf("of the catalog's %d)", search.TokensAfter)) || !strings.Contains(out, "echo__echo") {
 		t.Errorf("tools table: exit %d, want %q\nstdout:\n%s\nstderr:\n%s", code, want, out, errOut)
 	}
+	// Mode auto lists the view in the mode its budget puts it in.
+	for budget, want := range map[int]string{100: "search", 1 << 20: "full"} {
+		path := writeConfig(t, map[string]any{"policy": map[string]any{"max_tokens": budget}}, "echo")
+		code, out, errOut := runCLI(t, "tools", "--config", path, "--json", "--mode", "auto")
+		var l listing
+		if err := json.Unmarshal([]byte(out), &l); code != exitOK || err != nil || l.Mode != want || len(l.Tools) != len(search.Tools) {
+			t.Errorf("tools --mode auto with max_tokens %d: exit %d, %+v, stderr %s; want mode %s and the whole catalog", budget, code, l, errOut, want)
+		}
+	}
+
 	// A team's view, with its own mode.
 	teams := writeConfig(t, map[string]any{"auth": map[string]any{"mode": "api_key"},
 		"teams": []any{map[string]any{"name": "t", "api_keys": []any{"team-key-0123456789abcdef0123456789"}, "mode": "search"}}}, "echo")
