@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/config"
+	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/mcptest"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 	"github.com/mcp-gateway/mcp-gateway/internal/router"
@@ -412,5 +414,72 @@ func TestSearchModeTokenGauges(t *testing.T) {
 	}
 	if want := map[string]int64{"default": catalog, "s": int64(searchTokens)}; !cmp.Equal(listed, want) {
 		t.Errorf("mcp_gateway.view.listed_tokens %v, want %v", listed, want)
+	}
+}
+
+// TestCallToolSmuggling: through call_tool, in both host eras, over HTTP
+// to the Go SDK server: call_tool arguments that repeat name or
+// arguments, or whose tool arguments repeat a member, get 400 -32600; a
+// bound argument (the SDK server's "headers" binds region to
+// Mcp-Param-Region) spelled twice gets the direct call's -32600; tool
+// arguments that are not an object and a call_tool of call_tool get an
+// isError result. Only the plain calls reach the upstream.
+func TestCallToolSmuggling(t *testing.T) {
+	var mu sync.Mutex
+	var regions []string
+	server := mcptest.NewStreamableServer(t, &mcptest.HTTPOptions{Stateless: true, Inspect: func(r *http.Request) {
+		if r.Header.Get("Mcp-Method") == "tools/call" {
+			mu.Lock()
+			defer mu.Unlock()
+			regions = append(regions, r.Header.Get("Mcp-Name")+" "+r.Header.Get("Mcp-Param-Region"))
+		}
+	}})
+	cfg := config.Default()
+	cfg.Policy.Mode = config.ModeSearch
+	cfg.Upstreams = []config.Upstream{httpUpstream("sdk", server.URL)}
+	url, _ := startGateway(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, h, _ := postRaw(ctx, t, url, nil, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"h","version":"1"}}}`)
+	legacy := map[string]string{"Mcp-Session-Id": h.Get("Mcp-Session-Id"), "MCP-Protocol-Version": "2025-11-25"}
+	modern := map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "call_tool"}
+	const meta = `,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	for _, era := range []struct {
+		name    string
+		headers map[string]string
+		meta    string
+	}{{"legacy", legacy, ""}, {"modern", modern, meta}} {
+		call := func(args string) *jsonrpc.Message {
+			t.Helper()
+			_, _, m := postRaw(ctx, t, url, era.headers, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"call_tool","arguments":`+args+era.meta+`}}`)
+			return m
+		}
+		for args, want := range map[string]string{
+			`{"name":"sdk__headers","name":"sdk__echo","arguments":{"region":"us-east"}}`:              `member "name" appears more than once in params.arguments`,
+			`{"name":"sdk__headers","arguments":{"region":"us-east"},"\u0061rguments":{"region":"x"}}`: `member "arguments" appears more than once in params.arguments`,
+			`{"name":"sdk__headers","arguments":{"region":"us-east","region":"eu-west"}}`:              `member "region" appears more than once in params.arguments.arguments`,
+			`{"name":"sdk__headers","arguments":{"region":"us-east","Region":"eu-west"}}`:              "two spellings",
+		} {
+			if m := call(args); m.Error == nil || m.Error.Code != jsonrpc.CodeInvalidRequest || !strings.Contains(m.Error.Message, want) {
+				t.Errorf("%s call_tool %s: %v %s, want -32600 saying %q", era.name, args, m.Error, m.Result, want)
+			}
+		}
+		for args, want := range map[string]string{
+			`{"name":"sdk__headers","arguments":["us-east"]}`:                         "must be an object",
+			`{"name":"call_tool","arguments":{"name":"sdk__headers","arguments":{}}}`: "the gateway's own tool",
+			`{"Name":"sdk__headers","arguments":{"region":"us-east"}}`:                `no argument \"Name\"`,
+		} {
+			if m := call(args); m.Error != nil || !strings.Contains(string(m.Result), `"isError":true`) || !strings.Contains(string(m.Result), want) {
+				t.Errorf("%s call_tool %s: %v %s, want an isError result saying %q", era.name, args, m.Error, m.Result, want)
+			}
+		}
+		if m := call(`{"name":"sdk__headers","arguments":{"region":"us-east"}}`); m.Error != nil || !strings.Contains(string(m.Result), "us-east") {
+			t.Errorf("%s: the plain call_tool: %v %s", era.name, m.Error, m.Result)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"headers us-east", "headers us-east"}; !cmp.Equal(regions, want) {
+		t.Errorf("the upstream got tools/calls %q (Mcp-Name, Mcp-Param-Region), want %q: the two plain calls only", regions, want)
 	}
 }
