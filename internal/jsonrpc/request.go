@@ -325,7 +325,13 @@ func (r *Request) WithCall(name string, arguments json.RawMessage) *Request {
 	c.Ref.obj.members = append(c.buf[10:10:12], r.Ref.obj.members...)
 
 	p := &r.params
-	w := objectWriter{buf: make([]byte, 1, len(p.Raw)+len(name)+len(arguments)+32), members: c.buf[0:0:6]}
+	// The new params are r's with two values replaced (call_tool's
+	// arguments hold the tool's, so they shrink): sized for that.
+	size := len(p.Raw) + len(name) + len(arguments) + len(`,"name":"","arguments":}`)
+	if old, ok := p.get("arguments"); ok {
+		size -= len(old)
+	}
+	w := objectWriter{buf: make([]byte, 1, size), members: c.buf[0:0:6]}
 	w.buf[0] = '{'
 	hasName, hasArguments := false, false
 	for _, m := range p.members {
