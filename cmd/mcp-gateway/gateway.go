@@ -736,11 +736,16 @@ type toolRow struct {
 // listTools starts the upstreams, waits for their first start, and prints
 // the catalog a caller of the view sees, with each tool's size in tokens
 // before and after trimming, the totals, and what limits cut.
-func listTools(ctx context.Context, cfg *config.Config, team string, asJSON bool, stdout, stderr io.Writer) int {
+func listTools(ctx context.Context, cfg *config.Config, team string, mode config.ViewMode, asJSON bool, stdout, stderr io.Writer) int {
 	log := newLogger(cfg, stderr)
 	if !hasTeam(cfg, team) {
 		fmt.Fprintf(stderr, "mcp-gateway tools: no team %q in the config\n", team)
 		return exitUsage
+	}
+	if mode != "" {
+		if code := setViewMode(cfg, team, mode, stderr); code != exitOK {
+			return code
+		}
 	}
 	rt, err := newRouter(cfg, recorders{log: log}, nil, nil, nil)
 	if err != nil {
@@ -762,17 +767,28 @@ func listTools(ctx context.Context, cfg *config.Config, team string, asJSON bool
 		after += row.TokensAfter
 		rows = append(rows, row)
 	}
+	// What the host's tools/list costs: the catalog in full mode, the
+	// gateway's own tools in search mode (the catalog is only searched).
+	listed := after
+	if view.Mode == config.ModeSearch {
+		listed = 0
+		for _, def := range view.Listed {
+			listed += policy.Tokens(def)
+		}
+	}
 	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(struct {
 			View         string                  `json:"view"`
+			Mode         config.ViewMode         `json:"mode"`
 			Tools        []toolRow               `json:"tools"`
 			TokensBefore int                     `json:"tokens_before"`
 			TokensAfter  int                     `json:"tokens_after"`
+			ListedTokens int                     `json:"listed_tokens"`
 			Cut          []policy.Cut            `json:"cut"`
 			Upstreams    []router.UpstreamStatus `json:"upstreams"`
-		}{team, rows, before, after, view.Cut, rt.Status()})
+		}{team, view.Mode, rows, before, after, listed, view.Cut, rt.Status()})
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
@@ -782,6 +798,12 @@ func listTools(ctx context.Context, cfg *config.Config, team string, asJSON bool
 	}
 	fmt.Fprintf(tw, "total: %d tools\t\t%d\t%d\n", len(rows), before, after)
 	_ = tw.Flush()
+	if view.Mode == config.ModeSearch {
+		fmt.Fprintf(stdout, "search mode: tools/list holds %d gateway tools, %d tokens (%s of the catalog's %d)\n",
+			len(view.Listed), listed, percent(listed, after), after)
+	} else {
+		fmt.Fprintf(stdout, "full mode: tools/list holds the catalog, %d tokens\n", listed)
+	}
 	for _, c := range view.Cut {
 		fmt.Fprintf(stdout, "cut by %s: %s\n", c.Limit, c.Name)
 	}
@@ -791,4 +813,44 @@ func listTools(ctx context.Context, cfg *config.Config, team string, asJSON bool
 		}
 	}
 	return exitOK
+}
+
+// setViewMode sets the mode of the view `mcp-gateway tools --mode` shows
+// and validates the config again (mode auto needs a max_tokens).
+func setViewMode(cfg *config.Config, team string, mode config.ViewMode, stderr io.Writer) int {
+	if mode != config.ModeFull && mode != config.ModeSearch && mode != config.ModeAuto {
+		fmt.Fprintf(stderr, "mcp-gateway tools: --mode must be full, search or auto, not %q\n", mode)
+		return exitUsage
+	}
+	if team == "" {
+		cfg.Policy.Mode = mode
+	}
+	for i := range cfg.Teams {
+		if cfg.Teams[i].Name == team {
+			cfg.Teams[i].Mode = mode
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		var ve *config.ValidationError
+		if errors.As(err, &ve) {
+			for _, p := range ve.Problems {
+				fmt.Fprintf(stderr, "mcp-gateway tools --mode %s: %s: %s\n", mode, p.Path, p.Message)
+			}
+		} else {
+			fmt.Fprintf(stderr, "mcp-gateway tools --mode %s: %v\n", mode, err)
+		}
+		return exitUsage
+	}
+	return exitOK
+}
+
+// percent is part as a share of whole, for people: "6%", "<1%".
+func percent(part, whole int) string {
+	switch {
+	case whole <= 0:
+		return "n/a"
+	case part > 0 && 100*part < whole:
+		return "<1%"
+	}
+	return fmt.Sprintf("%d%%", (100*part+whole/2)/whole)
 }

@@ -6,7 +6,7 @@
 //	mcp-gateway [serve] [--config gateway.yaml] [--listen ADDR]
 //	mcp-gateway stdio [--config F] [--team T]
 //	mcp-gateway validate [--config F]
-//	mcp-gateway tools [--config F] [--team T] [--json]
+//	mcp-gateway tools [--config F] [--team T] [--mode full|search|auto] [--json]
 //	mcp-gateway version
 package main
 
@@ -19,6 +19,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/config"
 )
 
 func main() {
@@ -44,7 +46,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs := flag.NewFlagSet("mcp-gateway "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "gateway.yaml", "path of the config file (gateway.yaml, or a claude_desktop_config.json)")
-	var listen, team *string
+	var listen, team, mode *string
 	var asJSON *bool
 	switch cmd {
 	case "serve":
@@ -52,6 +54,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "tools":
 		asJSON = fs.Bool("json", false, "print JSON instead of a table")
 		team = fs.String("team", "", "show the catalog of this team's view (default: the policy view)")
+		mode = fs.String("mode", "", "list the view as in this mode: full, search or auto (default: the view's configured mode)")
 	case "stdio":
 		team = fs.String("team", "", "serve this team's view (default: the policy view)")
 	case "validate":
@@ -93,7 +96,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "stdio":
 		return serveStdio(ctx, cfg, *team, stdin, stdout, stderr)
 	case "tools":
-		return listTools(ctx, cfg, *team, *asJSON, stdout, stderr)
+		return listTools(ctx, cfg, *team, config.ViewMode(*mode), *asJSON, stdout, stderr)
 	}
 	return exitUsage
 }
@@ -104,6 +107,7 @@ func usage(w io.Writer) {
   mcp-gateway stdio [--config F] [--team T]                     serve the catalog over stdin/stdout
   mcp-gateway validate [--config F]                             check the config; every problem on its own line
   mcp-gateway tools [--config F] [--team T] [--json]            start the upstreams, print the catalog and its tokens
+                    [--mode full|search|auto]                   and what tools/list costs in the view's mode (or this one)
   mcp-gateway version                                           print version information
 `)
 }

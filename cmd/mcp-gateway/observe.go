@@ -225,7 +225,7 @@ func observeState(obs *telemetry.Observer, rt *router.Router) error {
 	}, func() []telemetry.ViewReport {
 		var out []telemetry.ViewReport
 		for _, v := range rt.Views() {
-			out = append(out, telemetry.ViewReport{Name: v.Name, Tools: v.Tools, Tokens: rt.ViewTokens(v.Name)})
+			out = append(out, telemetry.ViewReport{Name: v.Name, Tools: v.Tools, Tokens: rt.ViewTokens(v.Name), ListedTokens: rt.ListedTokens(v.Name)})
 		}
 		return out
 	})

@@ -3,20 +3,27 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/config"
+	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/mcptest"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 	"github.com/mcp-gateway/mcp-gateway/internal/router"
+	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
 )
 
 // searchTools are the names a view in search mode lists.
@@ -119,6 +126,27 @@ func TestSearchModeBothEras(t *testing.T) {
 				t.Errorf("describe_tool alpha__echo: %+v, %v", res, err)
 			}
 		})
+	}
+
+	// /readyz says what the view's list costs, next to its catalog.
+	resp, err := http.Get(strings.TrimSuffix(url, "/mcp") + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var ready struct {
+		Views []struct {
+			Mode         string `json:"mode"`
+			Tools        int    `json:"tools"`
+			Tokens       int    `json:"tokens"`
+			ListedTokens int    `json:"listed_tokens"`
+		} `json:"views"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&ready); err != nil {
+		t.Fatal(err)
+	}
+	if v := ready.Views; len(v) != 1 || v[0].Mode != "search" || v[0].Tools < 2 || v[0].Tokens <= 0 || v[0].ListedTokens < 100 || v[0].ListedTokens == v[0].Tokens {
+		t.Errorf("/readyz views %+v, want the search view's catalog and the gateway tools' tokens", v)
 	}
 }
 
@@ -257,5 +285,201 @@ func TestCallToolRelaysServerRequests(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestToolsCommandSearchMode: `mcp-gateway tools` says what the view's
+// tools/list costs in its mode (the configured one, or --mode's) next to
+// its catalog, which it still lists.
+func TestToolsCommandSearchMode(t *testing.T) {
+	path := writeConfig(t, map[string]any{"policy": map[string]any{"mode": "search"}}, "echo")
+	type listing struct {
+		Mode         string
+		Tools        []struct{ Name string }
+		TokensAfter  int `json:"tokens_after"`
+		ListedTokens int `json:"listed_tokens"`
+	}
+	toolsJSON := func(args ...string) listing {
+		t.Helper()
+		code, out, errOut := runCLI(t, append([]string{"tools", "--config", path, "--json"}, args...)...)
+		if code != exitOK {
+			t.Fatalf("tools %v: exit %d, stderr %s", args, code, errOut)
+		}
+		var l listing
+		if err := json.Unmarshal([]byte(out), &l); err != nil {
+			t.Fatalf("tools %v --json output %q: %v", args, out, err)
+		}
+		return l
+	}
+	search := toolsJSON() // the configured mode
+	if search.Mode != "search" || len(search.Tools) < 2 || search.ListedTokens < 100 || search.ListedTokens == search.TokensAfter {
+		t.Errorf("tools in search mode: %+v, want mode search, the catalog, and the gateway tools' tokens apart from the catalog's", search)
+	}
+	full := toolsJSON("--mode", "full")
+	if full.Mode != "full" || full.ListedTokens != full.TokensAfter || full.TokensAfter != search.TokensAfter {
+		t.Errorf("tools --mode full: %+v, want mode full, listing the catalog's %d tokens", full, search.TokensAfter)
+	}
+	if again := toolsJSON("--mode", "search"); again.Mode != "search" || again.ListedTokens != search.ListedTokens {
+		t.Errorf("tools --mode search: %+v, want %+v", again, search)
+	}
+
+	code, out, errOut := runCLI(t, "tools", "--config", path)
+	want := fmt.Sprintf("search mode: tools/list holds 3 gateway tools, %d tokens (", search.ListedTokens)
+	if code != exitOK || !strings.Contains(out, want) || !strings.Contains(out, fmt.Sprintf("of the catalog's %d)", search.TokensAfter)) || !strings.Contains(out, "echo__echo") {
+		t.Errorf("tools table: exit %d, want %q\nstdout:\n%s\nstderr:\n%s", code, want, out, errOut)
+	}
+	// Mode auto lists the view in the mode its budget puts it in.
+	for budget, want := range map[int]string{100: "search", 1 << 20: "full"} {
+		path := writeConfig(t, map[string]any{"policy": map[string]any{"max_tokens": budget}}, "echo")
+		code, out, errOut := runCLI(t, "tools", "--config", path, "--json", "--mode", "auto")
+		var l listing
+		if err := json.Unmarshal([]byte(out), &l); code != exitOK || err != nil || l.Mode != want || len(l.Tools) != len(search.Tools) {
+			t.Errorf("tools --mode auto with max_tokens %d: exit %d, %+v, stderr %s; want mode %s and the whole catalog", budget, code, l, errOut, want)
+		}
+	}
+
+	// A team's view, with its own mode.
+	teams := writeConfig(t, map[string]any{"auth": map[string]any{"mode": "api_key"},
+		"teams": []any{map[string]any{"name": "t", "api_keys": []any{"team-key-0123456789abcdef0123456789"}, "mode": "search"}}}, "echo")
+	for _, tc := range []struct{ args, want string }{{"", "search"}, {"--mode full", "full"}} {
+		args := append([]string{"tools", "--config", teams, "--json", "--team", "t"}, strings.Fields(tc.args)...)
+		code, out, errOut := runCLI(t, args...)
+		var l listing
+		if err := json.Unmarshal([]byte(out), &l); code != exitOK || err != nil || l.Mode != tc.want || (l.Mode == "search") != (l.ListedTokens == search.ListedTokens) {
+			t.Errorf("tools --team t %s: exit %d, %+v, stderr %s; want mode %s", tc.args, code, l, errOut, tc.want)
+		}
+	}
+	for _, bad := range []struct{ mode, want string }{
+		{"frugal", "--mode must be full, search or auto"},
+		{"auto", "policy.mode: auto needs policy.max_tokens"},
+	} {
+		if code, _, errOut := runCLI(t, "tools", "--config", path, "--mode", bad.mode); code != exitUsage || !strings.Contains(errOut, bad.want) {
+			t.Errorf("tools --mode %s: exit %d, stderr %q, want %q", bad.mode, code, errOut, bad.want)
+		}
+	}
+}
+
+// TestSearchModeTokenGauges: the token gauge keeps each view's catalog
+// size; the listed-tokens gauge says what its tools/list costs, the
+// gateway's tools in search mode.
+func TestSearchModeTokenGauges(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	tel, err := telemetry.New(context.Background(), telemetry.Options{MetricReader: reader, Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	obs, err := telemetry.NewObserver(tel, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(obs.Close)
+	fake := &fakeClient{arrived: make(chan struct{}), release: make(chan struct{})}
+	rt, err := router.New(&router.Options{ListWait: -1,
+		Rules: policy.Rules{Teams: []policy.Team{{Name: "s", Mode: config.ModeSearch}}},
+		Upstreams: []router.UpstreamConfig{{Name: "a",
+			Connect: func(router.ConnectOptions) (router.Upstream, error) { return fake, nil }}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := observeState(obs, rt); err != nil {
+		t.Fatal(err)
+	}
+	rt.Start(context.Background())
+	t.Cleanup(func() { _ = rt.Close() })
+	if err := rt.WaitStarted(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	info, _ := rt.Tools("s")
+	searchTokens := 0
+	for _, def := range info.Listed {
+		searchTokens += policy.Tokens(def)
+	}
+	data := collect(t, reader)
+	gauge := func(name string) map[string]int64 {
+		g, ok := data[name].(metricdata.Gauge[int64])
+		if !ok {
+			t.Fatalf("no %s gauge: %v", name, data[name])
+		}
+		out := map[string]int64{}
+		for _, p := range g.DataPoints {
+			out[attrsOf(p.Attributes)["mcp_gateway.view"]] = p.Value
+		}
+		return out
+	}
+	tokens, listed := gauge("mcp_gateway.view.tokens"), gauge("mcp_gateway.view.listed_tokens")
+	catalog := tokens["default"]
+	if catalog <= 0 || tokens["s"] != catalog || searchTokens < 100 || int64(searchTokens) == catalog {
+		t.Fatalf("view tokens %v, search tools %d: want both views' catalogs the same, apart from the search tools'", tokens, searchTokens)
+	}
+	if want := map[string]int64{"default": catalog, "s": int64(searchTokens)}; !cmp.Equal(listed, want) {
+		t.Errorf("mcp_gateway.view.listed_tokens %v, want %v", listed, want)
+	}
+}
+
+// TestCallToolSmuggling: through call_tool, in both host eras, over HTTP
+// to the Go SDK server: call_tool arguments that repeat name or
+// arguments, or whose tool arguments repeat a member, get 400 -32600; a
+// bound argument (the SDK server's "headers" binds region to
+// Mcp-Param-Region) spelled twice gets the direct call's -32600; tool
+// arguments that are not an object and a call_tool of call_tool get an
+// isError result. Only the plain calls reach the upstream.
+func TestCallToolSmuggling(t *testing.T) {
+	var mu sync.Mutex
+	var regions []string
+	server := mcptest.NewStreamableServer(t, &mcptest.HTTPOptions{Stateless: true, Inspect: func(r *http.Request) {
+		if r.Header.Get("Mcp-Method") == "tools/call" {
+			mu.Lock()
+			defer mu.Unlock()
+			regions = append(regions, r.Header.Get("Mcp-Name")+" "+r.Header.Get("Mcp-Param-Region"))
+		}
+	}})
+	cfg := config.Default()
+	cfg.Policy.Mode = config.ModeSearch
+	cfg.Upstreams = []config.Upstream{httpUpstream("sdk", server.URL)}
+	url, _ := startGateway(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, h, _ := postRaw(ctx, t, url, nil, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"h","version":"1"}}}`)
+	legacy := map[string]string{"Mcp-Session-Id": h.Get("Mcp-Session-Id"), "MCP-Protocol-Version": "2025-11-25"}
+	modern := map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "call_tool"}
+	const meta = `,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	for _, era := range []struct {
+		name    string
+		headers map[string]string
+		meta    string
+	}{{"legacy", legacy, ""}, {"modern", modern, meta}} {
+		call := func(args string) *jsonrpc.Message {
+			t.Helper()
+			_, _, m := postRaw(ctx, t, url, era.headers, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"call_tool","arguments":`+args+era.meta+`}}`)
+			return m
+		}
+		for args, want := range map[string]string{
+			`{"name":"sdk__headers","name":"sdk__echo","arguments":{"region":"us-east"}}`:              `member "name" appears more than once in params.arguments`,
+			`{"name":"sdk__headers","arguments":{"region":"us-east"},"\u0061rguments":{"region":"x"}}`: `member "arguments" appears more than once in params.arguments`,
+			`{"name":"sdk__headers","arguments":{"region":"us-east","region":"eu-west"}}`:              `member "region" appears more than once in params.arguments.arguments`,
+			`{"name":"sdk__headers","arguments":{"region":"us-east","Region":"eu-west"}}`:              "two spellings",
+		} {
+			if m := call(args); m.Error == nil || m.Error.Code != jsonrpc.CodeInvalidRequest || !strings.Contains(m.Error.Message, want) {
+				t.Errorf("%s call_tool %s: %v %s, want -32600 saying %q", era.name, args, m.Error, m.Result, want)
+			}
+		}
+		for args, want := range map[string]string{
+			`{"name":"sdk__headers","arguments":["us-east"]}`:                         "must be an object",
+			`{"name":"call_tool","arguments":{"name":"sdk__headers","arguments":{}}}`: "the gateway's own tool",
+			`{"Name":"sdk__headers","arguments":{"region":"us-east"}}`:                `no argument \"Name\"`,
+		} {
+			if m := call(args); m.Error != nil || !strings.Contains(string(m.Result), `"isError":true`) || !strings.Contains(string(m.Result), want) {
+				t.Errorf("%s call_tool %s: %v %s, want an isError result saying %q", era.name, args, m.Error, m.Result, want)
+			}
+		}
+		if m := call(`{"name":"sdk__headers","arguments":{"region":"us-east"}}`); m.Error != nil || !strings.Contains(string(m.Result), "us-east") {
+			t.Errorf("%s: the plain call_tool: %v %s", era.name, m.Error, m.Result)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"headers us-east", "headers us-east"}; !cmp.Equal(regions, want) {
+		t.Errorf("the upstream got tools/calls %q (Mcp-Name, Mcp-Param-Region), want %q: the two plain calls only", regions, want)
 	}
 }

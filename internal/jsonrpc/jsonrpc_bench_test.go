@@ -249,3 +249,33 @@ func bytewiseSkipString(data []byte, i int) (int, error) {
 	}
 	return i, syntaxErr(data, i, "in string")
 }
+
+// BenchmarkWithCall: search mode's call_tool turning a host's request
+// into the tools/call it runs (Request.WithCall), next to the strict
+// decode of the same request, which it replaced a second one of.
+func BenchmarkWithCall(b *testing.B) {
+	args := `{"query":"` + strings.Repeat("q", 1<<10) + `","limit":10}`
+	body := AppendRequest(nil, json.RawMessage(`7`), "tools/call",
+		json.RawMessage(`{"name":"call_tool","arguments":{"name":"search__web_search","arguments":`+args+`},"_meta":{"progressToken":"tok-1"}}`))
+	b.Run("decode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := DecodeRequest(body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	r, err := DecodeRequest(body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	inner, _ := Field(r.Arguments, "arguments")
+	b.Run("with-call", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if c := r.WithCall("search__web_search", inner); !c.HasName {
+				b.Fatal("no name")
+			}
+		}
+	})
+}

@@ -305,3 +305,113 @@ func stringValue(v json.RawMessage) (string, bool) {
 func (r *Ref) With(key string, value json.RawMessage) json.RawMessage {
 	return appendObject(nil, &r.obj, []setMember{{key: key, value: value}})
 }
+
+// WithCall returns the request r would be with params.name set to name
+// and params.arguments to arguments (raw JSON, which must be valid; nil
+// removes the member): a call of one tool made from a request that
+// names another (search mode's call_tool). Every other member of params,
+// _meta included, is r's as the host wrote it, in its place; the typed
+// fields are r's but Name and Arguments. The new params are written
+// once, their members recorded as they are written (nothing walks them
+// again), and are the result's Params and what its Outgoing starts from.
+// r is not changed, and the result shares r's buffer, which must not
+// change while either is in use.
+func (r *Request) WithCall(name string, arguments json.RawMessage) *Request {
+	c := &Request{}
+	*c = *r
+	c.out, c.outUsed = Outgoing{}, false
+	c.Name, c.HasName, c.Arguments = name, true, arguments
+	c.Meta.obj.members = append(c.buf[6:6:10], r.Meta.obj.members...)
+	c.Ref.obj.members = append(c.buf[10:10:12], r.Ref.obj.members...)
+
+	p := &r.params
+	// The new params are r's with two values replaced (call_tool's
+	// arguments hold the tool's, so they shrink): sized for that.
+	size := len(p.Raw) + len(name) + len(arguments) + len(`,"name":"","arguments":}`)
+	if old, ok := p.get("arguments"); ok {
+		size -= len(old)
+	}
+	w := objectWriter{buf: make([]byte, 1, size), members: c.buf[0:0:6]}
+	w.buf[0] = '{'
+	hasName, hasArguments := false, false
+	for _, m := range p.members {
+		switch string(p.key(m)) {
+		case "name":
+			hasName = true
+			w.string(p.rawKey(m), name)
+		case "arguments":
+			hasArguments = true
+			if arguments != nil {
+				w.raw(p.rawKey(m), arguments)
+			}
+		default:
+			w.raw(p.rawKey(m), p.value(m))
+		}
+	}
+	if !hasName {
+		w.string([]byte(`"name"`), name)
+	}
+	if !hasArguments && arguments != nil {
+		w.raw([]byte(`"arguments"`), arguments)
+	}
+	w.buf = append(w.buf, '}')
+	c.params = Object{Raw: w.buf, data: w.buf, members: w.members}
+	c.Params = w.buf
+	return c
+}
+
+// objectWriter writes an object's members and records where each is, as
+// an Object's members.
+type objectWriter struct {
+	buf     []byte
+	members []member
+}
+
+// key starts a member: a separator unless it is the first, and the raw
+// key (quotes included); it returns where the key starts.
+func (w *objectWriter) key(rawKey []byte) int {
+	if len(w.members) > 0 {
+		w.buf = append(w.buf, ',')
+	}
+	k0 := len(w.buf)
+	w.buf = append(append(w.buf, rawKey...), ':')
+	return k0
+}
+
+func (w *objectWriter) raw(rawKey []byte, value []byte) {
+	k0 := w.key(rawKey)
+	v0 := len(w.buf)
+	w.buf = append(w.buf, value...)
+	w.members = append(w.members, member{int32(k0), int32(k0 + len(rawKey)), int32(v0), int32(len(w.buf))})
+}
+
+func (w *objectWriter) string(rawKey []byte, s string) {
+	k0 := w.key(rawKey)
+	v0 := len(w.buf)
+	w.buf = AppendString(w.buf, s)
+	w.members = append(w.members, member{int32(k0), int32(k0 + len(rawKey)), int32(v0), int32(len(w.buf))})
+}
+
+// EachMember calls fn with each member of the JSON object obj, in order,
+// its key unescaped and its value raw, until fn returns false. It
+// reports whether obj is a valid object (as far as fn let it be read).
+// It does not look for repeated members: fn is given each, and decides.
+func EachMember(obj json.RawMessage, fn func(key []byte, value json.RawMessage) bool) bool {
+	scanning(obj)
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return false
+	}
+	end, err := eachMember(obj, i, 0, func(k []byte, vs, ve int) bool {
+		key := k[1 : len(k)-1]
+		if bytes.IndexByte(key, '\\') >= 0 {
+			key = []byte(unquote(k))
+		}
+		return fn(key, obj[vs:ve])
+	}, "", nil)
+	return err == nil && (end < 0 || skipSpace(obj, end) == len(obj))
+}
+
+// StringValue returns the value of v, a raw JSON value, when it is a
+// string.
+func StringValue(v json.RawMessage) (string, bool) { return stringValue(v) }

@@ -440,3 +440,82 @@ func TestOutgoingsOfOneRequestAreIndependent(t *testing.T) {
 		t.Errorf("params %s and %s, want each its own name", a, b)
 	}
 }
+
+// TestWithCall: the request a call_tool becomes has the new name and
+// arguments in the typed fields, in Params and in what its Outgoing
+// sends (with the rewrites of the layers below applied on top), every
+// other member as the host wrote it; the host's request is unchanged.
+func TestWithCall(t *testing.T) {
+	for _, tc := range []struct {
+		name, params, args, want string
+	}{
+		{"in place", `{"name":"call_tool","arguments":{"name":"t","arguments":{"x":1}},"_meta":{"progressToken":"p"},"task":{"ttl":1}}`, `{"x":1}`,
+			`{"name":"t","arguments":{"x":1},"_meta":{"progressToken":"p"},"task":{"ttl":1}}`},
+		{"arguments removed", `{"_meta":{"progressToken":7},"name":"call_tool","arguments":{"name":"t"}}`, ``,
+			`{"_meta":{"progressToken":7},"name":"t"}`},
+		{"arguments added", `{"name":"call_tool"}`, `{"y":[1,2]}`,
+			`{"name":"t","arguments":{"y":[1,2]}}`},
+		{"escaped keys kept", `{"n\u0061me":"call_tool","\u0061rguments":{"name":"t"}}`, `{}`,
+			`{"n\u0061me":"t","\u0061rguments":{}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := AppendRequest(nil, json.RawMessage(`"id-1"`), "tools/call", json.RawMessage(tc.params))
+			r, err := DecodeRequest(body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var args json.RawMessage
+			if tc.args != "" {
+				args = json.RawMessage(tc.args)
+			}
+			c := r.WithCall("t", args)
+			if c.Name != "t" || !c.HasName || string(c.Arguments) != tc.args || string(c.Params) != tc.want {
+				t.Errorf("WithCall: name %q %v, arguments %s, params %s; want t, %s, %s", c.Name, c.HasName, c.Arguments, c.Params, tc.args, tc.want)
+			}
+			if string(c.ID) != `"id-1"` || c.Method != "tools/call" || !cmp.Equal(c.Meta.ProgressToken, r.Meta.ProgressToken) || !cmp.Equal(c.Task, r.Task) {
+				t.Errorf("WithCall lost a field: %+v", c.Message)
+			}
+			// The Outgoing reads the new params: a rewrite below lands in them.
+			out := c.Outgoing()
+			if v, _ := out.StringParam("name"); v != "t" {
+				t.Errorf("Outgoing name %q, want t", v)
+			}
+			out.Set("name", String("orig"))
+			out.SetMeta("progressToken", String("gw-1"))
+			want, err := DecodeRequest(AppendRequest(nil, c.ID, c.Method, c.Params))
+			if err != nil {
+				t.Fatalf("WithCall's params do not decode: %v", err)
+			}
+			wantOut := want.Outgoing()
+			wantOut.Set("name", String("orig"))
+			wantOut.SetMeta("progressToken", String("gw-1"))
+			if got, w := out.AppendRequest(nil, c.ID), wantOut.AppendRequest(nil, c.ID); string(got) != string(w) {
+				t.Errorf("sent %s, want %s (the same params decoded)", got, w)
+			}
+			// The host's request is as it was.
+			if r.Name != "call_tool" || string(r.Params) != tc.params || string(r.Outgoing().AppendRequest(nil, r.ID)) != string(body) {
+				t.Errorf("WithCall changed the host's request: %q %s", r.Name, r.Params)
+			}
+		})
+	}
+}
+
+func TestEachMember(t *testing.T) {
+	var got []string
+	ok := EachMember(json.RawMessage(`{"a":1, "b\u0063":{"x":[2]},"a":"s"}`), func(k []byte, v json.RawMessage) bool {
+		got = append(got, string(k)+"="+string(v))
+		return true
+	})
+	if want := []string{"a=1", `bc={"x":[2]}`, `a="s"`}; !ok || !cmp.Equal(got, want) {
+		t.Errorf("EachMember: %v %v, want %v", ok, got, want)
+	}
+	for _, bad := range []string{``, `[]`, `"x"`, `{"a":}`, `{"a":1} x`, `null`} {
+		if EachMember(json.RawMessage(bad), func([]byte, json.RawMessage) bool { return true }) {
+			t.Errorf("EachMember(%q) reported an object", bad)
+		}
+	}
+	n := 0
+	if !EachMember(json.RawMessage(`{"a":1,"b":2}`), func([]byte, json.RawMessage) bool { n++; return false }) || n != 1 {
+		t.Errorf("EachMember did not stop when told: %d calls", n)
+	}
+}

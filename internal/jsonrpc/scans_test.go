@@ -13,8 +13,10 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/mcp-gateway/mcp-gateway/internal/config"
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/mcptest"
+	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 	"github.com/mcp-gateway/mcp-gateway/internal/router"
 	"github.com/mcp-gateway/mcp-gateway/internal/server"
 	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
@@ -75,7 +77,9 @@ func (c *counter) encode(o *jsonrpc.Outgoing) {
 // HTTP server, is walked once (the strict decode at the boundary; nothing
 // after it looks at the request's bytes again) and its request to the
 // upstream encoded once, whatever the two sides' eras, with a progress
-// token to remap.
+// token to remap. The same call through search mode's call_tool is
+// walked once more (call_tool's own arguments are read) and still
+// encoded once: the tools/call it runs is built once, not re-decoded.
 func TestToolsCallWalkedOnceEncodedOnce(t *testing.T) {
 	var c counter
 	defer jsonrpc.SetHooks(c.scan, c.encode)()
@@ -85,7 +89,7 @@ func TestToolsCallWalkedOnceEncodedOnce(t *testing.T) {
 			opts = &mcptest.HTTPOptions{Server: mcptest.ServerOptions{Versions: mcptest.LegacyVersions()}}
 		}
 		up := mcptest.NewStreamableServer(t, opts)
-		rt, err := router.New(&router.Options{ListWait: -1, Upstreams: []router.UpstreamConfig{{Name: "up",
+		rt, err := router.New(&router.Options{ListWait: -1, Rules: policy.Rules{Mode: config.ModeSearch}, Upstreams: []router.UpstreamConfig{{Name: "up",
 			Connect: func(o router.ConnectOptions) (router.Upstream, error) {
 				return upstream.New(&upstream.Options{Name: "up", URL: up.URL, OnNotification: o.Notify, OnRequest: o.Request})
 			}}}})
@@ -120,34 +124,42 @@ func TestToolsCallWalkedOnceEncodedOnce(t *testing.T) {
 		legacy := http.Header{"Mcp-Protocol-Version": {"2025-11-25"}}
 		rh, _ := post(http.Header{}, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"h","version":"1"}}}`)
 		legacy.Set("Mcp-Session-Id", rh.Get("Mcp-Session-Id"))
-		modern := http.Header{"Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {"up__echo"}}
-		for _, host := range []struct {
-			era    string
-			header http.Header
-			meta   string
+		for _, call := range []struct {
+			name, params string
+			walks        int
 		}{
-			{"legacy", legacy, `"_meta":{"progressToken":"p-1"}`},
-			{"modern", modern, `"_meta":{"progressToken":"p-1","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`},
+			{"up__echo", `"name":"up__echo","arguments":{"text":"walked once"}`, 1},
+			{"call_tool", `"name":"call_tool","arguments":{"name":"up__echo","arguments":{"text":"walked once"}}`, 2},
 		} {
-			t.Run(host.era+" host, "+upEra+" upstream", func(t *testing.T) {
-				c.arm()
-				_, answer := post(host.header, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"up__echo","arguments":{"text":"walked once"},`+host.meta+`}}`)
-				if !strings.Contains(answer, "walked once") {
-					t.Fatalf("tools/call: %s", answer)
-				}
-				c.mu.Lock()
-				defer c.mu.Unlock()
-				c.armed = false
-				if c.scans != 1 || c.allWalks != 1 {
-					t.Errorf("the host's request was walked %d times, and it or a copy %d times; want once", c.scans, c.allWalks)
-				}
-				if !bytes.Contains(c.body, []byte("walked once")) {
-					t.Errorf("the first walk was of %q, not the host's request", c.body)
-				}
-				if len(c.encodes) != 1 || c.encodes[0] != "tools/call" {
-					t.Errorf("requests encoded for the upstream: %v, want one tools/call", c.encodes)
-				}
-			})
+			modern := http.Header{"Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {call.name}}
+			for _, host := range []struct {
+				era    string
+				header http.Header
+				meta   string
+			}{
+				{"legacy", legacy, `"_meta":{"progressToken":"p-1"}`},
+				{"modern", modern, `"_meta":{"progressToken":"p-1","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`},
+			} {
+				t.Run(call.name+", "+host.era+" host, "+upEra+" upstream", func(t *testing.T) {
+					c.arm()
+					_, answer := post(host.header, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{`+call.params+`,`+host.meta+`}}`)
+					if !strings.Contains(answer, "walked once") {
+						t.Fatalf("tools/call: %s", answer)
+					}
+					c.mu.Lock()
+					defer c.mu.Unlock()
+					c.armed = false
+					if c.scans != call.walks || c.allWalks != call.walks {
+						t.Errorf("the host's request was walked %d times, and it or a copy %d times; want %d", c.scans, c.allWalks, call.walks)
+					}
+					if !bytes.Contains(c.body, []byte("walked once")) {
+						t.Errorf("the first walk was of %q, not the host's request", c.body)
+					}
+					if len(c.encodes) != 1 || c.encodes[0] != "tools/call" {
+						t.Errorf("requests encoded for the upstream: %v, want one tools/call", c.encodes)
+					}
+				})
+			}
 		}
 	}
 }

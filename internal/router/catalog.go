@@ -616,6 +616,34 @@ func (r *Router) ViewTokens(name string) int {
 	if v == nil {
 		return 0
 	}
+	return r.viewTokens(v)
+}
+
+// ListedTokens is the estimated size of the named view's tools/list, in
+// tokens, as hosts get it: ViewTokens in full mode, the gateway's own
+// tools in search mode.
+func (r *Router) ListedTokens(name string) int {
+	v := r.catalog().view(name)
+	if v == nil {
+		return 0
+	}
+	if v.search {
+		return r.searchListTokens()
+	}
+	return r.viewTokens(v)
+}
+
+// listedTokens is ListedTokens as /readyz shows it: in full mode, only
+// when a token limit measured the catalog (readyz does not load the
+// tokenizer for a view that has no token figure).
+func (r *Router) listedTokens(v *view) int {
+	if v.search {
+		return r.searchListTokens()
+	}
+	return v.tokens
+}
+
+func (r *Router) viewTokens(v *view) int {
 	if v.rules.MaxTokens > 0 {
 		return v.tokens
 	}
@@ -665,6 +693,12 @@ type ViewInfo struct {
 	Name  string       `json:"view"`
 	Tools []ToolInfo   `json:"tools"`
 	Cut   []policy.Cut `json:"cut,omitempty"`
+	// Mode is how the view lists its tools now: full, or search (a view
+	// in mode auto says which it is in).
+	Mode config.ViewMode `json:"mode"`
+	// Listed are the definitions its tools/list holds in search mode (the
+	// gateway's tools); nil in full mode, where they are Tools'.
+	Listed []json.RawMessage `json:"-"`
 }
 
 // Tools returns the tools of the named view ("" = default) in catalog
@@ -674,7 +708,10 @@ func (r *Router) Tools(viewName string) (ViewInfo, bool) {
 	if v == nil {
 		return ViewInfo{}, false
 	}
-	info := ViewInfo{Name: viewName, Cut: v.cut, Tools: make([]ToolInfo, 0, len(v.tools.entries))}
+	info := ViewInfo{Name: viewName, Cut: v.cut, Mode: config.ModeFull, Tools: make([]ToolInfo, 0, len(v.tools.entries))}
+	if v.search {
+		info.Mode, info.Listed = config.ModeSearch, searchToolDefs()
+	}
 	for _, e := range v.tools.entries {
 		d, _ := jsonrpc.StringField(e.def, "description")
 		info.Tools = append(info.Tools, ToolInfo{

@@ -218,6 +218,10 @@ type Change struct {
 type Router struct {
 	opts Options
 	log  *slog.Logger
+	// searchTokens is the size of search mode's tools/list, counted once
+	// (searchmode.go).
+	searchTokensOnce sync.Once
+	searchTokens     int
 	// gateSeq numbers modern requests for host gates.
 	gateSeq atomic.Uint64
 
@@ -880,10 +884,19 @@ func (r *Router) Status() []UpstreamStatus {
 // ViewStatus is one view's size and what its limits cut, as /readyz
 // shows it.
 type ViewStatus struct {
-	Name   string       `json:"view"`
-	Tools  int          `json:"tools"`
-	Tokens int          `json:"tokens,omitempty"`
-	Cut    []policy.Cut `json:"cut,omitempty"`
+	Name string `json:"view"`
+	// Mode is how the view lists its tools now: full, or search (a view
+	// in mode auto says which it is in).
+	Mode config.ViewMode `json:"mode"`
+	// Tools and Tokens are the size of the view's catalog: its tools, and
+	// their estimated tokens when known (a token limit measured them, or
+	// the view is in search mode).
+	Tools  int `json:"tools"`
+	Tokens int `json:"tokens,omitempty"`
+	// ListedTokens is what the view's tools/list costs a host: Tokens in
+	// full mode, the gateway's three tools in search mode.
+	ListedTokens int          `json:"listed_tokens,omitempty"`
+	Cut          []policy.Cut `json:"cut,omitempty"`
 }
 
 // Views returns the status of every view, the default first.
@@ -893,7 +906,14 @@ func (r *Router) Views() []ViewStatus {
 	rules, _ := r.settings()
 	for _, rules := range rules.Views() {
 		v := cat.view(rules.Name)
-		out = append(out, ViewStatus{Name: rules.Name, Tools: len(v.tools.entries), Tokens: v.tokens, Cut: v.cut})
+		s := ViewStatus{Name: rules.Name, Mode: config.ModeFull, Tools: len(v.tools.entries), Tokens: v.tokens, Cut: v.cut}
+		if v.search {
+			// The catalog's size is what search mode saves: measured
+			// (once per catalog) even without a token limit.
+			s.Mode, s.Tokens = config.ModeSearch, r.viewTokens(v)
+		}
+		s.ListedTokens = r.listedTokens(v)
+		out = append(out, s)
 	}
 	return out
 }

@@ -64,6 +64,26 @@ const searchToolsJSON = `[` +
 	`"annotations":{"readOnlyHint":true,"idempotentHint":true,"openWorldHint":false}}` +
 	`]`
 
+// searchToolDefs are the definitions of the gateway's tools, one by one.
+func searchToolDefs() []json.RawMessage {
+	var defs []json.RawMessage
+	if err := json.Unmarshal([]byte(searchToolsJSON), &defs); err != nil {
+		panic("router: searchToolsJSON is not a JSON array: " + err.Error()) // a constant
+	}
+	return defs
+}
+
+// searchListTokens is the estimated size of a search view's tools/list,
+// in tokens: its definitions' sizes added up, as a full view's are.
+func (r *Router) searchListTokens() int {
+	r.searchTokensOnce.Do(func() {
+		for _, def := range searchToolDefs() {
+			r.searchTokens += r.tokens(def)
+		}
+	})
+	return r.searchTokens
+}
+
 // isSearchTool reports whether name is one of the gateway's tools.
 func isSearchTool(name string) bool {
 	return name == toolFind || name == toolCall || name == toolDescribe
@@ -112,42 +132,74 @@ func (r *Router) searchCall(ctx context.Context, c *Caller, v *view, req *jsonrp
 	return r.callFound(ctx, c, v, req, args)
 }
 
-// searchArgs reads the arguments of one of the gateway's tools, by exact
-// member names (encoding/json would match "Query" to query); a string
-// that says what is wrong when they do not fit the tool's inputSchema.
-// The host's request was decoded strictly, so no member is repeated.
-func searchArgs(tool string, raw json.RawMessage) (map[string]json.RawMessage, string) {
-	args := map[string]json.RawMessage{}
-	if len(raw) > 0 && string(raw) != "null" {
-		if err := json.Unmarshal(raw, &args); err != nil {
-			return nil, fmt.Sprintf("%s needs arguments that are an object", tool)
-		}
-	}
-	allowed := map[string][]string{
-		toolFind:     {"query", "limit", "upstream"},
-		toolCall:     {"name", "arguments"},
-		toolDescribe: {"name"},
-	}[tool]
-	for k := range args {
-		if !slices.Contains(allowed, k) {
-			return nil, fmt.Sprintf("%s has no argument %q; its arguments are %s", tool, k, strings.Join(allowed, ", "))
-		}
-	}
-	return args, ""
+// toolArgs are the arguments of one of the gateway's tools, raw; nil
+// when absent.
+type toolArgs struct {
+	query, limit, upstream, name, arguments json.RawMessage
 }
 
-// stringArg is a string argument; "" and a message when it is absent (and
-// required) or not a string.
-func stringArg(tool string, args map[string]json.RawMessage, key string, required bool) (string, string) {
-	raw, ok := args[key]
-	if !ok || string(raw) == "null" {
+// searchArgNames are the arguments of each of the gateway's tools.
+var searchArgNames = map[string][]string{
+	toolFind:     {"query", "limit", "upstream"},
+	toolCall:     {"name", "arguments"},
+	toolDescribe: {"name"},
+}
+
+// searchArgs reads the arguments of one of the gateway's tools in one
+// walk, by exact member names (encoding/json would match "Query" to
+// query); a string that says what is wrong when they do not fit the
+// tool's inputSchema. A repeated member is refused here too (the host's
+// request was decoded strictly, so none should arrive): the gateway is
+// the only reader of these arguments, and reads each one way.
+func searchArgs(tool string, raw json.RawMessage) (toolArgs, string) {
+	var args toolArgs
+	if len(raw) == 0 || string(raw) == "null" {
+		return args, ""
+	}
+	allowed := searchArgNames[tool]
+	why := ""
+	ok := jsonrpc.EachMember(raw, func(key []byte, value json.RawMessage) bool {
+		var slot *json.RawMessage
+		switch string(key) {
+		case "query":
+			slot = &args.query
+		case "limit":
+			slot = &args.limit
+		case "upstream":
+			slot = &args.upstream
+		case "name":
+			slot = &args.name
+		case "arguments":
+			slot = &args.arguments
+		}
+		switch {
+		case slot == nil || !slices.Contains(allowed, string(key)):
+			why = fmt.Sprintf("%s has no argument %q; its arguments are %s", tool, key, strings.Join(allowed, ", "))
+		case *slot != nil:
+			why = fmt.Sprintf("%s: the argument %q appears more than once", tool, key)
+		default:
+			*slot = value
+			return true
+		}
+		return false
+	})
+	if why == "" && !ok {
+		why = fmt.Sprintf("%s needs arguments that are an object", tool)
+	}
+	return args, why
+}
+
+// stringArg is a string argument (raw, nil when absent); "" and a
+// message when it is absent (and required) or not a string.
+func stringArg(tool string, raw json.RawMessage, key string, required bool) (string, string) {
+	if raw == nil || string(raw) == "null" {
 		if required {
 			return "", fmt.Sprintf("%s needs the argument %q (a string)", tool, key)
 		}
 		return "", ""
 	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
+	s, ok := jsonrpc.StringValue(raw)
+	if !ok {
 		return "", fmt.Sprintf("%s: the argument %q must be a string", tool, key)
 	}
 	if required && strings.TrimSpace(s) == "" {
@@ -211,17 +263,17 @@ type foundTool struct {
 }
 
 // findTools answers find_tools from the view's index.
-func (r *Router) findTools(v *view, args map[string]json.RawMessage) *Reply {
-	query, why := stringArg(toolFind, args, "query", true)
+func (r *Router) findTools(v *view, args toolArgs) *Reply {
+	query, why := stringArg(toolFind, args.query, "query", true)
 	if why != "" {
 		return toolErrorReply(why)
 	}
-	upstreamName, why := stringArg(toolFind, args, "upstream", false)
+	upstreamName, why := stringArg(toolFind, args.upstream, "upstream", false)
 	if why != "" {
 		return toolErrorReply(why)
 	}
 	limit := findDefaultLimit
-	if raw, ok := args["limit"]; ok && string(raw) != "null" {
+	if raw := args.limit; raw != nil && string(raw) != "null" {
 		var n float64
 		if json.Unmarshal(raw, &n) != nil || n != float64(int(n)) || n < 1 || n > findMaxLimit {
 			return toolErrorReply(fmt.Sprintf("%s: the argument \"limit\" must be a whole number from 1 to %d", toolFind, findMaxLimit))
@@ -270,8 +322,8 @@ func structuredResult(body []byte) *Reply {
 
 // describeTool answers describe_tool: a tool's definition as the view's
 // tools/list in full mode would hold it.
-func describeTool(v *view, args map[string]json.RawMessage) *Reply {
-	name, why := stringArg(toolDescribe, args, "name", true)
+func describeTool(v *view, args toolArgs) *Reply {
+	name, why := stringArg(toolDescribe, args.name, "name", true)
 	if why != "" {
 		return toolErrorReply(why)
 	}
@@ -284,19 +336,22 @@ func describeTool(v *view, args map[string]json.RawMessage) *Reply {
 	return &Reply{Result: append(out, `}]}`...), LacksResultType: true}
 }
 
-// callFound answers call_tool: the request is rewritten into a direct
-// tools/call of the named tool (params.name and params.arguments
-// replaced, every other member, _meta and its progressToken included,
-// kept) and dispatched through the same path as one, so that policy,
-// limits, progress, cancellation, server requests and tasks are the
-// same, and a tool the view does not show gets the same answer.
-func (r *Router) callFound(ctx context.Context, c *Caller, v *view, req *jsonrpc.Request, args map[string]json.RawMessage) *Reply {
-	name, why := stringArg(toolCall, args, "name", true)
+// callFound answers call_tool: the request becomes a direct tools/call
+// of the named tool (params.name and params.arguments replaced, every
+// other member, _meta and its progressToken included, kept; the tool's
+// arguments passed on as the host wrote them) and is dispatched through
+// the same path as one, so that policy, limits, progress, cancellation,
+// server requests and tasks are the same, and a tool the view does not
+// show gets the same answer. The host's request was decoded strictly as
+// a whole, so the arguments passed on are I-JSON, as a direct call's
+// are, and the direct path checks them as it checks those.
+func (r *Router) callFound(ctx context.Context, c *Caller, v *view, req *jsonrpc.Request, args toolArgs) *Reply {
+	name, why := stringArg(toolCall, args.name, "name", true)
 	if why != "" {
 		return toolErrorReply(why)
 	}
-	arguments, ok := args["arguments"]
-	if ok && string(arguments) == "null" {
+	arguments := args.arguments
+	if string(arguments) == "null" {
 		arguments = nil
 	}
 	if arguments != nil && arguments[0] != '{' {
@@ -307,14 +362,5 @@ func (r *Router) callFound(ctx context.Context, c *Caller, v *view, req *jsonrpc
 		// on_conflict) is called through call_tool.
 		return toolErrorReply(fmt.Sprintf("%s runs the tools find_tools finds; %s is the gateway's own tool: call it directly.", toolCall, name))
 	}
-	out := req.Outgoing()
-	out.Set("name", jsonrpc.String(name))
-	out.Set("arguments", arguments)
-	inner, err := jsonrpc.DecodeRequest(out.AppendRequest(nil, req.ID))
-	if err != nil {
-		// It was decoded strictly once: re-encoding it cannot break it.
-		r.log.Error("call_tool could not rewrite its request", keyErr, err)
-		return errorReply(jsonrpc.CodeInternalError, "Internal error: call_tool could not rewrite the request")
-	}
-	return r.callNamed(ctx, c, inner, v.tools, "tool")
+	return r.callNamed(ctx, c, req.WithCall(name, arguments), v.tools, "tool")
 }

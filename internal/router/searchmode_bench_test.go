@@ -13,8 +13,8 @@ import (
 
 // BenchmarkSearchMode: a view in search mode over benchRouter's 200
 // tools. direct and call_tool are the same tools/call, by its exposed
-// name and through call_tool (whose rewrite decodes the request a second
-// time); find_tools is a search with the index built. Run:
+// name and through call_tool (which reads its own arguments and builds
+// the direct call's request once); find_tools is a search with the index built. Run:
 //
 //	go test -run '^$' -bench SearchMode -benchmem ./internal/router
 func BenchmarkSearchMode(b *testing.B) {

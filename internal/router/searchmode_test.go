@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -491,5 +492,127 @@ func TestAutoModeSwitches(t *testing.T) {
 	}
 	if n := drain(); n != 1 {
 		t.Errorf("%d tools/list_changed on the switch back, want 1", n)
+	}
+}
+
+// TestCallToolStrictArguments: what call_tool runs is read from its
+// arguments one way only. A request whose call_tool arguments repeat a
+// member (even spelled with an escape) never reaches the router; an
+// argument that differs from name or arguments only in case, arguments
+// that are not an object, and a call_tool of a gateway tool are refused
+// with an isError result; none reaches an upstream.
+func TestCallToolStrictArguments(t *testing.T) {
+	fakes := searchFakes()
+	r := searchRouter(t, fakes, Options{})
+	for _, params := range []string{
+		`{"name":"call_tool","arguments":{"name":"search__web","name":"admin__reboot"}}`,
+		`{"name":"call_tool","arguments":{"name":"search__web","n\u0061me":"admin__reboot"}}`,
+		`{"name":"call_tool","arguments":{"name":"search__web","arguments":{"q":"a"},"arguments":{"q":"b"}}}`,
+		`{"name":"call_tool","arguments":{"name":"search__web","arguments":{"q":"a","q":"b"}}}`,
+	} {
+		body := jsonrpc.AppendRequest(nil, json.RawMessage("1"), "tools/call", json.RawMessage(params))
+		if _, err := jsonrpc.DecodeRequest(body); !errors.Is(err, jsonrpc.ErrInvalidRequest) {
+			t.Errorf("%s: decoded with %v, want ErrInvalidRequest", params, err)
+		}
+	}
+	for args, want := range map[string]string{
+		`{"name":"search__web","arguments":[]}`:                                "must be an object",
+		`{"name":"search__web","arguments":"{}"}`:                              "must be an object",
+		`{"name":"search__web","arguments":1}`:                                 "must be an object",
+		`{"name":"search__web","arguments":true}`:                              "must be an object",
+		`{"Name":"search__web","arguments":{}}`:                                `no argument \"Name\"`,
+		`{"name":"search__web","Arguments":{"q":"go"}}`:                        `no argument \"Arguments\"`,
+		`{"name":["search__web"]}`:                                             `\"name\" must be a string`,
+		`{"name":"call_tool","arguments":{"name":"search__web"}}`:              "the gateway's own tool",
+		`{"name":"call_tool","arguments":{"name":"call_tool","arguments":{}}}`: "the gateway's own tool",
+		`{"name":"find_tools","arguments":{"query":"reboot the machine"}}`:     "the gateway's own tool",
+	} {
+		for _, era := range eras {
+			c := &Caller{ProtocolVersion: era, View: "data"}
+			via := r.Dispatch(context.Background(), c, callReq(toolCall, args, ""))
+			if via.Error != nil || !via.ToolError || !strings.Contains(string(via.Result), want) {
+				t.Errorf("%s call_tool %s: %s %v, want an isError result with %s", era, args, via.Result, via.Error, want)
+			}
+		}
+	}
+	// An escaped spelling of a member is that member, for the gateway as
+	// for any JSON parser: the call is the same as a direct one.
+	reply := r.Dispatch(context.Background(), &Caller{ProtocolVersion: ModernVersion, View: "data"},
+		callReq(toolCall, `{"n\u0061me":"search\u005f_web","\u0061rguments":{"q":"go"}}`, ""))
+	if reply.Error != nil || reply.ToolError || reply.Original != "web" {
+		t.Errorf("call_tool with escaped members: %s %+v", reply.Result, reply.Error)
+	}
+	calls := fakes["search"].recorded()
+	if len(calls) != 1 || calls[0].Params != `{"name":"web","arguments":{"q":"go"}}` {
+		t.Errorf("the upstream got %+v, want only the escaped call, as a direct call would send it", calls)
+	}
+	for _, up := range []string{"files", "admin"} {
+		if got := fakes[up].recorded(); len(got) != 0 {
+			t.Errorf("%s was called: %v", up, got)
+		}
+	}
+}
+
+// TestSearchArgsRepeated: searchArgs refuses a repeated member itself,
+// not only because the host's request was decoded strictly: it is the
+// only reader of call_tool's arguments.
+func TestSearchArgsRepeated(t *testing.T) {
+	for _, raw := range []string{
+		`{"name":"a","name":"b"}`,
+		`{"name":"a","arguments":{},"arguments":{"x":1}}`,
+		`{"name":"a","n\u0061me":"b"}`,
+	} {
+		if _, why := searchArgs(toolCall, json.RawMessage(raw)); !strings.Contains(why, "more than once") {
+			t.Errorf("searchArgs(%s): %q, want it refused as repeated", raw, why)
+		}
+	}
+}
+
+// TestSearchModeFigures: /readyz's view entries, the listed-tokens gauge
+// and `mcp-gateway tools` say what a search view's tools/list costs (the
+// gateway's three tools) and keep its catalog's size; a full view's list
+// costs its catalog.
+func TestSearchModeFigures(t *testing.T) {
+	size := func(def []byte) int { return len(def) } // a tokenizer whose counts the test can make
+	r := searchRouter(t, searchFakes(), Options{Tokens: size})
+	catalog := func(view string) int {
+		info, _ := r.Tools(view)
+		n := 0
+		for _, tl := range info.Tools {
+			n += len(tl.Definition)
+		}
+		return n
+	}
+	listed := 0
+	for _, def := range searchToolDefs() {
+		listed += len(def)
+	}
+	if listed == 0 || listed == catalog("") || listed == catalog("data") {
+		t.Fatalf("search tools %d tokens, catalogs %d and %d: the test needs figures that differ", listed, catalog(""), catalog("data"))
+	}
+	var got []ViewStatus
+	for _, s := range r.Views() {
+		s.Cut = nil
+		got = append(got, s)
+	}
+	want := []ViewStatus{
+		{Name: "", Mode: config.ModeSearch, Tools: 5, Tokens: catalog(""), ListedTokens: listed},
+		{Name: "data", Mode: config.ModeSearch, Tools: 3, Tokens: catalog("data"), ListedTokens: listed},
+		{Name: "full", Mode: config.ModeFull, Tools: 5}, // no token limit: readyz does not count
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Views (-want +got):\n%s", diff)
+	}
+	for view, want := range map[string][2]int{"": {catalog(""), listed}, "data": {catalog("data"), listed}, "full": {catalog("full"), catalog("full")}} {
+		if got := [2]int{r.ViewTokens(view), r.ListedTokens(view)}; got != want {
+			t.Errorf("view %q: ViewTokens, ListedTokens %v, want %v", view, got, want)
+		}
+	}
+	info, _ := r.Tools("data")
+	if info.Mode != config.ModeSearch || len(info.Listed) != 3 || len(info.Tools) != 3 {
+		t.Errorf("Tools(data): mode %s, %d listed, %d tools; want search, the 3 gateway tools, its 3 tools", info.Mode, len(info.Listed), len(info.Tools))
+	}
+	if info, _ := r.Tools("full"); info.Mode != config.ModeFull || info.Listed != nil {
+		t.Errorf("Tools(full): mode %s, listed %s; want full, nil", info.Mode, info.Listed)
 	}
 }

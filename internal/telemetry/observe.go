@@ -89,15 +89,18 @@ type UpstreamReport struct {
 }
 
 // ViewReport: see UpstreamReport. An empty Name is the default view.
+// Tokens is the size of the view's catalog; ListedTokens what its
+// tools/list costs a host (the gateway's tools, for a view in search
+// mode).
 type ViewReport struct {
-	Name          string
-	Tools, Tokens int
+	Name                        string
+	Tools, Tokens, ListedTokens int
 }
 
 // ObserveState registers the gauges of the gateway's state, read from
 // upstreams and views at each collection: mcp_gateway.upstream.state and
-// .restarts, mcp_gateway.view.tools and .tokens. Without metrics it does
-// nothing.
+// .restarts, mcp_gateway.view.tools, .tokens and .listed_tokens. Without
+// metrics it does nothing.
 func (o *Observer) ObserveState(upstreams func() []UpstreamReport, views func() []ViewReport) error {
 	if !o.tel.Metering() {
 		return nil
@@ -119,7 +122,12 @@ func (o *Observer) ObserveState(upstreams func() []UpstreamReport, views func() 
 		return err
 	}
 	tokens, err := m.Int64ObservableGauge("mcp_gateway.view.tokens",
-		metric.WithUnit("{token}"), metric.WithDescription("Estimated tokens of each view's tool definitions (cl100k_base)."))
+		metric.WithUnit("{token}"), metric.WithDescription("Estimated tokens of each view's catalog, the tool definitions it serves (cl100k_base)."))
+	if err != nil {
+		return err
+	}
+	listed, err := m.Int64ObservableGauge("mcp_gateway.view.listed_tokens",
+		metric.WithUnit("{token}"), metric.WithDescription("Estimated tokens of each view's tools/list as hosts get it: its catalog, or in search mode the gateway's search tools (cl100k_base)."))
 	if err != nil {
 		return err
 	}
@@ -133,9 +141,10 @@ func (o *Observer) ObserveState(upstreams func() []UpstreamReport, views func() 
 			view := metric.WithAttributes(AttrView.String(ViewLabel(v.Name)))
 			obs.ObserveInt64(tools, int64(v.Tools), view)
 			obs.ObserveInt64(tokens, int64(v.Tokens), view)
+			obs.ObserveInt64(listed, int64(v.ListedTokens), view)
 		}
 		return nil
-	}, state, restarts, tools, tokens)
+	}, state, restarts, tools, tokens, listed)
 	if err != nil {
 		return err
 	}
