@@ -24,7 +24,15 @@ type Identity struct {
 	// it: "key:" and the whole digest of the API key; "" without
 	// authentication.
 	ID string
+	// Profile is the profile whose path the request came on; "" for the
+	// main endpoint. Credentials never select it: the server sets it
+	// from the path.
+	Profile string
 }
+
+// View is the key of the view the caller sees: its team's, narrowed by
+// its profile (ViewKey).
+func (id Identity) View() string { return ViewKey(id.Team, id.Profile) }
 
 // ErrUnauthenticated means the caller presented no usable credentials;
 // ErrInvalidCredentials means it presented ones that match no identity.

@@ -195,7 +195,7 @@ func NewOAuth(cfg *config.Config, opts *OAuthOptions) (*OAuth, error) {
 		limit := &fetchLimit{next: rt, every: config.JWKSRefetchInterval, now: func() time.Time { return o.now() }}
 		is := &issuer{
 			iss: ic.Issuer, jwksURL: ic.JWKSURL, algs: algs, limit: limit,
-			audiences: append([]string{oc.Resource}, ic.Audiences...),
+			audiences: append(profileResources(oc.Resource, cfg.Profiles), ic.Audiences...),
 			client:    &http.Client{Transport: bounded{rt}, Timeout: config.OAuthFetchTimeout},
 			keyClient: &http.Client{Transport: limit, Timeout: config.OAuthFetchTimeout},
 		}
@@ -771,4 +771,17 @@ func signatureAlgorithms() []jose.SignatureAlgorithm {
 		algs[i] = jose.SignatureAlgorithm(a)
 	}
 	return algs
+}
+
+// profileResources are the resource URLs of the gateway (RFC 8707): the
+// endpoint's, then each profile path's, whose metadata names it (a host
+// on a profile's path asks for a token for that URL). A token for any of
+// them is a token for this gateway: the profile of the path it is used
+// on, not its audience, narrows what it reaches.
+func profileResources(resource string, profiles []config.Profile) []string {
+	out := []string{resource}
+	for _, p := range profiles {
+		out = append(out, config.ProfilePath(resource, p.Name))
+	}
+	return out
 }
