@@ -28,6 +28,18 @@ type Identity struct {
 	// main endpoint. Credentials never select it: the server sets it
 	// from the path.
 	Profile string
+	// Audience, when not "", restricts the credential to the paths of
+	// some profiles: an OAuth token whose audience is only profiles'
+	// URLs (<resource>/<profile>), each name followed by a space. ""
+	// (API keys, and tokens for the gateway's resource) is good on every
+	// path. See AllowsPath.
+	Audience string
+}
+
+// AllowsPath reports whether the credential is good on the path of
+// profile ("" for the main endpoint).
+func (id Identity) AllowsPath(profile string) bool {
+	return id.Audience == "" || profile != "" && strings.Contains(" "+id.Audience, " "+profile+" ")
 }
 
 // View is the key of the view the caller sees: its team's, narrowed by

@@ -198,3 +198,45 @@ func TestProfileCORS(t *testing.T) {
 		t.Errorf("preflight on a name that is not a profile got CORS: %d %v", resp.StatusCode, resp.Header)
 	}
 }
+
+// TestProfileTokenOpensItsPathOnly: an OAuth token whose audience is a
+// profile's path is let in there only: on the main endpoint and another
+// profile it gets 401 invalid_token naming that path's metadata, in both
+// eras.
+func TestProfileTokenOpensItsPathOnly(t *testing.T) {
+	identify := func(token string) (policy.Identity, error) {
+		if token == "coding-token" {
+			return policy.Identity{Team: "red", Key: "sub:alice@idp", ID: "oauth:https://idp#alice", Audience: "coding "}, nil
+		}
+		return oauthIdentify(token)
+	}
+	ts, d := newTestServer(t, &Options{Identify: identify, ResourceMetadata: testMetadata, Profiles: []string{"coding", "chat"}})
+	for _, era := range []string{"legacy", "modern"} {
+		headers := func() map[string]string {
+			h := map[string]string{}
+			if era == "modern" {
+				h = modernHeaders("tools/list", "")
+			}
+			h["Authorization"] = "Bearer coding-token"
+			return h
+		}
+		body := initBody
+		if era == "modern" {
+			body = modernListBody
+		}
+		if r := doAt(t, ts, "/mcp/coding", "POST", headers(), body); r.status != 200 {
+			t.Errorf("%s: the token on its own path: %d %s", era, r.status, r.body)
+		} else if era == "modern" {
+			if c := d.lastCaller(); c.View != "red/coding" {
+				t.Errorf("%s: view %q, want red/coding", era, c.View)
+			}
+		}
+		for path, md := range map[string]string{"/mcp": metadataURL, "/mcp/chat": "https://gw.example.com/.well-known/oauth-protected-resource/mcp/chat"} {
+			r := doAt(t, ts, path, "POST", headers(), body)
+			wantError(t, r, 401, jsonrpc.CodeInvalidRequest, "the token is not valid")
+			if got := r.header.Get("WWW-Authenticate"); !strings.Contains(got, `error="invalid_token"`) || !strings.Contains(got, `resource_metadata="`+md+`"`) {
+				t.Errorf("%s on %s: WWW-Authenticate %q, want invalid_token naming %s", era, path, got, md)
+			}
+		}
+	}
+}

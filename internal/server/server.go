@@ -609,6 +609,12 @@ func (s *Server) identity(w http.ResponseWriter, r *http.Request) (policy.Identi
 	} else {
 		id, err = (*identify)(bearerToken(r.Header.Get("Authorization")))
 	}
+	if err == nil && !id.AllowsPath(profile) {
+		// A token for one profile's path (its audience) opens that path
+		// only: never the main endpoint or another profile, which may
+		// reach more (RFC 8707 §2: a token is for the resource named).
+		err = fmt.Errorf("%w: the token's audience is another path of this gateway", policy.ErrInvalidCredentials)
+	}
 	if err == nil {
 		id.Profile = profile
 		return id, true
