@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,7 +15,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/config"
+	"github.com/mcp-gateway/mcp-gateway/internal/mcptest"
 	"github.com/mcp-gateway/mcp-gateway/internal/router"
+	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
 )
 
 // TestProfilesEndToEnd: two profiles on their own paths give Go SDK
@@ -152,4 +156,58 @@ func viewNames(t *testing.T, g *gateway, view string) []string {
 		names = append(names, tool.Name)
 	}
 	return names
+}
+
+// TestProfilesReload: a reload that adds a profile serves its path at
+// once, in its view; one that removes a profile answers its path 404.
+func TestProfilesReload(t *testing.T) {
+	write := func(path string, profiles ...string) {
+		var list []any
+		for _, p := range profiles {
+			list = append(list, map[string]any{"name": p, "allow": []string{"echo__echo"}})
+		}
+		raw, err := os.ReadFile(writeConfig(t, map[string]any{"profiles": list}, "echo"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, raw, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "gateway.json")
+	write(path, "a")
+	var logs mcptest.LogBuffer
+	current, err := loadConfig(path, &logs)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, logs.String())
+	}
+	log := telemetry.NewLogger(&logs, nil)
+	url, g, _ := startGatewayWith(t, current, recorders{log: log})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	list := func(profile string) (int, []string) {
+		status, _, msg := postRaw(ctx, t, url+"/"+profile, map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/list"},
+			`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+		var res struct{ Tools []struct{ Name string } }
+		_ = json.Unmarshal(msg.Result, &res)
+		var names []string
+		for _, tool := range res.Tools {
+			names = append(names, tool.Name)
+		}
+		return status, names
+	}
+	if status, names := list("a"); status != 200 || !cmp.Equal(names, []string{"echo__echo"}) {
+		t.Fatalf("profile a: %d %v", status, names)
+	}
+	if status, _ := list("b"); status != 404 {
+		t.Errorf("profile b before the reload: %d, want 404", status)
+	}
+	write(path, "b")
+	g.reload(path, current, log)
+	if status, names := list("b"); status != 200 || !cmp.Equal(names, []string{"echo__echo"}) {
+		t.Errorf("profile b after the reload: %d %v\n%s", status, names, logs.String())
+	}
+	if status, _ := list("a"); status != 404 {
+		t.Errorf("profile a after the reload removed it: %d, want 404", status)
+	}
 }

@@ -107,6 +107,13 @@ func TestProfileViews(t *testing.T) {
 			if reply := r.Dispatch(ctx, caller("", ""), request("prompts/get", `{"name":"files__summarize"}`)); reply.Error != nil {
 				t.Errorf("the main endpoint's prompt: %v", reply.Error)
 			}
+			complete := request("completion/complete", `{"ref":{"type":"ref/prompt","name":"files__summarize"},"argument":{"name":"a","value":"b"}}`)
+			if reply := r.Dispatch(ctx, caller("", "reader"), complete); reply.Error == nil || !strings.Contains(reply.Error.Message, "Unknown prompt: files__summarize") {
+				t.Errorf("reader completing a prompt outside the profile: %v %s", reply.Error, reply.Result)
+			}
+			if reply := r.Dispatch(ctx, caller("", ""), complete); reply.Error != nil && strings.Contains(reply.Error.Message, "Unknown prompt") {
+				t.Errorf("the main endpoint completing its prompt: %v", reply.Error)
+			}
 			if reply := r.Dispatch(ctx, caller("", "nope"), request("tools/list", `{}`)); reply.Error == nil {
 				t.Error("a profile that does not exist listed tools")
 			}
