@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
+	"github.com/mcp-gateway/mcp-gateway/internal/router"
 )
 
 const modernListBody = `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + modernMeta + `}}`
@@ -238,5 +239,28 @@ func TestProfileTokenOpensItsPathOnly(t *testing.T) {
 				t.Errorf("%s on %s: WWW-Authenticate %q, want invalid_token naming %s", era, path, got, md)
 			}
 		}
+	}
+}
+
+// TestProfileListChangedReachesItsPath: a list change of a profile's
+// view reaches the GET streams of sessions on that path only.
+func TestProfileListChangedReachesItsPath(t *testing.T) {
+	ts, _, s := newTestServerWith(t, &Options{Profiles: []string{"a"}})
+	open := func(path string) *sseStream {
+		t.Helper()
+		sid := doAt(t, ts, path, "POST", nil, initBody).header.Get("Mcp-Session-Id")
+		req, _ := http.NewRequest("GET", ts.URL+path, nil)
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Mcp-Session-Id", sid)
+		return openStream(t, req)
+	}
+	onA, onMain := open("/mcp/a"), open("/mcp")
+	s.Deliver(router.Change{Method: "notifications/tools/list_changed", View: "/a"})
+	s.Deliver(router.Change{Method: "notifications/prompts/list_changed", View: ""})
+	if m := onA.next(); m.Method != "notifications/tools/list_changed" {
+		t.Errorf("the /mcp/a session heard %s first, want its tools/list_changed", m.Method)
+	}
+	if m := onMain.next(); m.Method != "notifications/prompts/list_changed" {
+		t.Errorf("the /mcp session heard %s first, want only its own prompts/list_changed", m.Method)
 	}
 }
