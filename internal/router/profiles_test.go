@@ -63,7 +63,11 @@ func TestProfileViews(t *testing.T) {
 				{"ops", "", []string{"files__read_file", "files__write_file", "admin__reboot"}},
 				{"", "admin", []string{toolFind, toolCall, toolDescribe}},
 			} {
-				got := listNames(t, r.Dispatch(ctx, caller(tc.team, tc.profile), request("tools/list", `{}`)), "tools")
+				reply := r.Dispatch(ctx, caller(tc.team, tc.profile), request("tools/list", `{}`))
+				if scope, _ := jsonrpc.StringField(reply.Result, "cacheScope"); era == ModernVersion && scope != "private" {
+					t.Errorf("team %q on profile %q: cacheScope %q, want private", tc.team, tc.profile, scope)
+				}
+				got := listNames(t, reply, "tools")
 				if diff := cmp.Diff(tc.want, got); diff != "" {
 					t.Errorf("team %q on profile %q (-want +got):\n%s", tc.team, tc.profile, diff)
 				}
