@@ -135,6 +135,16 @@ teams:
 		t.Errorf("auth.oauth problems: code %d, stderr:\n%s", code, errOut)
 	}
 
+	// Profiles' names, each with its key path.
+	badProfiles := writeConfig(t, map[string]any{"profiles": []any{
+		map[string]any{"name": "coding"}, map[string]any{"name": "coding"}, map[string]any{"name": "Chat"},
+	}}, "echo")
+	code, _, errOut = runCLI(t, "validate", "--config", badProfiles)
+	if code != exitError || !strings.Contains(errOut, `profiles[1].name: profile name "coding" already used by profiles[0]`) ||
+		!strings.Contains(errOut, "profiles[2].name: must be 1 to 64 characters from a-z, 0-9 and -") {
+		t.Errorf("profiles problems: code %d, stderr:\n%s", code, errOut)
+	}
+
 	if code, _, errOut := runCLI(t, "validate", "--config", filepath.Join(t.TempDir(), "missing.yaml")); code != exitError || !strings.Contains(errOut, "no such file") {
 		t.Errorf("missing file: code %d, stderr %q", code, errOut)
 	}

@@ -354,7 +354,20 @@ func policyRules(cfg *config.Config) policy.Rules {
 	for _, t := range cfg.Teams {
 		rules.Teams = append(rules.Teams, policy.Team{Name: t.Name, Allow: t.Allow, Deny: t.Deny, MaxTools: t.MaxTools, MaxTokens: t.MaxTokens, Mode: t.Mode})
 	}
+	for _, p := range cfg.Profiles {
+		rules.Profiles = append(rules.Profiles, policy.Team{Name: p.Name, Allow: p.Allow, Deny: p.Deny, MaxTools: p.MaxTools, MaxTokens: p.MaxTokens, Priority: p.Priority, Mode: p.Mode})
+	}
 	return rules
+}
+
+// profileNames are the names of cfg's profiles, whose paths the server
+// serves.
+func profileNames(cfg *config.Config) []string {
+	var names []string
+	for _, p := range cfg.Profiles {
+		names = append(names, p.Name)
+	}
+	return names
 }
 
 // authn is how callers authenticate under one config: what the server's
@@ -422,6 +435,9 @@ func oauthBasis(cfg *config.Config) []any {
 	out := []any{cfg.Auth.OAuth}
 	for _, t := range cfg.Teams {
 		out = append(out, t.Name, t.APIKeys, t.Claims, t.ClaimsMatch, t.Scopes)
+	}
+	for _, p := range cfg.Profiles {
+		out = append(out, p.Name) // each profile's path is an audience
 	}
 	return out
 }
@@ -529,6 +545,7 @@ func newGateway(cfg *config.Config, rec recorders) (*gateway, error) {
 		Identify:           auth.identify,
 		ResourceMetadata:   auth.meta,
 		Endpoint:           cfg.Endpoint,
+		Profiles:           profileNames(cfg),
 		AllowedOrigins:     cfg.AllowedOrigins,
 		Loopback:           isLoopbackAddr(cfg.Listen),
 		AllowedHosts:       hosts,

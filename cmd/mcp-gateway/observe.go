@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 	"github.com/mcp-gateway/mcp-gateway/internal/router"
 	"github.com/mcp-gateway/mcp-gateway/internal/server"
 	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
@@ -41,9 +42,10 @@ func dispatcher(rt *router.Router, obs *telemetry.Observer) server.Dispatcher {
 // Dispatch answers req as the router does, observed. The span ends and
 // the counters balance even if the router panics.
 func (d observedDispatcher) Dispatch(ctx context.Context, c *router.Caller, req *jsonrpc.Request) (reply *router.Reply) {
+	team, _ := policy.SplitViewKey(c.View) // the team's name on every path: metrics keep their labels
 	hr := &telemetry.HostRequest{
 		Method: req.Method, Target: hostTarget(req), ProtocolVersion: c.ProtocolVersion,
-		Session: c.Session, RequestID: string(req.ID), Team: c.View, Identity: c.Identity,
+		Session: c.Session, RequestID: string(req.ID), Team: team, Identity: c.Identity,
 		TraceParent: req.Meta.TraceParent, TraceState: req.Meta.TraceState, Baggage: req.Meta.Baggage,
 	}
 	if req.Method == "tools/call" || req.Method == "prompts/get" {

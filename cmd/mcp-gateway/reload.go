@@ -178,6 +178,9 @@ func (g *gateway) reload(path string, current *config.Config, log *slog.Logger) 
 		log.Error("config reload rejected", telemetry.KeyErr, err)
 		return current
 	}
+	// After the router has the profiles' views: a new profile's path
+	// opens on views that exist.
+	g.server.SetProfiles(profileNames(next))
 	g.server.SetResourceMetadata(auth.meta)
 	g.server.SetIdentify(auth.identify, auth.team)
 	g.auth = auth

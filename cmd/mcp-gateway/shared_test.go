@@ -359,3 +359,37 @@ func TestSharedTellFlood(t *testing.T) {
 	}
 	t.Logf("%d messages, %d publishes", flood, published)
 }
+
+// TestSharedSessionBoundToItsPath: a shared session opened on a profile's
+// path is unknown (404) on another path of another replica, which does
+// not even read it from Redis, and still serves on its own path there.
+func TestSharedSessionBoundToItsPath(t *testing.T) {
+	_, replicas, redisAddr := sharedReplicasWithRedis(t, 2, func(_ int, c *config.Config) {
+		c.Profiles = []config.Profile{{Name: "a"}, {Name: "b"}}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	code, hdr, _ := postRaw(ctx, t, replicas[0]+"/a", nil, initialize)
+	sid := hdr.Get("Mcp-Session-Id")
+	if code != http.StatusOK || sid == "" {
+		t.Fatalf("initialize on /mcp/a: %d", code)
+	}
+	list := func(path string) (int, *jsonrpc.Message) {
+		code, _, msg := postRaw(ctx, t, replicas[1]+path, map[string]string{"Mcp-Session-Id": sid, "MCP-Protocol-Version": eras[0]},
+			`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+		return code, msg
+	}
+	before := redisCommands(t, redisAddr)
+	for _, path := range []string{"/b", ""} {
+		if code, msg := list(path); code != http.StatusNotFound {
+			t.Errorf("the session of /mcp/a on replica 1's /mcp%s: %d %+v, want 404", path, code, msg)
+		}
+	}
+	if d := diff(redisCommands(t, redisAddr), before); d["hgetall"] != 0 {
+		t.Errorf("requests on other paths made replica 1 read the session (%v)", d)
+	}
+	if code, msg := list("/a"); code != http.StatusOK || msg == nil || msg.Error != nil {
+		t.Errorf("the session on its own path on replica 1: %d %+v", code, msg)
+	}
+}

@@ -57,6 +57,7 @@ package config
 import (
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -235,6 +236,13 @@ type Config struct {
 	// Teams give groups of callers their own view of the catalog. Without
 	// teams every caller sees the policy view. Key: teams.
 	Teams []Team
+
+	// Profiles are views served on their own paths, <endpoint>/<name>
+	// (/mcp/coding), so that different hosts get different catalogs
+	// without keys of their own. A profile narrows what its callers'
+	// identities may see: a caller on its path sees the tools its team
+	// (or the default view) and the profile both allow. Key: profiles.
+	Profiles []Profile
 
 	// Auth says how callers authenticate. Key: auth.
 	Auth Auth
@@ -868,6 +876,42 @@ type Team struct {
 	// that selects the team without them gets 403 insufficient_scope.
 	// Key: scopes.
 	Scopes []string
+}
+
+// Profile is a view served on its own path, <endpoint>/<name>. Its
+// fields are those of a team's view (teams[]); each narrows what the
+// caller's team (or the default view) already allows.
+type Profile struct {
+	// Name is the last segment of the profile's path. Key: name. One to
+	// 64 characters from [a-z0-9-], unique.
+	Name string
+	// Allow lists glob patterns of EXPOSED names the profile shows; a
+	// caller sees only tools both its team and the profile allow. Key:
+	// allow. Empty allows all that the team allows.
+	Allow []string
+	// Deny lists glob patterns of exposed names the profile hides, on top
+	// of the team's deny. Key: deny.
+	Deny []string
+	// MaxTools caps the profile's catalog. Key: max_tools. 0 means the
+	// team's and the policy's limits only; a profile never raises them.
+	MaxTools int
+	// MaxTokens caps the estimated size of the profile's tools/list. Key:
+	// max_tokens. 0 means the team's and the policy's limits only.
+	MaxTokens int
+	// Priority lists glob patterns on exposed names kept first when a
+	// limit cuts (see policy.priority). Key: priority. Empty takes
+	// policy.priority.
+	Priority []string
+	// Mode is how the profile lists its tools: full, search or auto (see
+	// policy.mode). Key: mode. Empty (the default) takes the caller's
+	// team's mode, else policy.mode.
+	Mode ViewMode
+}
+
+// ProfilePath is the URL path of profile name under endpoint:
+// <endpoint>/<name>.
+func ProfilePath(endpoint, name string) string {
+	return strings.TrimSuffix(endpoint, "/") + "/" + name
 }
 
 // ClaimsMatch says how many of a team's claims must match.

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/base32"
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
 	"slices"
@@ -464,6 +465,13 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 					}
 				})
 			},
+			"profiles": func(p string, v *yaml.Node) {
+				d.list(p, v, func(p string, v *yaml.Node) {
+					if pr, ok := d.profile(p, v); ok {
+						c.Profiles = append(c.Profiles, pr)
+					}
+				})
+			},
 			"auth": func(p string, v *yaml.Node) {
 				d.object(p, v, schema{fields: map[string]field{
 					"mode":  func(p string, v *yaml.Node) { c.Auth.Mode = AuthMode(d.str(p, v)) },
@@ -811,14 +819,9 @@ func (d *decoder) team(p string, n *yaml.Node) (Team, bool) {
 		return Team{}, false
 	}
 	var t Team
-	d.object(p, n, schema{fields: map[string]field{
-		"name":       func(p string, v *yaml.Node) { t.Name = d.str(p, v) },
-		"api_keys":   func(p string, v *yaml.Node) { t.APIKeys = d.strings(p, v) },
-		"allow":      func(p string, v *yaml.Node) { t.Allow = d.strings(p, v) },
-		"deny":       func(p string, v *yaml.Node) { t.Deny = d.strings(p, v) },
-		"max_tools":  func(p string, v *yaml.Node) { d.integer(p, v, &t.MaxTools) },
-		"max_tokens": func(p string, v *yaml.Node) { d.integer(p, v, &t.MaxTokens) },
-		"mode":       func(p string, v *yaml.Node) { t.Mode = ViewMode(d.str(p, v)) },
+	fields := d.viewFields(&viewFields{&t.Name, &t.Allow, &t.Deny, &t.MaxTools, &t.MaxTokens, nil, &t.Mode})
+	maps.Copy(fields, map[string]field{
+		"api_keys": func(p string, v *yaml.Node) { t.APIKeys = d.strings(p, v) },
 		"claims": func(p string, v *yaml.Node) {
 			if !d.visit(p, v) {
 				return
@@ -854,8 +857,47 @@ func (d *decoder) team(p string, n *yaml.Node) (Team, bool) {
 				"team":         func(p string, v *yaml.Node) { d.teamLimits(p, v, &t.Limits.Team) },
 			}})
 		},
-	}})
+	})
+	d.object(p, n, schema{fields: fields})
 	return t, true
+}
+
+// viewFields point at the fields that teams and profiles share: those of
+// a view. A nil pointer is a key the kind does not have.
+type viewFields struct {
+	name                *string
+	allow, deny         *[]string
+	maxTools, maxTokens *int
+	priority            *[]string
+	mode                *ViewMode
+}
+
+// viewFields returns the decoders of the view keys of a team or profile.
+func (d *decoder) viewFields(f *viewFields) map[string]field {
+	fields := map[string]field{
+		"name":       func(p string, v *yaml.Node) { *f.name = d.str(p, v) },
+		"allow":      func(p string, v *yaml.Node) { *f.allow = d.strings(p, v) },
+		"deny":       func(p string, v *yaml.Node) { *f.deny = d.strings(p, v) },
+		"max_tools":  func(p string, v *yaml.Node) { d.integer(p, v, f.maxTools) },
+		"max_tokens": func(p string, v *yaml.Node) { d.integer(p, v, f.maxTokens) },
+		"mode":       func(p string, v *yaml.Node) { *f.mode = ViewMode(d.str(p, v)) },
+	}
+	if f.priority != nil {
+		fields["priority"] = func(p string, v *yaml.Node) { *f.priority = d.strings(p, v) }
+	}
+	return fields
+}
+
+// profile decodes one item of profiles.
+func (d *decoder) profile(p string, n *yaml.Node) (Profile, bool) {
+	if n.Kind != yaml.MappingNode {
+		d.visit(p, n)
+		d.problem(p, n, "must be a mapping with a name")
+		return Profile{}, false
+	}
+	var pr Profile
+	d.object(p, n, schema{fields: d.viewFields(&viewFields{&pr.Name, &pr.Allow, &pr.Deny, &pr.MaxTools, &pr.MaxTokens, &pr.Priority, &pr.Mode})})
+	return pr, true
 }
 
 // upstreamAuth decodes upstreams[].auth.

@@ -967,3 +967,36 @@ func TestMCPServersKeysAsWritten(t *testing.T) {
 		t.Errorf("a second load named them otherwise (-first +second):\n%s", diff)
 	}
 }
+
+// TestProfiles: profiles decode with every view key, a team key (or a
+// typo) in a profile is refused with its key path, and bad names are
+// reported at profiles[i].name.
+func TestProfiles(t *testing.T) {
+	t.Parallel()
+	src := "upstreams: [{name: a, command: x}]\nprofiles:\n" +
+		"  - {name: coding, allow: [\"a__*\"], deny: [\"a__rm\"], max_tools: 5, max_tokens: 900, priority: [\"a__read*\"], mode: search}\n" +
+		"  - name: ops\n"
+	c, err := Parse([]byte(src), "yaml", "", mapEnv(nil))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	want := []Profile{
+		{Name: "coding", Allow: []string{"a__*"}, Deny: []string{"a__rm"}, MaxTools: 5, MaxTokens: 900, Priority: []string{"a__read*"}, Mode: ModeSearch},
+		{Name: "ops"},
+	}
+	if diff := cmp.Diff(want, c.Profiles); diff != "" {
+		t.Errorf("profiles (-want +got):\n%s", diff)
+	}
+
+	bad := "upstreams: [{name: a, command: x}]\nprofiles:\n  - {name: x, api_keys: [k]}\n  - {name: Bad}\n  - [x]\n"
+	_, err = Parse([]byte(bad), "yaml", "", mapEnv(nil))
+	got := problemsOf(t, err)
+	wantPaths := []string{"profiles[0].api_keys", "profiles[1].name", "profiles[2]"}
+	var paths []string
+	for _, p := range got {
+		paths = append(paths, p.Path)
+	}
+	if diff := cmp.Diff(wantPaths, paths); diff != "" {
+		t.Errorf("problem paths (-want +got):\n%s\nproblems: %v", diff, got)
+	}
+}

@@ -76,10 +76,13 @@ func (ps problems) err() error {
 }
 
 var (
-	nameRE      = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
-	teamNameRE  = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-	toolNameRE  = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-	separatorRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,4}$`)
+	nameRE     = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+	teamNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	// profileNameRE: lower case only, so that /mcp/Coding and /mcp/coding
+	// are not two profiles a case-folding proxy in front would merge.
+	profileNameRE = regexp.MustCompile(`^[a-z0-9-]{1,64}$`)
+	toolNameRE    = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	separatorRE   = regexp.MustCompile(`^[A-Za-z0-9_-]{1,4}$`)
 )
 
 // reservedPaths are served by the gateway itself, beside the MCP endpoint.
@@ -171,6 +174,7 @@ func (c *Config) Validate() error {
 	}
 
 	c.validateTeams(&ps)
+	c.validateProfiles(&ps)
 	c.Limits.validate(&ps)
 	c.Tasks.validate(&ps)
 	c.State.validate(&ps)
@@ -248,20 +252,7 @@ func (c *Config) validateTeams(ps *problems) {
 			}
 			keys[digest] = kp
 		}
-		validateGlobs(ps, p+".allow", t.Allow)
-		validateGlobs(ps, p+".deny", t.Deny)
-		if t.MaxTools < 0 {
-			ps.add(p+".max_tools", "must be 0 (no limit) or more")
-		}
-		if t.MaxTokens < 0 {
-			ps.add(p+".max_tokens", "must be 0 (no limit) or more")
-		}
-		if t.Mode != "" && !t.Mode.valid() {
-			ps.add(p+".mode", "must be full, search or auto (or left out, to take policy.mode)")
-		}
-		if t.Mode == ModeAuto && t.MaxTokens == 0 && c.Policy.MaxTokens == 0 {
-			ps.add(p+".mode", "auto needs max_tokens (the team's or policy.max_tokens): the budget past which the view switches to search mode")
-		}
+		c.validateView(ps, p, "team", t.Allow, t.Deny, nil, t.MaxTools, t.MaxTokens, t.Mode)
 		if t.Limits != nil {
 			t.Limits.PerIdentity.validate(p+".limits.per_identity", ps)
 			t.Limits.Team.validate(p+".limits.team", ps)
@@ -286,6 +277,52 @@ func (c *Config) validateTeams(ps *problems) {
 			ps.add(p+".claims_match", "must be any or all")
 		}
 		validateScopes(ps, p+".scopes", t.Scopes)
+	}
+}
+
+// validateView checks the fields a team (kind "team") and a profile
+// (kind "profile") share: those of a view, at key path p.
+func (c *Config) validateView(ps *problems, p, kind string, allow, deny, priority []string, maxTools, maxTokens int, mode ViewMode) {
+	validateGlobs(ps, p+".allow", allow)
+	validateGlobs(ps, p+".deny", deny)
+	validateGlobs(ps, p+".priority", priority)
+	if maxTools < 0 {
+		ps.add(p+".max_tools", "must be 0 (no limit) or more")
+	}
+	if maxTokens < 0 {
+		ps.add(p+".max_tokens", "must be 0 (no limit) or more")
+	}
+	inherits := "policy.mode"
+	if kind == "profile" {
+		inherits = "the caller's team's mode, else policy.mode"
+	}
+	if mode != "" && !mode.valid() {
+		ps.add(p+".mode", "must be full, search or auto (or left out, to take %s)", inherits)
+	}
+	if mode == ModeAuto && maxTokens == 0 && c.Policy.MaxTokens == 0 {
+		ps.add(p+".mode", "auto needs max_tokens (the %s's or policy.max_tokens): the budget past which the view switches to search mode", kind)
+	}
+}
+
+// validateProfiles checks profiles: names that make distinct paths of
+// their own, and the view fields.
+func (c *Config) validateProfiles(ps *problems) {
+	names := map[string]int{}
+	for i, pr := range c.Profiles {
+		p := fmt.Sprintf("profiles[%d]", i)
+		switch first, dup := names[pr.Name]; {
+		case pr.Name == "":
+			ps.add(p+".name", "is required: 1 to 64 characters from a-z, 0-9 and -")
+		case !profileNameRE.MatchString(pr.Name):
+			ps.add(p+".name", "must be 1 to 64 characters from a-z, 0-9 and - (it is the last segment of the profile's path)")
+		case dup:
+			ps.add(p+".name", "profile name %q already used by profiles[%d]", pr.Name, first)
+		case slices.Contains(reservedPaths, ProfilePath(c.Endpoint, pr.Name)):
+			ps.add(p+".name", "makes the path %s, which the gateway serves itself", ProfilePath(c.Endpoint, pr.Name))
+		default:
+			names[pr.Name] = i
+		}
+		c.validateView(ps, p, "profile", pr.Allow, pr.Deny, pr.Priority, pr.MaxTools, pr.MaxTokens, pr.Mode)
 	}
 }
 

@@ -203,6 +203,29 @@ func TestValidate(t *testing.T) {
 			{Path: "policy.mode", Message: "auto needs policy.max_tokens: the budget past which the view switches to search mode"},
 			{Path: "teams[0].mode", Message: "auto needs max_tokens (the team's or policy.max_tokens): the budget past which the view switches to search mode"},
 		}},
+		{"profiles", func(c *Config) {
+			c.Profiles = []Profile{{Name: "coding", Allow: []string{"fs__*"}, Priority: []string{"fs__read*"}, Mode: ModeSearch}, {Name: "r-2", MaxTools: 3}}
+		}, nil},
+		{"bad profiles", func(c *Config) {
+			c.Profiles = []Profile{{Name: "a"}, {Name: "a"}, {Name: "Coding"}, {Name: "a/b"}, {}, {Name: "b", Allow: []string{""}, Deny: []string{"[x"}, Priority: []string{""}, MaxTools: -1, MaxTokens: -1},
+				{Name: "c", Mode: "Search"}, {Name: "d", Mode: ModeAuto}}
+		}, []Problem{
+			{Path: "profiles[1].name", Message: `profile name "a" already used by profiles[0]`},
+			{Path: "profiles[2].name", Message: "must be 1 to 64 characters from a-z, 0-9 and - (it is the last segment of the profile's path)"},
+			{Path: "profiles[3].name", Message: "must be 1 to 64 characters from a-z, 0-9 and - (it is the last segment of the profile's path)"},
+			{Path: "profiles[4].name", Message: "is required: 1 to 64 characters from a-z, 0-9 and -"},
+			{Path: "profiles[5].allow[0]", Message: "is empty"},
+			{Path: "profiles[5].deny[0]", Message: "is not a valid glob: use * and ? as wildcards and [a-z] for classes, with every [ closed"},
+			{Path: "profiles[5].priority[0]", Message: "is empty"},
+			{Path: "profiles[5].max_tools", Message: "must be 0 (no limit) or more"},
+			{Path: "profiles[5].max_tokens", Message: "must be 0 (no limit) or more"},
+			{Path: "profiles[6].mode", Message: "must be full, search or auto (or left out, to take the caller's team's mode, else policy.mode)"},
+			{Path: "profiles[7].mode", Message: "auto needs max_tokens (the profile's or policy.max_tokens): the budget past which the view switches to search mode"},
+		}},
+		{"profile on a reserved path", func(c *Config) {
+			c.Endpoint = "/"
+			c.Profiles = []Profile{{Name: "healthz"}, {Name: "mcp"}}
+		}, []Problem{{Path: "profiles[0].name", Message: "makes the path /healthz, which the gateway serves itself"}}},
 		{"api_key auth without keys", func(c *Config) {
 			c.Auth.Mode = AuthAPIKey
 			c.Teams = []Team{{Name: "a"}}

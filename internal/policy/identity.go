@@ -24,7 +24,27 @@ type Identity struct {
 	// it: "key:" and the whole digest of the API key; "" without
 	// authentication.
 	ID string
+	// Profile is the profile whose path the request came on; "" for the
+	// main endpoint. Credentials never select it: the server sets it
+	// from the path.
+	Profile string
+	// Audience, when not "", restricts the credential to the paths of
+	// some profiles: an OAuth token whose audience is only profiles'
+	// URLs (<resource>/<profile>), each name followed by a space. ""
+	// (API keys, and tokens for the gateway's resource) is good on every
+	// path. See AllowsPath.
+	Audience string
 }
+
+// AllowsPath reports whether the credential is good on the path of
+// profile ("" for the main endpoint).
+func (id Identity) AllowsPath(profile string) bool {
+	return id.Audience == "" || profile != "" && strings.Contains(" "+id.Audience, " "+profile+" ")
+}
+
+// View is the key of the view the caller sees: its team's, narrowed by
+// its profile (ViewKey).
+func (id Identity) View() string { return ViewKey(id.Team, id.Profile) }
 
 // ErrUnauthenticated means the caller presented no usable credentials;
 // ErrInvalidCredentials means it presented ones that match no identity.

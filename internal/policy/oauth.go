@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -70,8 +71,11 @@ type OAuthOptions struct {
 // rotation): the first fetch and one more at once, then at most one per
 // config.JWKSRefetchInterval per issuer (fetchLimit).
 type OAuth struct {
-	keys      *APIKeys
-	resource  string
+	keys     *APIKeys
+	resource string
+	// profiles maps the resource URL of each profile's path to the
+	// profile's name (profileResources).
+	profiles  map[string]string
 	issuers   map[string]*issuer
 	required  []string
 	skew      time.Duration
@@ -178,6 +182,10 @@ func NewOAuth(cfg *config.Config, opts *OAuthOptions) (*OAuth, error) {
 	if o.log == nil {
 		o.log = slog.New(slog.DiscardHandler)
 	}
+	o.profiles = map[string]string{}
+	for _, p := range cfg.Profiles {
+		o.profiles[config.ProfilePath(oc.Resource, p.Name)] = p.Name
+	}
 	rt := opts.Transport
 	if rt == nil {
 		rt = http.DefaultTransport
@@ -195,7 +203,7 @@ func NewOAuth(cfg *config.Config, opts *OAuthOptions) (*OAuth, error) {
 		limit := &fetchLimit{next: rt, every: config.JWKSRefetchInterval, now: func() time.Time { return o.now() }}
 		is := &issuer{
 			iss: ic.Issuer, jwksURL: ic.JWKSURL, algs: algs, limit: limit,
-			audiences: append([]string{oc.Resource}, ic.Audiences...),
+			audiences: append(slices.Concat([]string{oc.Resource}, slices.Collect(maps.Keys(o.profiles))), ic.Audiences...),
 			client:    &http.Client{Transport: bounded{rt}, Timeout: config.OAuthFetchTimeout},
 			keyClient: &http.Client{Transport: limit, Timeout: config.OAuthFetchTimeout},
 		}
@@ -428,7 +436,7 @@ func (o *OAuth) admit(is *issuer, claims claimSet, introspected bool) (Identity,
 	if sub == "" {
 		return Identity{}, errors.New("the token has no sub")
 	}
-	id := Identity{Key: "sub:" + sub + "@" + issuerName(is.iss), ID: "oauth:" + is.iss + "#" + sub}
+	id := Identity{Key: "sub:" + sub + "@" + issuerName(is.iss), ID: "oauth:" + is.iss + "#" + sub, Audience: o.pathsOf(is, aud)}
 	needed := o.required
 	matched := false
 	for _, t := range o.teams {
@@ -771,4 +779,25 @@ func signatureAlgorithms() []jose.SignatureAlgorithm {
 		algs[i] = jose.SignatureAlgorithm(a)
 	}
 	return algs
+}
+
+// pathsOf returns the profiles a token of issuer is with audience aud
+// is good for (Identity.Audience): "" when aud names the gateway's
+// resource or one of the issuer's extra audiences, which are the whole
+// gateway's; else the profiles whose paths' URLs it names, each
+// followed by a space. A host on a profile's path asks for a token for
+// that path's URL (its metadata names it), and such a token opens that
+// path only: a token for a profile never reaches more than it.
+func (o *OAuth) pathsOf(is *issuer, aud []string) string {
+	var paths string
+	for _, a := range aud {
+		name, ok := o.profiles[a]
+		switch {
+		case ok:
+			paths += name + " "
+		case slices.Contains(is.audiences, a):
+			return ""
+		}
+	}
+	return paths
 }

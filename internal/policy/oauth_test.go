@@ -588,3 +588,47 @@ func TestOAuthAuditKeyNamesTheIssuer(t *testing.T) {
 		t.Errorf("Key = %q, want %q", ida.Key, want)
 	}
 }
+
+// TestOAuthProfileAudiences: a token for a profile's path (its URL,
+// <resource>/<profile>, as its metadata names it) is accepted, and
+// restricted to the paths its audience names; one for the gateway's
+// resource, or an issuer's extra audience, is good on every path.
+func TestOAuthProfileAudiences(t *testing.T) {
+	t.Parallel()
+	f := newOAuthFixture(t, func(c *config.Config, _ *testIdP) {
+		c.Profiles = []config.Profile{{Name: "coding"}, {Name: "chat"}}
+	})
+	for _, tc := range []struct {
+		name     string
+		aud      any
+		audience string
+		paths    map[string]bool
+	}{
+		{"the gateway's resource", testResource, "", map[string]bool{"": true, "coding": true, "chat": true}},
+		{"one profile", testResource + "/coding", "coding ", map[string]bool{"": false, "coding": true, "chat": false}},
+		{"two profiles", []string{testResource + "/coding", testResource + "/chat"}, "coding chat ", map[string]bool{"": false, "coding": true, "chat": true}},
+		{"a profile and the resource", []string{testResource + "/coding", testResource}, "", map[string]bool{"": true, "chat": true}},
+		{"a profile and the issuer's extra audience", []string{"gateway-client", testResource + "/coding"}, "", map[string]bool{"": true, "chat": true}},
+		{"a profile and a foreign audience", []string{"https://other.example.com", testResource + "/chat"}, "chat ", map[string]bool{"": false, "chat": true, "coding": false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id, err := f.o.Identify(f.token(t, map[string]any{"aud": tc.aud}))
+			if err != nil {
+				t.Fatalf("Identify: %v", err)
+			}
+			if id.Audience != tc.audience {
+				t.Errorf("Audience = %q, want %q", id.Audience, tc.audience)
+			}
+			for path, want := range tc.paths {
+				if got := id.AllowsPath(path); got != want {
+					t.Errorf("AllowsPath(%q) = %v, want %v", path, got, want)
+				}
+			}
+		})
+	}
+	for _, aud := range []string{testResource + "/nope", testResource + "/", testResource + "/coding/x"} {
+		if _, err := f.o.Identify(f.token(t, map[string]any{"aud": aud})); err == nil {
+			t.Errorf("a token for %s was accepted", aud)
+		}
+	}
+}

@@ -47,6 +47,10 @@ type Rules struct {
 	Priority []string
 	// Teams are the views besides the default one.
 	Teams []Team
+	// Profiles narrow each of those views on their own paths: every
+	// team (and the default view) has one view per profile too (see
+	// ProfileView).
+	Profiles []Team
 	// Mode is how the default view lists its tools, and that of a team
 	// without a mode of its own; "" means config.DefaultMode.
 	Mode config.ViewMode
@@ -71,15 +75,19 @@ type UpstreamRules struct {
 	Descriptions map[string]string
 }
 
-// Team is one team's view: patterns on exposed names and its own limits,
-// which apply on top of the policy's.
+// Team is one team's view, or a profile's: patterns on exposed names
+// and its own limits, which apply on top of the policy's (a profile's,
+// on top of its caller's view's).
 type Team struct {
 	Name        string
 	Allow, Deny []string
 	MaxTools    int
 	MaxTokens   int
+	// Priority replaces the policy's priority patterns when set (a
+	// profile's; a team has none of its own).
+	Priority []string
 	// Mode is how the team's view lists its tools; "" takes the
-	// policy's.
+	// policy's (a profile's "" takes its caller's view's).
 	Mode config.ViewMode
 }
 
@@ -89,7 +97,11 @@ type View struct {
 	Name string
 	// Allow and Deny are the team's patterns on keys: exposed names of
 	// tools and prompts, and <upstream><separator><URI> of resources.
+	// A profile's view denies what the team or the profile denies.
 	Allow, Deny []string
+	// ProfileAllow are a profile's allow patterns: a key must match
+	// them too (when set), so that a profile only narrows its team.
+	ProfileAllow []string
 	// MaxTools and MaxTokens are the limits that apply: the smaller of
 	// the team's and the policy's, where set.
 	MaxTools, MaxTokens int
@@ -106,7 +118,8 @@ type View struct {
 // router decides it for each catalog.)
 func (v *View) Search() bool { return v.Mode == config.ModeSearch }
 
-// Views returns the default view and one per team, in that order.
+// Views returns the default view and one per team, in that order, then
+// each of those views narrowed by each profile (ProfileView).
 func (r *Rules) Views() []View {
 	mode := cmp.Or(r.Mode, config.DefaultMode)
 	views := []View{{MaxTools: r.MaxTools, MaxTokens: r.MaxTokens, Priority: r.Priority, Mode: mode}}
@@ -119,7 +132,53 @@ func (r *Rules) Views() []View {
 			Mode:      cmp.Or(t.Mode, mode),
 		})
 	}
+	if len(r.Profiles) == 0 {
+		return views
+	}
+	base := len(views)
+	for _, p := range r.Profiles {
+		for _, v := range views[:base] {
+			views = append(views, ProfileView(v, p))
+		}
+	}
 	return views
+}
+
+// ProfileView is view v narrowed by profile p: named ViewKey(team,
+// profile), it allows what both allow, denies what either denies, and
+// takes the tighter of their limits; p's priority and mode, where set,
+// replace v's.
+func ProfileView(v View, p Team) View {
+	priority := v.Priority
+	if len(p.Priority) > 0 {
+		priority = p.Priority
+	}
+	return View{
+		Name:         ViewKey(v.Name, p.Name),
+		Allow:        v.Allow,
+		ProfileAllow: p.Allow,
+		Deny:         slices.Concat(v.Deny, p.Deny),
+		MaxTools:     tighter(v.MaxTools, p.MaxTools),
+		MaxTokens:    tighter(v.MaxTokens, p.MaxTokens),
+		Priority:     priority,
+		Mode:         cmp.Or(p.Mode, v.Mode),
+	}
+}
+
+// ViewKey names the view of a team ("" for the default view) on a
+// profile's path: the team's name alone without a profile, else
+// team/profile. Neither name may hold "/", so the key is unambiguous.
+func ViewKey(team, profile string) string {
+	if profile == "" {
+		return team
+	}
+	return team + "/" + profile
+}
+
+// SplitViewKey returns the team and the profile of a view key.
+func SplitViewKey(key string) (team, profile string) {
+	team, profile, _ = strings.Cut(key, "/")
+	return team, profile
 }
 
 // tighter returns the smaller of two limits where 0 means none.
@@ -157,6 +216,11 @@ func (r *Rules) Validate() error {
 	for _, t := range r.Teams {
 		check("team "+t.Name, t.Allow)
 		check("team "+t.Name, t.Deny)
+	}
+	for _, p := range r.Profiles {
+		check("profile "+p.Name, p.Allow)
+		check("profile "+p.Name, p.Deny)
+		check("profile "+p.Name, p.Priority)
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("policy: %s", strings.Join(problems, "; "))
@@ -210,11 +274,15 @@ func (v *View) Allows(key string) bool {
 	if len(v.Allow) > 0 && !matchAny(v.Allow, key) {
 		return false
 	}
+	if len(v.ProfileAllow) > 0 && !matchAny(v.ProfileAllow, key) {
+		return false
+	}
 	return !matchAny(v.Deny, key)
 }
 
-// Private reports whether the view's lists differ per caller (a team's):
-// caches must not share them across callers (2026-07-28 caching).
+// Private reports whether the view's lists differ per caller (a team's,
+// or a profile's): caches must not share them across callers (2026-07-28
+// caching).
 func (v *View) Private() bool { return v.Name != "" }
 
 // Cut is one entry a limit removed from a view.

@@ -105,6 +105,55 @@ func TestViewsCombineLimits(t *testing.T) {
 	}
 }
 
+// TestProfileViews: a profile's view of each team allows only what both
+// allow, denies what either denies, never raises a limit, and inherits
+// the team's mode and the policy's priority unless it has its own.
+func TestProfileViews(t *testing.T) {
+	r := &Rules{MaxTools: 10, Priority: []string{"a__*"}, Teams: []Team{
+		{Name: "data", Allow: []string{"a__*", "b__*"}, Deny: []string{"a__rm"}, MaxTools: 4, Mode: config.ModeSearch},
+	}, Profiles: []Team{
+		{Name: "wide", Allow: []string{"a__*", "c__*"}, MaxTools: 50},
+		{Name: "narrow", Deny: []string{"a__ls"}, MaxTools: 2, MaxTokens: 300, Priority: []string{"b__*"}, Mode: config.ModeFull},
+	}}
+	views := r.Views()
+	type got struct {
+		Name                string
+		MaxTools, MaxTokens int
+		Priority            []string
+		Mode                config.ViewMode
+		Private             bool
+		Sees                []string
+	}
+	keys := []string{"a__ls", "a__rm", "b__get", "c__x"}
+	var out []got
+	for _, v := range views {
+		g := got{v.Name, v.MaxTools, v.MaxTokens, v.Priority, v.Mode, v.Private(), nil}
+		for _, k := range keys {
+			if v.Allows(k) {
+				g.Sees = append(g.Sees, k)
+			}
+		}
+		out = append(out, g)
+	}
+	want := []got{
+		{"", 10, 0, []string{"a__*"}, config.ModeFull, false, keys},
+		{"data", 4, 0, []string{"a__*"}, config.ModeSearch, true, []string{"a__ls", "b__get"}},
+		{"/wide", 10, 0, []string{"a__*"}, config.ModeFull, true, []string{"a__ls", "a__rm", "c__x"}},
+		{"data/wide", 4, 0, []string{"a__*"}, config.ModeSearch, true, []string{"a__ls"}},
+		{"/narrow", 2, 300, []string{"b__*"}, config.ModeFull, true, []string{"a__rm", "b__get", "c__x"}},
+		{"data/narrow", 2, 300, []string{"b__*"}, config.ModeFull, true, []string{"b__get"}},
+	}
+	if diff := cmp.Diff(want, out); diff != "" {
+		t.Errorf("views (-want +got):\n%s", diff)
+	}
+	for _, k := range []string{"", "data", "/wide", "data/narrow"} {
+		team, profile := SplitViewKey(k)
+		if ViewKey(team, profile) != k {
+			t.Errorf("SplitViewKey(%q) = %q, %q: does not make the key again", k, team, profile)
+		}
+	}
+}
+
 func TestViewsInheritMode(t *testing.T) {
 	for _, tt := range []struct {
 		name   string

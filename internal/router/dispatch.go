@@ -16,6 +16,7 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/mcpheader"
 	"github.com/mcp-gateway/mcp-gateway/internal/namespace"
+	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 	"github.com/mcp-gateway/mcp-gateway/internal/upstream"
 )
 
@@ -39,7 +40,9 @@ type Caller struct {
 	// is none.
 	Host Host
 	// View is the caller's view: its team's name, or "" for the default
-	// view. A view that does not exist sees nothing.
+	// view, narrowed on a profile's path (policy.ViewKey: team/profile).
+	// A view that does not exist sees nothing. What is bound to the
+	// caller (owner) is bound to the whole key, profile included.
 	View string
 	// Principal is who the caller is (policy.Identity.ID): what the
 	// router keeps for a caller (per-client upstream sessions, parked
@@ -85,6 +88,13 @@ func withSubject(ctx context.Context, c *Caller) context.Context {
 // owner names who a caller is for what is bound to it: its principal and
 // its view.
 func (c *Caller) owner() string { return c.Principal + "\x00" + c.View }
+
+// team is the caller's team ("" for the default view): whose limits it
+// is charged to on every path.
+func (c *Caller) team() string {
+	team, _ := policy.SplitViewKey(c.View)
+	return team
+}
 
 // Modern reports whether the caller speaks the stateless era.
 func (c *Caller) Modern() bool { return isModern(c.ProtocolVersion) }

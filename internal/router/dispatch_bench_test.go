@@ -107,16 +107,26 @@ func BenchmarkDispatchToolsCall(b *testing.B) {
 		n    int
 	}{{"1KiB", 1 << 10}, {"1MiB", 1 << 20}} {
 		result := benchResult(size.n)
-		for _, progress := range []bool{false, true} {
+		for _, variant := range []string{"", "progress-token", "profile"} {
 			name := size.name
 			params := `{"name":"up17__tool_7","arguments":{"q":"hello"}}`
-			if progress {
+			switch variant {
+			case "progress-token":
 				name += "/progress-token"
 				params = `{"name":"up17__tool_7","arguments":{"q":"hello"},"_meta":{"progressToken":"host-token-1"}}`
+			case "profile":
+				// The same call on a profile's path (/mcp/p): its own
+				// view, with the profile's allow list.
+				name += "/profile"
 			}
 			b.Run(name, func(b *testing.B) {
-				r := benchRouter(b, result)
+				var rules policy.Rules
 				caller := &router.Caller{ProtocolVersion: "2025-11-25", Session: "s1", Capabilities: json.RawMessage(`{}`)}
+				if variant == "profile" {
+					rules.Profiles = []policy.Team{{Name: "p", Allow: []string{"up1*"}}}
+					caller.View = policy.ViewKey("", "p")
+				}
+				r := benchRouterWith(b, result, rules)
 				body := jsonrpc.AppendRequest(nil, json.RawMessage(`"host-1"`), "tools/call", json.RawMessage(params))
 				ctx := context.Background()
 				call := func() {

@@ -195,7 +195,7 @@ func (l *Limits) call(c *Caller, upstream, tool string) (func(), string) {
 	}
 	r, rated := l.opts.Tools[upstream][tool]
 	rated = rated && tool != "" && r.Per > 0
-	n := l.quotas(c.View).ConcurrentCalls
+	n := l.quotas(c.team()).ConcurrentCalls
 	if !rated && n <= 0 {
 		return func() {}, ""
 	}

@@ -216,7 +216,7 @@ var relayAll = config.RelayCapabilities
 
 // startRouter starts a router over the fakes and waits for their first
 // start; Close runs at cleanup.
-func startRouter(t *testing.T, opts Options, fakes map[string]*fakeUpstream, order ...string) *Router {
+func startRouter(t testing.TB, opts Options, fakes map[string]*fakeUpstream, order ...string) *Router {
 	t.Helper()
 	for _, name := range order {
 		opts.Upstreams = append(opts.Upstreams, UpstreamConfig{Name: name, Connect: fakes[name].connect, Timeout: 5 * time.Second, Relay: relayAll})

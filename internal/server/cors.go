@@ -70,10 +70,12 @@ func (s *Server) cors(w http.ResponseWriter, r *http.Request) bool {
 }
 
 // corsPath returns the methods of a path that has CORS: the MCP
-// endpoint and the protected resource metadata.
+// endpoint, each profile's path, and the protected resource metadata.
 func (s *Server) corsPath(path string) (string, bool) {
 	switch {
 	case path == s.opts.Endpoint:
+		return corsEndpointMethods, true
+	case strings.HasPrefix(path, s.profileBase) && s.isProfile(path[len(s.profileBase):]):
 		return corsEndpointMethods, true
 	case path == metadataPath || strings.HasPrefix(path, metadataPath+"/"):
 		return corsMetadataMethods, true

@@ -258,7 +258,7 @@ func isModernRequest(r *http.Request, msg *jsonrpc.Request) bool {
 // postModern serves a stateless request (2026-07-28
 // basic/transports/streamable-http "Server Validation").
 func (s *Server) postModern(w http.ResponseWriter, r *http.Request, who policy.Identity, msg *jsonrpc.Request) {
-	view := who.Team
+	view := who.View()
 	if msg.IsResponse() {
 		writeError(w, http.StatusBadRequest, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Bad Request: clients must not send responses in protocol version %s", router.ModernVersion))
 		return

@@ -5,6 +5,11 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/gorilla/mux"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/config"
+	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 )
 
 // metadataPath is where RFC 9728 puts protected resource metadata.
@@ -47,13 +52,31 @@ func (m *ResourceMetadata) path() string {
 	return strings.TrimSuffix(u.Path, "/")
 }
 
-// resourceMetadata serves the metadata; 404 without OAuth.
+// forProfile returns the metadata of a profile's path: the resource is
+// that path's URL, <Resource>/<profile>, so that a host that reaches the
+// gateway there asks for a token for it (RFC 9728 §3.3: the resource in
+// the document is the URL the host used). m itself for "" (the main
+// endpoint); nil for a nil m.
+func (m *ResourceMetadata) forProfile(profile string) *ResourceMetadata {
+	if m == nil || profile == "" {
+		return m
+	}
+	c := *m
+	c.Resource = config.ProfilePath(m.Resource, profile)
+	return &c
+}
+
+// resourceMetadata serves the metadata (of a profile's path under its
+// path-suffixed form); 404 without OAuth and for a name that is not a
+// profile.
 func (s *Server) resourceMetadata(w http.ResponseWriter, r *http.Request) {
 	md := s.meta.Load()
-	if md == nil {
+	profile := mux.Vars(r)["profile"]
+	if md == nil || profile != "" && !s.isProfile(profile) {
 		http.NotFound(w, r)
 		return
 	}
+	md = md.forProfile(profile)
 	body := struct {
 		Resource               string   `json:"resource"`
 		AuthorizationServers   []string `json:"authorization_servers"`
@@ -69,3 +92,38 @@ func (s *Server) resourceMetadata(w http.ResponseWriter, r *http.Request) {
 // config's); nil stops serving it. The paths it is served at are those
 // of the start.
 func (s *Server) SetResourceMetadata(md *ResourceMetadata) { s.meta.Store(md) }
+
+// SetProfiles replaces Options.Profiles (a reloaded config's): requests
+// on the path of a profile no longer listed get 404 from then on.
+func (s *Server) SetProfiles(names []string) {
+	set := make(map[string]bool, len(names))
+	for _, n := range names {
+		set[n] = true
+	}
+	s.profiles.Store(&set)
+}
+
+func (s *Server) isProfile(name string) bool { return (*s.profiles.Load())[name] }
+
+// profileOf returns the profile whose path r came on; "" for the main
+// endpoint. The routes guarantee that any other path is the profile
+// base and one segment (onProfile checked it names a profile).
+func (s *Server) profileOf(r *http.Request) string {
+	if r.URL.Path == s.opts.Endpoint {
+		return ""
+	}
+	return strings.TrimPrefix(r.URL.Path, s.profileBase)
+}
+
+// onProfile serves a profile's path with next, or answers 404 with a
+// JSON-RPC error for a name that is not a profile.
+func (s *Server) onProfile(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if name := mux.Vars(r)["profile"]; !s.isProfile(name) {
+			writeError(w, http.StatusNotFound, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
+				"Not found: %s is not an MCP endpoint of this gateway (no profile %q; the endpoint is %s)", r.URL.Path, name, s.opts.Endpoint))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

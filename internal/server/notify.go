@@ -214,7 +214,8 @@ func (s *Server) listen(w http.ResponseWriter, r *http.Request, caller *router.C
 		return
 	}
 	f.ResourceSubscriptions = distinct(f.ResourceSubscriptions)
-	release, quota := s.takeStream(policy.Identity{ID: caller.Principal, Team: caller.View})
+	team, _ := policy.SplitViewKey(caller.View)
+	release, quota := s.takeStream(policy.Identity{ID: caller.Principal, Team: team})
 	if release == nil {
 		s.tooManyStreams(w, msg.ID, quota)
 		return

@@ -68,6 +68,12 @@ type Dispatcher interface {
 type Options struct {
 	// Endpoint is the MCP endpoint's path; "" means "/mcp".
 	Endpoint string
+	// Profiles are the names of the profiles served on their own paths,
+	// <Endpoint>/<name> (config.ProfilePath), each with every method of
+	// the endpoint: a request there is in its identity's view narrowed
+	// by the profile (policy.Identity.Profile). Another name under
+	// Endpoint gets 404. Replaced by SetProfiles.
+	Profiles []string
 	// AllowedOrigins lists the Origin values (scheme://host[:port]) a
 	// request may carry, on every endpoint; loopback origins are accepted
 	// too when Loopback is set. A request with any other Origin gets 403,
@@ -176,6 +182,11 @@ type Server struct {
 	identify atomic.Pointer[func(string) (policy.Identity, error)]
 	// meta is Options.ResourceMetadata, replaced by SetResourceMetadata.
 	meta atomic.Pointer[ResourceMetadata]
+	// profiles holds Options.Profiles, replaced by SetProfiles.
+	profiles atomic.Pointer[map[string]bool]
+	// profileBase is the prefix of profile paths: Endpoint without a
+	// trailing "/", then "/".
+	profileBase string
 	// replica names this process in GET stream event ids: the shared
 	// store's replica id, or a random one.
 	replica string
@@ -212,6 +223,7 @@ func New(d Dispatcher, opts *Options) *Server {
 		s.identify.Store(&opts.Identify)
 	}
 	s.meta.Store(opts.ResourceMetadata)
+	s.SetProfiles(opts.Profiles)
 	if opts.Shared != nil {
 		s.replica = opts.Shared.Replica()
 	} else {
@@ -221,6 +233,7 @@ func New(d Dispatcher, opts *Options) *Server {
 	if s.opts.Endpoint == "" {
 		s.opts.Endpoint = config.DefaultEndpoint
 	}
+	s.profileBase = config.ProfilePath(s.opts.Endpoint, "")
 	if s.opts.MaxBodyBytes <= 0 {
 		s.opts.MaxBodyBytes = config.DefaultMaxBodyBytes
 	}
@@ -263,9 +276,11 @@ func (s *Server) Handler() http.Handler {
 	// whatever name its operator gave it.
 	m.HandleFunc(metadataPath, s.resourceMetadata).Methods(http.MethodGet, http.MethodHead)
 	m.HandleFunc(metadataPath+s.opts.Endpoint, s.resourceMetadata).Methods(http.MethodGet, http.MethodHead)
+	m.HandleFunc(metadataPath+s.profileBase+"{profile}", s.resourceMetadata).Methods(http.MethodGet, http.MethodHead)
 	if md := s.opts.ResourceMetadata; md != nil {
 		if p := md.path(); p != "" && p != s.opts.Endpoint {
 			m.HandleFunc(metadataPath+p, s.resourceMetadata).Methods(http.MethodGet, http.MethodHead)
+			m.HandleFunc(metadataPath+config.ProfilePath(p, "{profile}"), s.resourceMetadata).Methods(http.MethodGet, http.MethodHead)
 		}
 	}
 	m.Handle("/readyz", s.checkProbeHost(http.HandlerFunc(s.readyz))).Methods(http.MethodGet, http.MethodHead)
@@ -275,6 +290,14 @@ func (s *Server) Handler() http.Handler {
 	m.Handle(s.opts.Endpoint, s.checkHost(s.post)).Methods(http.MethodPost)
 	m.Handle(s.opts.Endpoint, s.checkHost(s.get)).Methods(http.MethodGet)
 	m.Handle(s.opts.Endpoint, s.checkHost(s.delete)).Methods(http.MethodDelete)
+	// Profiles' paths: the same handlers, which read the profile from
+	// the path (profileOf); onProfile answers 404 for a name that is not
+	// a profile, before authentication, whose challenge would name the
+	// metadata of a resource that does not exist.
+	profile := s.profileBase + "{profile}"
+	m.Handle(profile, s.onProfile(s.checkHost(s.post))).Methods(http.MethodPost)
+	m.Handle(profile, s.onProfile(s.checkHost(s.get))).Methods(http.MethodGet)
+	m.Handle(profile, s.onProfile(s.checkHost(s.delete))).Methods(http.MethodDelete)
 	m.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "GET, POST, DELETE")
 		writeError(w, http.StatusMethodNotAllowed, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Method not allowed: %s", r.Method))
@@ -544,7 +567,8 @@ func (s *Server) SetIdentify(identify func(string) (policy.Identity, error), tea
 			return false
 		}
 		t, ok := team(principal)
-		return !ok || t != view
+		vt, _ := policy.SplitViewKey(view)
+		return !ok || t != vt
 	}
 	s.mu.Lock()
 	var ended []*session
@@ -571,9 +595,10 @@ func (s *Server) SetIdentify(identify func(string) (policy.Identity, error), tea
 // invalid token is 401 with WWW-Authenticate). The token itself is never
 // logged.
 func (s *Server) identity(w http.ResponseWriter, r *http.Request) (policy.Identity, bool) {
+	profile := s.profileOf(r)
 	identify := s.identify.Load()
 	if identify == nil {
-		return policy.Identity{}, true
+		return policy.Identity{Profile: profile}, true
 	}
 	var id policy.Identity
 	var err error
@@ -584,11 +609,18 @@ func (s *Server) identity(w http.ResponseWriter, r *http.Request) (policy.Identi
 	} else {
 		id, err = (*identify)(bearerToken(r.Header.Get("Authorization")))
 	}
+	if err == nil && !id.AllowsPath(profile) {
+		// A token for one profile's path (its audience) opens that path
+		// only: never the main endpoint or another profile, which may
+		// reach more (RFC 8707 §2: a token is for the resource named).
+		err = fmt.Errorf("%w: the token's audience is another path of this gateway", policy.ErrInvalidCredentials)
+	}
 	if err == nil {
+		id.Profile = profile
 		return id, true
 	}
 	s.log.Warn("request not authenticated", "remote", r.RemoteAddr, "reason", err.Error())
-	md := s.meta.Load()
+	md := s.meta.Load().forProfile(profile)
 	var se *policy.ScopeError
 	switch {
 	case errors.As(err, &se):
@@ -712,10 +744,16 @@ func (s *Server) sessionFor(w http.ResponseWriter, r *http.Request, id string, w
 		s.log.Warn("request for a session of another identity", telemetry.KeySession, id)
 		writeError(w, http.StatusForbidden, msgID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Forbidden: the session belongs to another identity"))
 		return nil
-	case ss.view != who.Team:
+	case ss.team() != who.Team:
 		s.log.Info("session ended: its identity's view changed", telemetry.KeySession, id)
 		s.endSession(id)
 		writeError(w, http.StatusNotFound, msgID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Session not found: the caller's team changed; initialize a new one"))
+		return nil
+	case ss.view != who.View():
+		// Opened on another profile's path (or the main endpoint's): a
+		// session is in the view of its path and unknown on any other.
+		// It is not ended: the request is not its host's.
+		writeError(w, http.StatusNotFound, msgID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Session not found on this path: a session belongs to the path it was initialized on"))
 		return nil
 	}
 	now := time.Now()
@@ -738,8 +776,9 @@ type session struct {
 	version string
 	// principal is the identity that opened the session
 	// (policy.Identity.ID), key its id for the audit log, and view its
-	// view then: every later request must come from that identity, in
-	// that view.
+	// view then (policy.Identity.View: its team's, narrowed by the
+	// profile of its path): every later request must come from that
+	// identity, in that view.
 	principal, key, view string
 	// capabilities are the client capabilities the host declared in
 	// initialize; set before the session is shared.
@@ -771,6 +810,12 @@ type session struct {
 	// revoke says the session is ended everywhere, not only dropped
 	// from this replica's table (shared sessions only).
 	revoke bool
+}
+
+// team is the team of the session's view.
+func (ss *session) team() string {
+	team, _ := policy.SplitViewKey(ss.view)
+	return team
 }
 
 // close ends the session and cancels everything it had in flight.
@@ -838,7 +883,7 @@ func (s *Server) newSession(version string, who policy.Identity) (*session, erro
 	}
 	var ss *session
 	if !refused && len(s.sessions) < s.opts.MaxSessions {
-		ss = &session{id: s.newID(version, who), version: version, principal: who.ID, key: who.Key, view: who.Team,
+		ss = &session{id: s.newID(version, who), version: version, principal: who.ID, key: who.Key, view: who.View(),
 			done: make(chan struct{}), lastUsed: now, out: newOutbox()}
 		s.sessions[ss.id] = ss
 	}
@@ -863,7 +908,7 @@ func (s *Server) newID(version string, who policy.Identity) string {
 	if s.opts.Shared == nil {
 		return newSessionID()
 	}
-	return s.opts.Shared.NewSessionID(state.SessionSeal{Version: version, Principal: who.ID, Key: who.Key, View: who.Team})
+	return s.opts.Shared.NewSessionID(state.SessionSeal{Version: version, Principal: who.ID, Key: who.Key, View: who.View()})
 }
 
 // reject counts a refusal (or a session ended) for a limit.

@@ -132,7 +132,13 @@ type response struct {
 
 func do(t *testing.T, ts *httptest.Server, method string, headers map[string]string, body string) response {
 	t.Helper()
-	req, err := http.NewRequest(method, ts.URL+"/mcp", strings.NewReader(body))
+	return doAt(t, ts, "/mcp", method, headers, body)
+}
+
+// doAt is do on another path.
+func doAt(t *testing.T, ts *httptest.Server, path, method string, headers map[string]string, body string) response {
+	t.Helper()
+	req, err := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

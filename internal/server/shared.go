@@ -136,7 +136,7 @@ func (s *Server) adopt(ctx context.Context, id string, who policy.Identity) (*se
 	if !ok {
 		return nil, nil // not an id of this gateway (or of its current keys)
 	}
-	if seal.Principal != who.ID || seal.View != who.Team {
+	if seal.Principal != who.ID || seal.View != who.View() {
 		return &session{id: id, version: seal.Version, principal: seal.Principal, key: seal.Key, view: seal.View,
 			done: make(chan struct{}), out: newOutbox()}, nil
 	}
