@@ -122,6 +122,19 @@ func TestSearchLongQuery(t *testing.T) {
 	}
 }
 
+// queryTerms reads at most maxQueryWords words of a query: the rest of a
+// huge one is never looked at, so that no query makes the quote and
+// literal rules scan far (an unclosed quote looks ahead for its end).
+func TestQueryTermsReadsABoundedPrefix(t *testing.T) {
+	head := strings.Repeat("'a ", maxQueryWords)
+	if got := queryTerms(head + "file"); slices.Contains(got, "file") {
+		t.Errorf("a word past the first %d counted: %v", maxQueryWords, got)
+	}
+	if got := queryTerms(strings.Repeat("'a ", maxQueryWords-1) + "file"); !slices.Contains(got, "file") {
+		t.Errorf("word %d did not count: %v", maxQueryWords, got)
+	}
+}
+
 // FuzzSearch: any query, valid UTF-8 or not, gives terms that are not
 // empty and hits that are sorted and within the limit, without a panic.
 func FuzzSearch(f *testing.F) {

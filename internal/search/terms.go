@@ -1,7 +1,6 @@
 package search
 
 import (
-	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -116,10 +115,26 @@ var stopWords = func() map[string]bool {
 // takes one ("remind me on friday": a task with a due date; "a room for
 // next weekend": a hotel's check-in date). Documents are indexed with
 // Terms: a tool's text describes its literals, it does not give them.
+//
+// Only the first maxQueryWords words are read.
 func queryTerms(query string) []string {
 	var b strings.Builder
 	b.Grow(len(query) + 64) // a literal's kind may be longer than it
-	fields := strings.Fields(query)
+	fields := make([]string, 0, 16)
+	for f := range strings.FieldsSeq(query) {
+		if len(fields) == maxQueryWords {
+			break
+		}
+		fields = append(fields, f)
+	}
+	// lastClose is the last word that ends a quote: an opening quote
+	// before it starts a phrase.
+	lastClose := -1
+	for i, f := range fields {
+		if endsQuote(f) {
+			lastClose = i
+		}
+	}
 	quoted := false // inside a quoted phrase
 	for i := 0; i < len(fields); i++ {
 		f := fields[i]
@@ -138,7 +153,7 @@ func queryTerms(query string) []string {
 			if endsQuote(strings.TrimLeftFunc(core, isQuote)) {
 				continue
 			}
-			if slices.ContainsFunc(fields[i+1:], endsQuote) {
+			if lastClose > i {
 				quoted = true
 				continue
 			}
@@ -163,6 +178,11 @@ func queryTerms(query string) []string {
 	}
 	return Terms(b.String())
 }
+
+// maxQueryWords is how many words of a query queryTerms reads: far more
+// than the maxQueryTerms terms that count, and the rest of a huge query
+// costs nothing.
+const maxQueryWords = 4 * maxQueryTerms
 
 func isQuote(r rune) bool { return strings.ContainsRune("'\"‘’“”", r) }
 
