@@ -492,6 +492,11 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 					"previous_key": func(p string, v *yaml.Node) { c.State.PreviousKey = d.secret(p, v, false) },
 				}})
 			},
+			"search": func(p string, v *yaml.Node) {
+				d.object(p, v, schema{fields: map[string]field{
+					"expose_found": func(p string, v *yaml.Node) { d.boolean(p, v, &c.Search.ExposeFound) },
+				}})
+			},
 			"shutdown": func(p string, v *yaml.Node) {
 				d.object(p, v, schema{fields: map[string]field{
 					"delay":   func(p string, v *yaml.Node) { d.duration(p, v, &c.Shutdown.Delay) },
@@ -819,6 +824,15 @@ func (d *decoder) team(p string, n *yaml.Node) (Team, bool) {
 		"max_tools":  func(p string, v *yaml.Node) { d.integer(p, v, &t.MaxTools) },
 		"max_tokens": func(p string, v *yaml.Node) { d.integer(p, v, &t.MaxTokens) },
 		"mode":       func(p string, v *yaml.Node) { t.Mode = ViewMode(d.str(p, v)) },
+		"search": func(p string, v *yaml.Node) {
+			d.object(p, v, schema{fields: map[string]field{
+				"expose_found": func(p string, v *yaml.Node) {
+					var on bool
+					d.boolean(p, v, &on)
+					t.Search.ExposeFound = &on
+				},
+			}})
+		},
 		"claims": func(p string, v *yaml.Node) {
 			if !d.visit(p, v) {
 				return
