@@ -1,0 +1,252 @@
+package router
+
+import (
+	"bytes"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/config"
+)
+
+// Found tools as native tools (search.expose_found, issue 16): in a view
+// in search mode that exposes what it finds, the tools find_tools
+// returns to a caller are added to that caller's own tools/list, after
+// the gateway's three, so that its host asks consent for each tool by
+// its own name and shows its annotations, and the model may call it
+// directly. "Own" is a legacy session (another session, even of the same
+// identity, does not see them), or a modern host's identity in its view
+// (policy.Identity.ID: every request of it, on any connection, lists
+// the same; without authentication every modern host of a view is the
+// one anonymous identity). Each change of such a list is told to its
+// owner only (Change.Session, Change.ForPrincipal).
+//
+// An exposed tool is listed only while the caller's view holds it: what
+// is exposed is a set of exposed names, rendered from the view at each
+// tools/list, so a tool the view hides is never listed (and is unknown
+// to a direct call, as any hidden tool), and one that leaves the view
+// (a reload, a catalog change) leaves the list, with list_changed. A
+// directly called exposed tool is a tool of the view like any other: it
+// takes the normal tools/call path.
+//
+// Memory is bounded: at most MaxExposed names per owner (the least
+// recently found dropped first), at most MaxExposedCallers owners (the
+// least recently active forgotten first), and an owner unused for
+// ExposedIdle is forgotten. The lists live in this replica's memory:
+// with replicas a host's exposed tools are those it found on the
+// replica that answers its tools/list (find_tools and call_tool work on
+// every replica).
+
+// exposures are the exposed lists of every owner.
+type exposures struct {
+	mu sync.Mutex // guards the fields below
+	// owners are by owner key (exposedKey); nil until the first use.
+	owners *simplelru.LRU[string, *exposed]
+}
+
+// exposed is one owner's exposed tools.
+type exposed struct {
+	// view is the owner's view; session its legacy session's id, or ""
+	// for a modern identity, principal.
+	view, session, principal string
+	// names are the exposed names, the least recently found first.
+	names []string
+	// used is when the owner last found or listed tools.
+	used time.Time
+}
+
+// exposing reports whether the view adds what its callers find to their
+// own tools/list.
+func (v *view) exposing() bool { return v.search && v.rules.ExposeFound }
+
+// exposedKey is the owner key of a caller: its legacy session, or its
+// identity and view; "" for a legacy caller without a session, which
+// has nowhere to keep a list.
+func exposedKey(c *Caller) string {
+	if c.Modern() {
+		return "i\x00" + c.owner()
+	}
+	if c.Session == "" {
+		return ""
+	}
+	return "s\x00" + c.Session
+}
+
+// exposedLimits returns the bounds in force.
+func (r *Router) exposedLimits() (perOwner, owners int, idle time.Duration) {
+	return cmp0(r.opts.MaxExposed, config.DefaultMaxExposed),
+		cmp0(r.opts.MaxExposedCallers, config.DefaultMaxExposedCallers),
+		cmp0(r.opts.ExposedIdle, config.DefaultExposedIdle)
+}
+
+// cmp0 is v, or def when v is not positive.
+func cmp0[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+func (r *Router) clock() time.Time {
+	if r.now != nil {
+		return r.now()
+	}
+	return time.Now()
+}
+
+// ownerLocked returns the caller's live entry, or nil (create: a new one,
+// which may push the least recently active owner out). x.mu must be held.
+func (r *Router) ownerLocked(key string, create bool, now time.Time) *exposed {
+	_, owners, idle := r.exposedLimits()
+	x := &r.exposed
+	if x.owners == nil {
+		if !create {
+			return nil
+		}
+		x.owners, _ = simplelru.NewLRU[string, *exposed](owners, nil) // a positive size never fails
+	}
+	e, ok := x.owners.Get(key)
+	if ok && now.Sub(e.used) >= idle {
+		x.owners.Remove(key)
+		e, ok = nil, false
+	}
+	if !ok && create {
+		e = &exposed{}
+		x.owners.Add(key, e)
+	}
+	return e
+}
+
+// expose adds the tools find_tools found for c (best first) to c's own
+// list, and tells c when its list changed.
+func (r *Router) expose(c *Caller, v *view, names []string) {
+	key := exposedKey(c)
+	if key == "" || len(names) == 0 {
+		return
+	}
+	perOwner, _, _ := r.exposedLimits()
+	now := r.clock()
+	r.exposed.mu.Lock()
+	e := r.ownerLocked(key, true, now)
+	e.view, e.session, e.used = c.View, c.Session, now
+	if c.Modern() {
+		e.session, e.principal = "", c.Principal
+	}
+	before := v.exposedJSON(e.names)
+	// The best match last: it is the most recently found, kept longest.
+	for _, name := range slices.Backward(names) {
+		if isSearchTool(name) || v.tools.byName[name] == nil {
+			continue // shadowed by the gateway's own, or not the view's
+		}
+		e.names = slices.DeleteFunc(e.names, func(n string) bool { return n == name })
+		e.names = append(e.names, name)
+	}
+	if over := len(e.names) - perOwner; over > 0 {
+		e.names = slices.Delete(e.names, 0, over)
+	}
+	changed := !bytes.Equal(before, v.exposedJSON(e.names))
+	ch := e.change()
+	r.exposed.mu.Unlock()
+	if changed && r.opts.OnChange != nil {
+		r.opts.OnChange(ch)
+	}
+}
+
+// change is the notice of a change of the owner's list, for the owner
+// only.
+func (e *exposed) change() Change {
+	ch := Change{Method: "notifications/tools/list_changed", View: e.view, Session: e.session}
+	if e.session == "" {
+		ch.ForPrincipal, ch.Principal = true, e.principal
+	}
+	return ch
+}
+
+// exposedTools is the caller's tools/list items in a view that exposes
+// what it finds: the gateway's tools, then the caller's exposed tools.
+func (r *Router) exposedTools(c *Caller, v *view) []byte {
+	key := exposedKey(c)
+	if key == "" {
+		return []byte(searchToolsJSON)
+	}
+	r.exposed.mu.Lock()
+	e := r.ownerLocked(key, false, r.clock())
+	var extra []byte
+	if e != nil {
+		e.used = r.clock()
+		extra = v.exposedJSON(e.names)
+	}
+	r.exposed.mu.Unlock()
+	if len(extra) == 0 {
+		return []byte(searchToolsJSON)
+	}
+	out := make([]byte, 0, len(searchToolsJSON)+len(extra)+1)
+	out = append(out, searchToolsJSON[:len(searchToolsJSON)-1]...)
+	out = append(out, extra...)
+	return append(out, ']')
+}
+
+// exposedJSON renders the named tools the view holds now, each preceded
+// by a comma (they follow the gateway's tools), in name order: finding a
+// listed tool again changes nothing a host sees. A view that does not
+// expose what it finds lists none.
+func (v *view) exposedJSON(names []string) []byte {
+	if v == nil || !v.exposing() || len(names) == 0 {
+		return nil
+	}
+	sorted := slices.Sorted(slices.Values(names))
+	var out []byte
+	for _, name := range sorted {
+		if e := v.tools.byName[name]; e != nil {
+			out = append(out, ',')
+			out = append(out, e.def...)
+		}
+	}
+	return out
+}
+
+// rebuildExposed follows a catalog change in every exposed list: names
+// the new view no longer has (neither listed nor down) are dropped, the
+// lists of a view that no longer exposes what it finds (or no longer
+// exists) are forgotten, owners unused for too long too, and each owner
+// whose list changed (a tool left or came back, a definition changed)
+// is told.
+func (r *Router) rebuildExposed(old, cat *catalog) {
+	_, _, idle := r.exposedLimits()
+	now := r.clock()
+	var changes []Change
+	r.exposed.mu.Lock()
+	if x := r.exposed.owners; x != nil {
+		for _, key := range x.Keys() {
+			e, _ := x.Peek(key)
+			ov, nv := old.views[e.view], cat.views[e.view]
+			if !bytes.Equal(ov.exposedJSON(e.names), nv.exposedJSON(e.names)) {
+				changes = append(changes, e.change())
+			}
+			if nv == nil || !nv.rules.ExposeFound || now.Sub(e.used) >= idle {
+				x.Remove(key)
+				continue
+			}
+			e.names = slices.DeleteFunc(e.names, func(n string) bool {
+				return nv.tools.byName[n] == nil && nv.tools.down[n] == nil
+			})
+		}
+	}
+	r.exposed.mu.Unlock()
+	if r.opts.OnChange != nil {
+		for _, ch := range changes {
+			r.opts.OnChange(ch)
+		}
+	}
+}
+
+// dropExposed forgets a legacy session's exposed list (it ended).
+func (r *Router) dropExposed(session string) {
+	r.exposed.mu.Lock()
+	defer r.exposed.mu.Unlock()
+	if r.exposed.owners != nil {
+		r.exposed.owners.Remove("s\x00" + session)
+	}
+}
