@@ -3,6 +3,7 @@ package router
 import (
 	"bytes"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -134,19 +135,26 @@ func (r *Router) expose(c *Caller, v *view, names []string) {
 	if c.Modern() {
 		e.session, e.principal = "", c.Principal
 	}
-	before := v.exposedJSON(e.names)
+	// The list (rendered in name order) changes when a name the view
+	// holds joins it or leaves it; finding a listed tool again only
+	// makes it the most recently found.
+	changed := false
 	// The best match last: it is the most recently found, kept longest.
 	for _, name := range slices.Backward(names) {
 		if isSearchTool(name) || v.tools.byName[name] == nil {
 			continue // shadowed by the gateway's own, or not the view's
 		}
-		e.names = slices.DeleteFunc(e.names, func(n string) bool { return n == name })
+		if i := slices.Index(e.names, name); i >= 0 {
+			e.names = slices.Delete(e.names, i, i+1)
+		} else {
+			changed = true
+		}
 		e.names = append(e.names, name)
 	}
 	if over := len(e.names) - perOwner; over > 0 {
+		// Only a name that joined pushes one out: changed is set.
 		e.names = slices.Delete(e.names, 0, over)
 	}
-	changed := !bytes.Equal(before, v.exposedJSON(e.names))
 	ch := e.change()
 	r.exposed.mu.Unlock()
 	if changed && r.opts.OnChange != nil {
@@ -171,38 +179,43 @@ func (r *Router) exposedTools(c *Caller, v *view) []byte {
 	if key == "" {
 		return []byte(searchToolsJSON)
 	}
+	now := r.clock()
 	r.exposed.mu.Lock()
-	e := r.ownerLocked(key, false, r.clock())
-	var extra []byte
-	if e != nil {
-		e.used = r.clock()
-		extra = v.exposedJSON(e.names)
-	}
-	r.exposed.mu.Unlock()
-	if len(extra) == 0 {
+	defer r.exposed.mu.Unlock()
+	e := r.ownerLocked(key, false, now)
+	if e == nil || len(e.names) == 0 {
 		return []byte(searchToolsJSON)
 	}
-	out := make([]byte, 0, len(searchToolsJSON)+len(extra)+1)
-	out = append(out, searchToolsJSON[:len(searchToolsJSON)-1]...)
-	out = append(out, extra...)
-	return append(out, ']')
+	e.used = now
+	out := []byte(searchToolsJSON[:len(searchToolsJSON)-1])
+	return append(v.appendExposed(out, e.names), ']')
 }
 
 // exposedJSON renders the named tools the view holds now, each preceded
-// by a comma (they follow the gateway's tools), in name order: finding a
-// listed tool again changes nothing a host sees. A view that does not
-// expose what it finds lists none.
-func (v *view) exposedJSON(names []string) []byte {
+// by a comma (they follow the gateway's tools); see appendExposed.
+func (v *view) exposedJSON(names []string) []byte { return v.appendExposed(nil, names) }
+
+// appendExposed appends the named tools the view holds now to out, each
+// preceded by a comma, in name order: finding a listed tool again
+// changes nothing a host sees. A view that does not expose what it finds
+// lists none.
+func (v *view) appendExposed(out []byte, names []string) []byte {
 	if v == nil || !v.exposing() || len(names) == 0 {
-		return nil
+		return out
 	}
-	sorted := slices.Sorted(slices.Values(names))
-	var out []byte
-	for _, name := range sorted {
+	entries := make([]*entry, 0, len(names))
+	size := len(out)
+	for _, name := range names {
 		if e := v.tools.byName[name]; e != nil {
-			out = append(out, ',')
-			out = append(out, e.def...)
+			entries = append(entries, e)
+			size += 1 + len(e.def)
 		}
+	}
+	slices.SortFunc(entries, func(a, b *entry) int { return strings.Compare(a.exposed, b.exposed) })
+	out = slices.Grow(out, size-len(out))
+	for _, e := range entries {
+		out = append(out, ',')
+		out = append(out, e.def...)
 	}
 	return out
 }
