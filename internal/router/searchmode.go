@@ -237,7 +237,6 @@ func (r *Router) findTools(c *Caller, v *view, args map[string]json.RawMessage) 
 		Hint  string      `json:"hint,omitempty"`
 	}
 	out.Tools = make([]foundTool, 0, len(hits))
-	var names []string
 	for _, h := range hits {
 		e := v.tools.entries[h.Doc]
 		f := foundTool{Name: e.exposed, Upstream: e.up.Name}
@@ -246,9 +245,12 @@ func (r *Router) findTools(c *Caller, v *view, args map[string]json.RawMessage) 
 		f.InputSchema, _ = jsonrpc.Field(e.def, "inputSchema")
 		f.Annotations, _ = jsonrpc.Field(e.def, "annotations")
 		out.Tools = append(out.Tools, f)
-		names = append(names, e.exposed)
 	}
 	if v.exposing() {
+		names := make([]string, len(hits))
+		for i, h := range hits {
+			names[i] = v.tools.entries[h.Doc].exposed
+		}
 		r.expose(c, v, names)
 	}
 	if len(hits) == 0 {
