@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"net/http"
 	"testing"
 
@@ -82,6 +83,28 @@ func TestOwnListChanges(t *testing.T) {
 			if m := tt.stream.next(); m.Method != want {
 				t.Errorf("%s got %s, want %s", tt.name, m.Method, want)
 			}
+		}
+	}
+}
+
+// TestStdioOwnListChanges: the stdio host's legacy session hears of a
+// change of its own list, not of another session's nor of a modern
+// identity's.
+func TestStdioOwnListChanges(t *testing.T) {
+	d := &fakeDispatcher{replies: map[string]*router.Reply{"tools/list": {Result: json.RawMessage(`{"tools":[]}`)}}}
+	h := newStdioHost(t, d, nil)
+	defer h.close()
+	h.send(initBody)
+	if m := h.next(); string(m.ID) != "1" {
+		t.Fatalf("initialize: %+v", m)
+	}
+	h.st.Deliver(router.Change{Method: "notifications/tools/list_changed", Session: "another-session"})
+	h.st.Deliver(router.Change{Method: "notifications/tools/list_changed", ForPrincipal: true})
+	h.st.Deliver(router.Change{Method: "notifications/prompts/list_changed"})
+	h.st.Deliver(router.Change{Method: "notifications/tools/list_changed", Session: stdioSession})
+	for _, want := range []string{"notifications/prompts/list_changed", "notifications/tools/list_changed"} {
+		if m := h.next(); m.Method != want {
+			t.Errorf("got %s, want %s", m.Method, want)
 		}
 	}
 }
