@@ -215,6 +215,29 @@ func TestExposeFoundReloadHides(t *testing.T) {
 	if diff := cmp.Diff([]Change{{Method: "notifications/tools/list_changed", Session: "s"}}, log.take()); diff != "" {
 		t.Errorf("changes (-want +got):\n%s", diff)
 	}
+
+	// A reload that turns expose_found off empties the lists, with a
+	// notice, and forgets them.
+	if got := find(t, r, c, "read a file from disk", 1); !cmp.Equal(got, []string{"up__read_file"}) {
+		t.Fatalf("find: %v", got)
+	}
+	log.take()
+	opts.Rules.ExposeFound = false
+	if err := r.Reconfigure(&opts); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(gatewayTools, listedBy(t, r, c)); diff != "" {
+		t.Errorf("after the reload turned expose_found off (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]Change{{Method: "notifications/tools/list_changed", Session: "s"}}, log.take()); diff != "" {
+		t.Errorf("changes (-want +got):\n%s", diff)
+	}
+	r.exposed.mu.Lock()
+	left := r.exposed.owners.Len()
+	r.exposed.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d lists kept after expose_found was turned off", left)
+	}
 }
 
 // TestExposeFoundBounds: a flood of finds from many sessions and
