@@ -191,9 +191,14 @@ func (r *Router) exposedTools(c *Caller, v *view) []byte {
 	return append(v.appendExposed(out, e.names), ']')
 }
 
-// exposedJSON renders the named tools the view holds now, each preceded
-// by a comma (they follow the gateway's tools); see appendExposed.
-func (v *view) exposedJSON(names []string) []byte { return v.appendExposed(nil, names) }
+// exposedEntry is the tool of that name as an exposed list shows it; nil
+// when the view does not hold it or does not expose what it finds.
+func (v *view) exposedEntry(name string) *entry {
+	if v == nil || !v.exposing() {
+		return nil
+	}
+	return v.tools.byName[name]
+}
 
 // appendExposed appends the named tools the view holds now to out, each
 // preceded by a comma, in name order: finding a listed tool again
@@ -226,25 +231,34 @@ func (v *view) appendExposed(out []byte, names []string) []byte {
 // exists) are forgotten, owners unused for too long too, and each owner
 // whose list changed (a tool left or came back, a definition changed)
 // is told.
+//
+// What changed is worked out once per view, from its old and new tools;
+// an owner costs a lookup per exposed name only where something did, so
+// that a rebuild that changes nothing exposed walks the owners once.
 func (r *Router) rebuildExposed(old, cat *catalog) {
 	_, _, idle := r.exposedLimits()
 	now := r.clock()
 	var changes []Change
+	diffs := map[string]*exposedDiff{}
 	r.exposed.mu.Lock()
 	if x := r.exposed.owners; x != nil {
 		for _, key := range x.Keys() {
 			e, _ := x.Peek(key)
-			ov, nv := old.views[e.view], cat.views[e.view]
-			if !bytes.Equal(ov.exposedJSON(e.names), nv.exposedJSON(e.names)) {
+			d := diffs[e.view]
+			if d == nil {
+				d = diffExposed(old.views[e.view], cat.views[e.view])
+				diffs[e.view] = d
+			}
+			if len(d.differs) > 0 && slices.ContainsFunc(e.names, func(n string) bool { return d.differs[n] }) {
 				changes = append(changes, e.change())
 			}
-			if nv == nil || !nv.rules.ExposeFound || now.Sub(e.used) >= idle {
+			if nv := cat.views[e.view]; nv == nil || !nv.rules.ExposeFound || now.Sub(e.used) >= idle {
 				x.Remove(key)
 				continue
 			}
-			e.names = slices.DeleteFunc(e.names, func(n string) bool {
-				return nv.tools.byName[n] == nil && nv.tools.down[n] == nil
-			})
+			if len(d.gone) > 0 {
+				e.names = slices.DeleteFunc(e.names, func(n string) bool { return d.gone[n] })
+			}
 		}
 	}
 	r.exposed.mu.Unlock()
@@ -253,6 +267,37 @@ func (r *Router) rebuildExposed(old, cat *catalog) {
 			r.opts.OnChange(ch)
 		}
 	}
+}
+
+// exposedDiff is what a catalog change did to one view's tools, as
+// exposed lists see them: differs are the names an exposed list shows
+// differently now (joined, left, another definition), gone those the
+// view no longer has at all (neither listed nor down).
+type exposedDiff struct{ differs, gone map[string]bool }
+
+func diffExposed(ov, nv *view) *exposedDiff {
+	d := &exposedDiff{differs: map[string]bool{}, gone: map[string]bool{}}
+	check := func(name string) {
+		a, b := ov.exposedEntry(name), nv.exposedEntry(name)
+		if (a == nil) != (b == nil) || (a != nil && !bytes.Equal(a.def, b.def)) {
+			d.differs[name] = true
+		}
+		if nv == nil || (nv.tools.byName[name] == nil && nv.tools.down[name] == nil) {
+			d.gone[name] = true
+		}
+	}
+	for _, v := range []*view{ov, nv} {
+		if v == nil {
+			continue
+		}
+		for name := range v.tools.byName {
+			check(name)
+		}
+		for name := range v.tools.down {
+			check(name)
+		}
+	}
+	return d
 }
 
 // dropExposed forgets a legacy session's exposed list (it ended).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -319,5 +320,101 @@ func TestExposeFoundOff(t *testing.T) {
 	}
 	if got := log.take(); len(got) != 0 {
 		t.Errorf("announced %+v", got)
+	}
+}
+
+// TestExposeFoundDefinitionChange: an exposed tool whose definition
+// changes upstream is listed as it is now, and its owner hears of it;
+// an owner whose tools did not change hears nothing.
+func TestExposeFoundDefinitionChange(t *testing.T) {
+	fakes := searchFakes()
+	r, log := exposeRouter(t, fakes, Options{})
+	web := &Caller{ProtocolVersion: ModernVersion, Principal: "key:web"}
+	files := &Caller{ProtocolVersion: ModernVersion, Principal: "key:files"}
+	find(t, r, web, "search the web for pages", 1)
+	find(t, r, files, "read a file from disk", 1)
+	log.take()
+	fakes["search"].mu.Lock()
+	fakes["search"].lists["tools/list"][0] = `{"name":"web","description":"Search the whole web","inputSchema":{"type":"object"}}`
+	fakes["search"].mu.Unlock()
+	r.refresh(context.Background(), r.upstreams()[0])
+	reply := r.Dispatch(context.Background(), web, request("tools/list", `{}`))
+	if !strings.Contains(string(reply.Result), "Search the whole web") {
+		t.Errorf("the exposed tool is listed as it was: %s", reply.Result)
+	}
+	want := []Change{{Method: "notifications/tools/list_changed", ForPrincipal: true, Principal: "key:web"}, {Method: "notifications/tools/list_changed", View: "full"}}
+	if diff := cmp.Diff(want, log.take()); diff != "" {
+		t.Errorf("changes (-want +got):\n%s", diff)
+	}
+}
+
+// TestExposeFoundPerView: a reload that hides a tool from one view takes
+// it out of that view's lists only, and tells their owners only.
+func TestExposeFoundPerView(t *testing.T) {
+	log := &changeLog{}
+	up := &fakeUpstream{lists: map[string][]string{"tools/list": {
+		`{"name":"read_file","description":"Read a file from disk","inputSchema":{"type":"object"}}`,
+	}}}
+	opts := Options{ListWait: -1, OnChange: log.add, Rules: policy.Rules{Mode: config.ModeSearch, ExposeFound: true, Teams: []policy.Team{{Name: "data"}}}}
+	opts.Upstreams = []UpstreamConfig{{Name: "up", Connect: up.connect, Fingerprint: "up1"}}
+	r := startRouter(t, opts, nil)
+	inDefault := &Caller{ProtocolVersion: ModernVersion, Principal: "key:p"}
+	inData := &Caller{ProtocolVersion: ModernVersion, Principal: "key:d", View: "data"}
+	for _, c := range []*Caller{inDefault, inData} {
+		if got := find(t, r, c, "read a file from disk", 1); !cmp.Equal(got, []string{"up__read_file"}) {
+			t.Fatalf("find in view %q: %v", c.View, got)
+		}
+	}
+	log.take()
+	opts.Rules.Teams = []policy.Team{{Name: "data", Deny: []string{"up__read_file"}}}
+	if err := r.Reconfigure(&opts); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(append(slices.Clone(gatewayTools), "up__read_file"), listedBy(t, r, inDefault)); diff != "" {
+		t.Errorf("the default view's owner (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(gatewayTools, listedBy(t, r, inData)); diff != "" {
+		t.Errorf("data's owner (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]Change{{Method: "notifications/tools/list_changed", View: "data", ForPrincipal: true, Principal: "key:d"}}, log.take()); diff != "" {
+		t.Errorf("changes (-want +got):\n%s", diff)
+	}
+}
+
+// BenchmarkExposedRebuild: what a catalog change costs the exposed lists
+// at their bounds (10000 owners of 32 tools each, out of 200). Run:
+//
+//	go test -run '^$' -bench ExposedRebuild -benchmem ./internal/router
+func BenchmarkExposedRebuild(b *testing.B) {
+	var defs []string
+	for i := range 200 {
+		defs = append(defs, fmt.Sprintf(`{"name":"t%d","description":"tool number %d","inputSchema":{"type":"object"}}`, i, i))
+	}
+	up := &fakeUpstream{lists: map[string][]string{"tools/list": defs}}
+	opts := Options{ListWait: -1, Rules: policy.Rules{Mode: config.ModeSearch, ExposeFound: true}}
+	opts.Upstreams = []UpstreamConfig{{Name: "up", Connect: up.connect}}
+	r, err := New(&opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r.Start(context.Background())
+	b.Cleanup(func() { _ = r.Close() })
+	if err := r.WaitStarted(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	v := r.catalog().view("")
+	perOwner, owners, _ := r.exposedLimits()
+	for i := range owners {
+		names := make([]string, perOwner)
+		for j := range names {
+			names[j] = fmt.Sprintf("up__t%d", (i+j)%200)
+		}
+		r.expose(&Caller{ProtocolVersion: ModernVersion, Principal: fmt.Sprint("key:", i)}, v, names)
+	}
+	old, cat := r.catalog(), r.buildCatalog()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		r.rebuildExposed(old, cat)
 	}
 }
