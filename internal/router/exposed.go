@@ -188,7 +188,7 @@ func (r *Router) exposedTools(c *Caller, v *view) []byte {
 	}
 	e.used = now
 	out := []byte(searchToolsJSON[:len(searchToolsJSON)-1])
-	return append(v.appendExposed(out, e.names), ']')
+	return append(v.appendExposed(out, e.names, !c.Modern() && c.takesTasks()), ']')
 }
 
 // exposedEntry is the tool of that name as an exposed list shows it; nil
@@ -202,9 +202,10 @@ func (v *view) exposedEntry(name string) *entry {
 
 // appendExposed appends the named tools the view holds now to out, each
 // preceded by a comma, in name order: finding a listed tool again
-// changes nothing a host sees. A view that does not expose what it finds
-// lists none.
-func (v *view) appendExposed(out []byte, names []string) []byte {
+// changes nothing a host sees. asTasks renders them for a legacy host
+// that takes tasks, as full mode lists them to it (toolsAsTasksJSON). A
+// view that does not expose what it finds lists none.
+func (v *view) appendExposed(out []byte, names []string, asTasks bool) []byte {
 	if v == nil || !v.exposing() || len(names) == 0 {
 		return out
 	}
@@ -219,8 +220,12 @@ func (v *view) appendExposed(out []byte, names []string) []byte {
 	slices.SortFunc(entries, func(a, b *entry) int { return strings.Compare(a.exposed, b.exposed) })
 	out = slices.Grow(out, size-len(out))
 	for _, e := range entries {
+		def := e.def
+		if asTasks {
+			def, _ = e.asTask()
+		}
 		out = append(out, ',')
-		out = append(out, e.def...)
+		out = append(out, def...)
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package router
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -416,5 +417,30 @@ func BenchmarkExposedRebuild(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		r.rebuildExposed(old, cat)
+	}
+}
+
+// TestExposeFoundAsTasks: a legacy host that takes tasks sees an exposed
+// tool of an upstream with tasks.after as full mode lists it to it
+// (execution.taskSupport optional); a host that does not, as it is.
+func TestExposeFoundAsTasks(t *testing.T) {
+	up := &fakeUpstream{lists: map[string][]string{"tools/list": {`{"name":"build","description":"Build the project","inputSchema":{"type":"object"}}`}}}
+	opts := Options{ListWait: -1, Rules: policy.Rules{Mode: config.ModeSearch, ExposeFound: true}}
+	opts.Upstreams = []UpstreamConfig{{Name: "up", Connect: up.connect, Timeout: time.Hour, TaskAfter: time.Second}}
+	r := startRouter(t, opts, nil)
+	for _, tt := range []struct {
+		caller *Caller
+		want   bool
+	}{
+		{&Caller{ProtocolVersion: "2025-11-25", Session: "s-tasks", Capabilities: json.RawMessage(`{"tasks":{}}`)}, true},
+		{&Caller{ProtocolVersion: "2025-11-25", Session: "s-plain", Capabilities: json.RawMessage(`{}`)}, false},
+	} {
+		if got := find(t, r, tt.caller, "build the project", 1); !cmp.Equal(got, []string{"up__build"}) {
+			t.Fatalf("find: %v", got)
+		}
+		reply := r.Dispatch(context.Background(), tt.caller, request("tools/list", `{}`))
+		if got := strings.Contains(string(reply.Result), `"taskSupport":"optional"`); got != tt.want {
+			t.Errorf("session %s: taskSupport optional listed %v, want %v: %s", tt.caller.Session, got, tt.want, reply.Result)
+		}
 	}
 }
