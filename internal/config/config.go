@@ -841,10 +841,12 @@ type Search struct {
 	// that caller's own tools/list, as native tools after the gateway's
 	// three, each addition announced with notifications/tools/list_changed,
 	// so that hosts keep per-tool consent and annotations: a legacy
-	// host's per session, a modern host's per identity and view. At most
-	// DefaultMaxExposed (32) tools each, the least recently found
-	// dropped first. Key: expose_found. Default false; teams[].search
-	// overrides it.
+	// host's per session, a modern host's per identity and view (with
+	// auth.mode none, every modern host of the view is one anonymous
+	// identity and shares the list). At most DefaultMaxExposed (32)
+	// tools each, the least recently found dropped first. Kept in each
+	// replica's memory. Key: expose_found. Default false;
+	// teams[].search overrides it.
 	ExposeFound bool
 }
 

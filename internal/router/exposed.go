@@ -77,13 +77,13 @@ func exposedKey(c *Caller) string {
 
 // exposedLimits returns the bounds in force.
 func (r *Router) exposedLimits() (perOwner, owners int, idle time.Duration) {
-	return cmp0(r.opts.MaxExposed, config.DefaultMaxExposed),
-		cmp0(r.opts.MaxExposedCallers, config.DefaultMaxExposedCallers),
-		cmp0(r.opts.ExposedIdle, config.DefaultExposedIdle)
+	return orDefault(r.opts.MaxExposed, config.DefaultMaxExposed),
+		orDefault(r.opts.MaxExposedCallers, config.DefaultMaxExposedCallers),
+		orDefault(r.opts.ExposedIdle, config.DefaultExposedIdle)
 }
 
-// cmp0 is v, or def when v is not positive.
-func cmp0[T int | time.Duration](v, def T) T {
+// orDefault is v, or def when v is not positive.
+func orDefault[T int | time.Duration](v, def T) T {
 	if v <= 0 {
 		return def
 	}
@@ -98,7 +98,8 @@ func (r *Router) clock() time.Time {
 }
 
 // ownerLocked returns the caller's live entry, or nil (create: a new one,
-// which may push the least recently active owner out). x.mu must be held.
+// which may push the least recently active owner out). r.exposed.mu
+// must be held.
 func (r *Router) ownerLocked(key string, create bool, now time.Time) *exposed {
 	_, owners, idle := r.exposedLimits()
 	x := &r.exposed
