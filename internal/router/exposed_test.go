@@ -137,6 +137,17 @@ func TestExposeFoundIsolation(t *testing.T) {
 		t.Errorf("a direct call of the exposed tool: %s %+v, routed to %s/%s", reply.Result, reply.Error, reply.Upstream, reply.Original)
 	}
 
+	// Without authentication every modern host of a view is the one
+	// anonymous identity: they share a list.
+	anon1, anon2 := &Caller{ProtocolVersion: ModernVersion}, &Caller{ProtocolVersion: ModernVersion, LogLevel: "info"}
+	find(t, r, anon1, "latest news headlines", 1)
+	if diff := cmp.Diff(append(slices.Clone(gatewayTools), "search__news"), listedBy(t, r, anon2)); diff != "" {
+		t.Errorf("another anonymous modern host (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]Change{{Method: "notifications/tools/list_changed", ForPrincipal: true}}, log.take()); diff != "" {
+		t.Errorf("changes after the anonymous find (-want +got):\n%s", diff)
+	}
+
 	// The session's end forgets its list.
 	r.HostGone("sess-a")
 	if diff := cmp.Diff(gatewayTools, listedBy(t, r, a)); diff != "" {
