@@ -455,3 +455,56 @@ func TestExposeFoundAsTasks(t *testing.T) {
 		}
 	}
 }
+
+// TestExposeFoundConcurrent: finds, lists, session ends and catalog
+// rebuilds at once (run with -race) leave every list within its bounds
+// and made of the view's tools.
+func TestExposeFoundConcurrent(t *testing.T) {
+	fakes := searchFakes()
+	r, _ := exposeRouter(t, fakes, Options{MaxExposed: 2, MaxExposedCallers: 8})
+	queries := []string{"read a file", "search the web", "latest news", "write a file", "reboot"}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 50 {
+				// The goroutines share owners: one finds while another lists.
+				c := &Caller{ProtocolVersion: eras[i%2], Session: fmt.Sprint("s", i%5, g%2), Principal: fmt.Sprint("key:", i%3), View: []string{"", "data"}[g%2]}
+				// (t.Fatal belongs to the test's goroutine: no find or
+				// listedBy here.)
+				if reply := r.Dispatch(context.Background(), c, callReq(toolFind, fmt.Sprintf(`{"query":%q,"limit":3}`, queries[(g+i)%len(queries)]), "")); reply.Error != nil || reply.ToolError {
+					t.Errorf("find_tools: %s %v", reply.Result, reply.Error)
+					return
+				}
+				reply := r.Dispatch(context.Background(), c, request("tools/list", `{}`))
+				if reply.Error != nil {
+					t.Errorf("tools/list: %v", reply.Error)
+					return
+				}
+				for _, hidden := range []string{"admin__reboot", "files__write_file"} {
+					if c.View == "data" && strings.Contains(string(reply.Result), `"name":"`+hidden+`"`) {
+						t.Errorf("data lists the hidden %s", hidden)
+					}
+				}
+				if i%7 == 0 {
+					r.HostGone(c.Session)
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for range 20 {
+			r.refresh(context.Background(), r.upstreams()[1])
+		}
+	})
+	wg.Wait()
+	r.exposed.mu.Lock()
+	defer r.exposed.mu.Unlock()
+	if n := r.exposed.owners.Len(); n > 8 {
+		t.Errorf("%d owners, want at most 8", n)
+	}
+	for _, e := range r.exposed.owners.Values() {
+		if len(e.names) > 2 {
+			t.Errorf("an owner holds %v, want at most 2", e.names)
+		}
+	}
+}
