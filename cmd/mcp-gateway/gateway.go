@@ -339,6 +339,7 @@ func policyRules(cfg *config.Config) policy.Rules {
 		SlimSchemas:         cfg.Policy.SlimSchemas,
 		Priority:            cfg.Policy.Priority,
 		Mode:                cfg.Policy.Mode,
+		ExposeFound:         cfg.Search.ExposeFound,
 		Upstreams:           map[string]policy.UpstreamRules{},
 	}
 	for _, u := range cfg.Upstreams {
@@ -352,7 +353,7 @@ func policyRules(cfg *config.Config) policy.Rules {
 		}
 	}
 	for _, t := range cfg.Teams {
-		rules.Teams = append(rules.Teams, policy.Team{Name: t.Name, Allow: t.Allow, Deny: t.Deny, MaxTools: t.MaxTools, MaxTokens: t.MaxTokens, Mode: t.Mode})
+		rules.Teams = append(rules.Teams, policy.Team{Name: t.Name, Allow: t.Allow, Deny: t.Deny, MaxTools: t.MaxTools, MaxTokens: t.MaxTokens, Mode: t.Mode, ExposeFound: t.Search.ExposeFound})
 	}
 	for _, p := range cfg.Profiles {
 		rules.Profiles = append(rules.Profiles, policy.Team{Name: p.Name, Allow: p.Allow, Deny: p.Deny, MaxTools: p.MaxTools, MaxTokens: p.MaxTokens, Priority: p.Priority, Mode: p.Mode})

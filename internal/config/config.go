@@ -97,6 +97,15 @@ const (
 	// shorter wait would make nearly every call a task.
 	MinTaskAfter = 100 * time.Millisecond
 	MaxTaskAfter = time.Hour
+	// DefaultMaxExposed is how many found tools search.expose_found adds
+	// to one session's or identity's tools/list (the least recently
+	// found go first); DefaultMaxExposedCallers how many sessions and
+	// identities a replica keeps such a list for (the least recently
+	// active forgotten first), and DefaultExposedIdle how long a list
+	// is kept unused.
+	DefaultMaxExposed        = 32
+	DefaultMaxExposedCallers = 10000
+	DefaultExposedIdle       = time.Hour
 	// DefaultMaxTimeoutFactor times the timeout, at most
 	// DefaultMaxTimeoutCap, is a call's longest run while the upstream
 	// reports progress (see DefaultMaxTimeout).
@@ -258,6 +267,9 @@ type Config struct {
 
 	// State says where the state that replicas share lives. Key: state.
 	State State
+
+	// Search configures views in search mode. Key: search.
+	Search Search
 
 	// Shutdown says how the gateway stops on SIGTERM. Key: shutdown.
 	Shutdown Shutdown
@@ -830,6 +842,29 @@ const (
 // DefaultMode is policy.mode when it is not set.
 const DefaultMode = ModeFull
 
+// Search configures views in search mode (policy.mode, teams[].mode
+// search or auto).
+type Search struct {
+	// ExposeFound also adds the tools a caller finds with find_tools to
+	// that caller's own tools/list, as native tools after the gateway's
+	// three, each addition announced with notifications/tools/list_changed,
+	// so that hosts keep per-tool consent and annotations: a legacy
+	// host's per session, a modern host's per identity and view (with
+	// auth.mode none, every modern host of the view is one anonymous
+	// identity and shares the list). At most DefaultMaxExposed (32)
+	// tools each, the least recently found dropped first. Kept in each
+	// replica's memory. Key: expose_found. Default false;
+	// teams[].search overrides it.
+	ExposeFound bool
+}
+
+// TeamSearch overrides search settings for one team.
+type TeamSearch struct {
+	// ExposeFound overrides search.expose_found for the team's view. Key:
+	// expose_found. Not set (the default) takes search.expose_found.
+	ExposeFound *bool
+}
+
 // Team is a group of callers with its own view of the catalog.
 type Team struct {
 	// Name identifies the team in logs, metrics and `mcp-gateway tools
@@ -855,6 +890,9 @@ type Team struct {
 	// Mode is how the team's view lists its tools: full or search (see
 	// policy.mode). Key: mode. Empty (the default) takes policy.mode.
 	Mode ViewMode
+	// Search overrides the top-level search settings for the team's view.
+	// Key: search.
+	Search TeamSearch
 	// Limits override the top-level limits for this team's identities,
 	// field by field. Key: limits.
 	Limits *TeamLimitOverrides

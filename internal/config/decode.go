@@ -500,6 +500,11 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 					"previous_key": func(p string, v *yaml.Node) { c.State.PreviousKey = d.secret(p, v, false) },
 				}})
 			},
+			"search": func(p string, v *yaml.Node) {
+				d.object(p, v, schema{fields: map[string]field{
+					"expose_found": func(p string, v *yaml.Node) { d.boolean(p, v, &c.Search.ExposeFound) },
+				}})
+			},
 			"shutdown": func(p string, v *yaml.Node) {
 				d.object(p, v, schema{fields: map[string]field{
 					"delay":   func(p string, v *yaml.Node) { d.duration(p, v, &c.Shutdown.Delay) },
@@ -822,6 +827,15 @@ func (d *decoder) team(p string, n *yaml.Node) (Team, bool) {
 	fields := d.viewFields(&viewFields{&t.Name, &t.Allow, &t.Deny, &t.MaxTools, &t.MaxTokens, nil, &t.Mode})
 	maps.Copy(fields, map[string]field{
 		"api_keys": func(p string, v *yaml.Node) { t.APIKeys = d.strings(p, v) },
+		"search": func(p string, v *yaml.Node) {
+			d.object(p, v, schema{fields: map[string]field{
+				"expose_found": func(p string, v *yaml.Node) {
+					var on bool
+					d.boolean(p, v, &on)
+					t.Search.ExposeFound = &on
+				},
+			}})
+		},
 		"claims": func(p string, v *yaml.Node) {
 			if !d.visit(p, v) {
 				return

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -854,6 +855,7 @@ func (c *Config) Warnings() []Problem {
 	if c.Auth.Mode != AuthOAuth && !reflect.DeepEqual(c.Auth.OAuth, Default().Auth.OAuth) {
 		ps.add("auth.oauth", "set, but auth.mode is not oauth: no token is checked against it")
 	}
+	c.searchWarnings(&ps)
 	for i, t := range c.Teams {
 		if c.Auth.Mode == AuthAPIKey && len(t.APIKeys) == 0 {
 			ps.add(fmt.Sprintf("teams[%d].api_keys", i), "none: no caller can select this team under auth.mode api_key")
@@ -871,6 +873,24 @@ func (c *Config) Warnings() []Problem {
 		}
 	}
 	return ps
+}
+
+// searchWarnings reports expose_found settings that do nothing: on where
+// no view is ever in search mode (found tools are only ever exposed by
+// find_tools, which only search mode lists).
+func (c *Config) searchWarnings(ps *problems) {
+	policyMode := cmp.Or(c.Policy.Mode, DefaultMode)
+	searching := policyMode != ModeFull
+	for i, t := range c.Teams {
+		mode := cmp.Or(t.Mode, policyMode)
+		searching = searching || mode != ModeFull
+		if t.Search.ExposeFound != nil && *t.Search.ExposeFound && mode == ModeFull {
+			ps.add(fmt.Sprintf("teams[%d].search.expose_found", i), "true, but the team's mode is full: only a view in search or auto mode finds tools to expose")
+		}
+	}
+	if c.Search.ExposeFound && !searching {
+		ps.add("search.expose_found", "true, but no view is in search or auto mode (policy.mode, teams[].mode): nothing is found to expose")
+	}
 }
 
 // isLoopbackListen reports whether the listen address binds loopback only.

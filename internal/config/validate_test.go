@@ -376,6 +376,19 @@ func TestWarnings(t *testing.T) {
 		{"audit path while audit is off", func(c *Config) { c.Telemetry.Audit.Path = "audit.jsonl" },
 			[]Problem{{Path: "telemetry.audit.path", Message: "set, but telemetry.audit.enabled is false: nothing is audited"}}},
 		{"audit on", func(c *Config) { c.Telemetry.Audit = Audit{Enabled: true, Path: "audit.jsonl", Arguments: AuditHash} }, nil},
+		{"expose_found without search mode", func(c *Config) { c.Search.ExposeFound = true },
+			[]Problem{{Path: "search.expose_found", Message: "true, but no view is in search or auto mode (policy.mode, teams[].mode): nothing is found to expose"}}},
+		{"expose_found with a search team", func(c *Config) {
+			c.Search.ExposeFound = true
+			c.Auth.Mode = AuthAPIKey
+			c.Teams = []Team{{Name: "a", APIKeys: []string{"a-long-enough-key-123"}, Mode: ModeAuto}}
+		}, nil},
+		{"team expose_found on a full team", func(c *Config) {
+			on := true
+			c.Policy.Mode = ModeSearch
+			c.Auth.Mode = AuthAPIKey
+			c.Teams = []Team{{Name: "a", APIKeys: []string{"a-long-enough-key-123"}, Mode: ModeFull, Search: TeamSearch{ExposeFound: &on}}}
+		}, []Problem{{Path: "teams[0].search.expose_found", Message: "true, but the team's mode is full: only a view in search or auto mode finds tools to expose"}}},
 		{"team without keys, short key", func(c *Config) {
 			c.Auth.Mode = AuthAPIKey
 			c.Teams = []Team{{Name: "a"}, {Name: "b", APIKeys: []string{"short", "a-long-enough-key-123"}}}

@@ -54,6 +54,10 @@ type Rules struct {
 	// Mode is how the default view lists its tools, and that of a team
 	// without a mode of its own; "" means config.DefaultMode.
 	Mode config.ViewMode
+	// ExposeFound adds the tools a caller finds in search mode to that
+	// caller's own tools/list (search.expose_found), in the default view
+	// and every team without a setting of its own.
+	ExposeFound bool
 }
 
 // UpstreamRules are the rules of one upstream, on the names the upstream
@@ -89,6 +93,8 @@ type Team struct {
 	// Mode is how the team's view lists its tools; "" takes the
 	// policy's (a profile's "" takes its caller's view's).
 	Mode config.ViewMode
+	// ExposeFound, when not nil, overrides Rules.ExposeFound.
+	ExposeFound *bool
 }
 
 // View is the rules of one view, as the router applies them.
@@ -110,6 +116,9 @@ type View struct {
 	// Mode is how the view lists its tools: the team's, else the
 	// policy's, else config.DefaultMode; never "".
 	Mode config.ViewMode
+	// ExposeFound: what a caller finds in search mode is added to its
+	// own tools/list (the team's setting, else the policy's).
+	ExposeFound bool
 }
 
 // Search reports whether the view is in search mode: its tools/list
@@ -122,14 +131,19 @@ func (v *View) Search() bool { return v.Mode == config.ModeSearch }
 // each of those views narrowed by each profile (ProfileView).
 func (r *Rules) Views() []View {
 	mode := cmp.Or(r.Mode, config.DefaultMode)
-	views := []View{{MaxTools: r.MaxTools, MaxTokens: r.MaxTokens, Priority: r.Priority, Mode: mode}}
+	views := []View{{MaxTools: r.MaxTools, MaxTokens: r.MaxTokens, Priority: r.Priority, Mode: mode, ExposeFound: r.ExposeFound}}
 	for _, t := range r.Teams {
+		expose := r.ExposeFound
+		if t.ExposeFound != nil {
+			expose = *t.ExposeFound
+		}
 		views = append(views, View{
 			Name: t.Name, Allow: t.Allow, Deny: t.Deny,
-			MaxTools:  tighter(r.MaxTools, t.MaxTools),
-			MaxTokens: tighter(r.MaxTokens, t.MaxTokens),
-			Priority:  r.Priority,
-			Mode:      cmp.Or(t.Mode, mode),
+			MaxTools:    tighter(r.MaxTools, t.MaxTools),
+			MaxTokens:   tighter(r.MaxTokens, t.MaxTokens),
+			Priority:    r.Priority,
+			Mode:        cmp.Or(t.Mode, mode),
+			ExposeFound: expose,
 		})
 	}
 	if len(r.Profiles) == 0 {
@@ -147,7 +161,7 @@ func (r *Rules) Views() []View {
 // ProfileView is view v narrowed by profile p: named ViewKey(team,
 // profile), it allows what both allow, denies what either denies, and
 // takes the tighter of their limits; p's priority and mode, where set,
-// replace v's.
+// replace v's; what the caller finds is exposed as in v.
 func ProfileView(v View, p Team) View {
 	priority := v.Priority
 	if len(p.Priority) > 0 {
@@ -162,6 +176,7 @@ func ProfileView(v View, p Team) View {
 		MaxTokens:    tighter(v.MaxTokens, p.MaxTokens),
 		Priority:     priority,
 		Mode:         cmp.Or(p.Mode, v.Mode),
+		ExposeFound:  v.ExposeFound,
 	}
 }
 

@@ -245,3 +245,20 @@ func TestAPIKeys(t *testing.T) {
 		t.Error("no keys at all was accepted")
 	}
 }
+
+// TestViewsInheritExposeFound: a team without its own expose_found takes
+// the policy's; one with it keeps its own, true or false.
+func TestViewsInheritExposeFound(t *testing.T) {
+	yes, no := true, false
+	for _, policyOn := range []bool{false, true} {
+		r := &Rules{ExposeFound: policyOn, Teams: []Team{{Name: "inherits"}, {Name: "on", ExposeFound: &yes}, {Name: "off", ExposeFound: &no}}}
+		got := map[string]bool{}
+		for _, v := range r.Views() {
+			got[v.Name] = v.ExposeFound
+		}
+		want := map[string]bool{"": policyOn, "inherits": policyOn, "on": true, "off": false}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("policy expose_found %v: views (-want +got):\n%s", policyOn, diff)
+		}
+	}
+}

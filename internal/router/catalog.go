@@ -743,26 +743,35 @@ func toolsAsTasks(tools []*entry) []byte {
 	items := make([]json.RawMessage, len(tools))
 	changed := false
 	for i, e := range tools {
-		items[i] = e.def
-		if e.up.TaskAfter <= 0 || e.taskSupport == "optional" || e.taskSupport == "required" {
-			continue
-		}
-		exec, ok := jsonrpc.Field(e.def, "execution")
-		if !ok || len(exec) == 0 || exec[0] != '{' {
-			exec = json.RawMessage(`{}`)
-		}
-		exec, err := jsonrpc.SetField(jsonrpc.DeleteField(exec, "taskSupport"), "taskSupport", jsonrpc.String("optional"))
-		if err != nil {
-			continue
-		}
-		def, err := jsonrpc.SetField(jsonrpc.DeleteField(e.def, "execution"), "execution", exec)
-		if err != nil {
-			continue
-		}
-		items[i], changed = def, true
+		def, ok := e.asTask()
+		items[i] = def
+		changed = changed || ok
 	}
 	if !changed {
 		return nil
 	}
 	return joinArray(items)
+}
+
+// asTask is a tool's definition for a legacy host that takes tasks: for
+// a tool of an upstream with tasks.after, with execution.taskSupport
+// "optional" (ok), since the gateway runs it as a task; else def as it
+// is.
+func (e *entry) asTask() (json.RawMessage, bool) {
+	if e.up.TaskAfter <= 0 || e.taskSupport == "optional" || e.taskSupport == "required" {
+		return e.def, false
+	}
+	exec, ok := jsonrpc.Field(e.def, "execution")
+	if !ok || len(exec) == 0 || exec[0] != '{' {
+		exec = json.RawMessage(`{}`)
+	}
+	exec, err := jsonrpc.SetField(jsonrpc.DeleteField(exec, "taskSupport"), "taskSupport", jsonrpc.String("optional"))
+	if err != nil {
+		return e.def, false
+	}
+	def, err := jsonrpc.SetField(jsonrpc.DeleteField(e.def, "execution"), "execution", exec)
+	if err != nil {
+		return e.def, false
+	}
+	return def, true
 }

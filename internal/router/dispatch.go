@@ -279,7 +279,7 @@ func (r *Router) dispatch(ctx context.Context, c *Caller, req *jsonrpc.Request) 
 	}
 	switch req.Method {
 	case "tools/list":
-		return r.list(c, v, req, "tools", v.listedTools(c))
+		return r.list(c, v, req, "tools", r.listedTools(c, v))
 	case "prompts/list":
 		return r.list(c, v, req, "prompts", v.promptsJSON)
 	case "resources/list":
@@ -397,7 +397,9 @@ func (r *Router) list(c *Caller, v *view, req *jsonrpc.Request, key string, body
 	out = append(out, ':')
 	out = append(out, body...)
 	if c.Modern() {
-		out = r.appendCacheable(out, v.rules.Private())
+		// A view that exposes what its callers find lists tools per
+		// identity.
+		out = r.appendCacheable(out, v.rules.Private() || (key == "tools" && v.exposing()))
 	}
 	return &Reply{Result: append(out, '}')}
 }

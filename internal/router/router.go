@@ -192,6 +192,14 @@ type Options struct {
 	// redis): a modern host's retry of a call parked on another replica,
 	// and a task that runs on another, are answered there (peers.go).
 	Peers Peers
+	// MaxExposed bounds the found tools a view with expose_found adds to
+	// one session's or identity's tools/list (exposed.go); 0 means
+	// config.DefaultMaxExposed. MaxExposedCallers bounds the sessions
+	// and identities such lists are kept for; 0 means
+	// config.DefaultMaxExposedCallers. ExposedIdle forgets a list
+	// unused for that long; 0 means config.DefaultExposedIdle.
+	MaxExposed, MaxExposedCallers int
+	ExposedIdle                   time.Duration
 	// Logger receives the router's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -211,6 +219,15 @@ type Change struct {
 	Subscribers []string
 	// View is the view whose list changed ("" = the default view).
 	View string
+	// Session, when set, is the one legacy session whose own tools/list
+	// changed (search.expose_found): only it hears of the change.
+	Session string
+	// ForPrincipal says the change is of one modern identity's own
+	// tools/list in View (search.expose_found): only the listen streams
+	// of Principal (policy.Identity.ID, "" without authentication) in
+	// View hear of it.
+	ForPrincipal bool
+	Principal    string
 }
 
 // Router merges and routes. Create it with New, call Start once, and
@@ -245,6 +262,10 @@ type Router struct {
 	owners owners
 	// tasks are the tasks handed to hosts (taskstore.go).
 	tasks taskStore
+	// exposed are the found tools callers have as their own
+	// (exposed.go); now, when set, is its clock (tests).
+	exposed exposures
+	now     func() time.Time
 
 	mu sync.Mutex // guards the fields below
 	// ups are the upstreams, in priority order; Reconfigure replaces the
@@ -699,6 +720,7 @@ func (r *Router) rebuild() {
 	old := r.cat
 	r.cat = cat
 	r.mu.Unlock()
+	r.rebuildExposed(old, cat)
 	if r.opts.OnChange == nil {
 		return
 	}

@@ -90,8 +90,10 @@ func isSearchTool(name string) bool {
 }
 
 // listedTools is the item array of the view's tools/list for c.
-func (v *view) listedTools(c *Caller) []byte {
+func (r *Router) listedTools(c *Caller, v *view) []byte {
 	switch {
+	case v.exposing():
+		return r.exposedTools(c, v)
 	case v.search:
 		return []byte(searchToolsJSON)
 	case v.toolsAsTasksJSON != nil && !c.Modern() && c.takesTasks():
@@ -125,7 +127,7 @@ func (r *Router) searchCall(ctx context.Context, c *Caller, v *view, req *jsonrp
 	}
 	switch req.Name {
 	case toolFind:
-		return r.findTools(v, args)
+		return r.findTools(c, v, args)
 	case toolDescribe:
 		return describeTool(v, args)
 	}
@@ -262,8 +264,9 @@ type foundTool struct {
 	Annotations json.RawMessage `json:"annotations,omitempty"`
 }
 
-// findTools answers find_tools from the view's index.
-func (r *Router) findTools(v *view, args toolArgs) *Reply {
+// findTools answers find_tools from the view's index; in a view that
+// exposes what it finds, the tools found join c's own tools/list.
+func (r *Router) findTools(c *Caller, v *view, args toolArgs) *Reply {
 	query, why := stringArg(toolFind, args.query, "query", true)
 	if why != "" {
 		return toolErrorReply(why)
@@ -295,8 +298,17 @@ func (r *Router) findTools(v *view, args toolArgs) *Reply {
 		f.Annotations, _ = jsonrpc.Field(e.def, "annotations")
 		out.Tools = append(out.Tools, f)
 	}
+	if v.exposing() {
+		names := make([]string, len(hits))
+		for i, h := range hits {
+			names[i] = v.tools.entries[h.Doc].exposed
+		}
+		r.expose(c, v, names)
+	}
 	if len(hits) == 0 {
 		out.Hint = "No tool matched. Search again with other or fewer words, or without upstream."
+	} else if v.exposing() {
+		out.Hint = "These tools are now in your tool list too: call one directly by its name, or with call_tool, with arguments that match its inputSchema."
 	} else {
 		out.Hint = "Run one with call_tool, giving its exact name and arguments that match its inputSchema."
 	}

@@ -45,3 +45,39 @@ func BenchmarkSearchMode(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSearchModeExposed: find_tools and tools/list in a view in
+// search mode, with expose_found off and on (the caller's list then
+// holds what it found: five tools). Run:
+//
+//	go test -run '^$' -bench SearchModeExposed -benchmem ./internal/router
+func BenchmarkSearchModeExposed(b *testing.B) {
+	for _, expose := range []bool{false, true} {
+		r := benchRouterWith(b, benchResult(1<<10), policy.Rules{Mode: config.ModeSearch, ExposeFound: expose})
+		caller := &router.Caller{ProtocolVersion: "2025-11-25", Session: "s1", Capabilities: json.RawMessage(`{}`)}
+		for _, bc := range []struct{ name, method, params string }{
+			{"find_tools", "tools/call", `{"name":"find_tools","arguments":{"query":"tool 7 of upstream 17"}}`},
+			{"tools_list", "tools/list", `{}`},
+		} {
+			name := bc.name + map[bool]string{false: "/off", true: "/on"}[expose]
+			b.Run(name, func(b *testing.B) {
+				body := jsonrpc.AppendRequest(nil, json.RawMessage(`"host-1"`), bc.method, json.RawMessage(bc.params))
+				call := func() {
+					req, err := jsonrpc.DecodeRequest(body)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if reply := r.Dispatch(context.Background(), caller, req); reply.Error != nil || reply.ToolError {
+						b.Fatalf("reply: %v %s", reply.Error, reply.Result)
+					}
+				}
+				call()
+				b.ReportAllocs()
+				b.ResetTimer()
+				for range b.N {
+					call()
+				}
+			})
+		}
+	}
+}

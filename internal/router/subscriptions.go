@@ -150,9 +150,10 @@ func (r *Router) UnsubscribeResource(ctx context.Context, key, uri string) {
 
 // HostGone forgets a host whose session or stream has ended (key is the
 // session id or the listen stream's key): its subscriptions end, and so
-// do its per-client upstream sessions.
+// do its per-client upstream sessions and a session's exposed tools.
 func (r *Router) HostGone(key string) {
 	r.dropHost(key)
+	r.dropExposed(key)
 	r.dropSubscriptions(key)
 }
 

@@ -153,23 +153,29 @@ const metaSubscriptionID = "io.modelcontextprotocol/subscriptionId"
 
 // Deliver hands a change to the hosts that should hear of it: list
 // changes to every legacy session and to the listen streams that asked,
-// resource updates to their subscribers. It never blocks.
+// a change of one caller's own list (Session, ForPrincipal) to that
+// caller only, resource updates to their subscribers. It never blocks.
 func (s *Server) Deliver(c router.Change) {
 	s.mu.Lock()
 	var sessions []*session
 	var listeners []*listener
-	if c.Subscribers == nil {
+	switch {
+	case c.Session != "":
+		if ss := s.sessions[c.Session]; ss != nil && ss.view == c.View {
+			sessions = append(sessions, ss)
+		}
+	case c.Subscribers == nil:
 		for _, ss := range s.sessions {
-			if ss.view == c.View {
+			if ss.view == c.View && !c.ForPrincipal {
 				sessions = append(sessions, ss)
 			}
 		}
 		for l := range s.listeners {
-			if l.view == c.View && l.wants(c.Method) {
+			if l.view == c.View && l.wants(c.Method) && (!c.ForPrincipal || l.principal == c.Principal) {
 				listeners = append(listeners, l)
 			}
 		}
-	} else {
+	default:
 		for _, key := range c.Subscribers {
 			if ss := s.sessions[key]; ss != nil {
 				sessions = append(sessions, ss)

@@ -498,12 +498,15 @@ func (st *Stdio) Deliver(c router.Change) {
 	legacy := st.version != ""
 	var ls []*listener
 	for _, l := range st.listeners {
-		if (c.Subscribers == nil && l.wants(c.Method)) || slices.Contains(c.Subscribers, l.key) {
+		// The stdio host is the only identity (""): a change of its own
+		// list (ForPrincipal) is its listen requests' too, a session's
+		// (Session) is not.
+		if (c.Subscribers == nil && c.Session == "" && l.wants(c.Method)) || slices.Contains(c.Subscribers, l.key) {
 			ls = append(ls, l)
 		}
 	}
 	st.mu.Unlock()
-	if legacy && (c.Subscribers == nil || slices.Contains(c.Subscribers, stdioSession)) {
+	if legacy && !c.ForPrincipal && (c.Subscribers == nil || slices.Contains(c.Subscribers, stdioSession)) && (c.Session == "" || c.Session == stdioSession) {
 		st.notify(c.Method, jsonrpc.AppendNotification(nil, c.Method, c.Params))
 	}
 	for _, l := range ls {
