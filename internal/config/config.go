@@ -899,12 +899,14 @@ type Profile struct {
 	// max_tokens. 0 means the team's and the policy's limits only.
 	MaxTokens int
 	// Priority lists glob patterns on exposed names kept first when a
-	// limit cuts (see policy.priority). Key: priority. Empty takes
-	// policy.priority.
+	// limit cuts (see policy.priority), among the tools the caller's team
+	// view kept: it never brings back one the team's limits cut. Key:
+	// priority. Empty takes policy.priority.
 	Priority []string
 	// Mode is how the profile lists its tools: full, search or auto (see
-	// policy.mode). Key: mode. Empty (the default) takes the caller's
-	// team's mode, else policy.mode.
+	// policy.mode), of those the caller's team view kept (auto searches
+	// no tool the team's limits cut). Key: mode. Empty (the default)
+	// takes the caller's team's mode, else policy.mode.
 	Mode ViewMode
 }
 

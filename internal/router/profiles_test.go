@@ -262,3 +262,80 @@ func TestProfileCallsAreChargedToTheTeam(t *testing.T) {
 		}
 	}
 }
+
+// TestProfileKeepsWithinTheTeamsCut: a profile's view is chosen among
+// the tools its team's view kept, after that view's limits and its mode
+// decision, so neither a profile's priority nor its mode brings back a
+// tool the team's limits cut: that tool is unknown on the profile's
+// path by every route (tools/list, tools/call, find_tools, call_tool,
+// describe_tool).
+func TestProfileKeepsWithinTheTeamsCut(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		rules policy.Rules
+		// views are the profile views to look at; kept is a tool their
+		// team's view keeps, cut one it cuts.
+		views     []string
+		kept, cut string
+	}{
+		{
+			name: "a profile's priority",
+			rules: policy.Rules{
+				Teams: []policy.Team{{Name: "data", Allow: []string{"search__*"}, MaxTools: 1}},
+				Profiles: []policy.Team{
+					{Name: "prio", Priority: []string{"search__news"}},
+					{Name: "prio-search", Priority: []string{"search__news"}, Mode: config.ModeSearch},
+				},
+			},
+			views: []string{"data/prio", "data/prio-search"},
+			kept:  "search__web", cut: "search__news",
+		},
+		{
+			name: "a profile's mode auto",
+			rules: policy.Rules{
+				MaxTokens: 15, // every tool is 10 tokens: the default view keeps one
+				Profiles: []policy.Team{
+					{Name: "x", Mode: config.ModeAuto},
+					{Name: "y", Mode: config.ModeSearch},
+				},
+			},
+			views: []string{"/x", "/y"},
+			kept:  "search__web", cut: "search__news",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := startRouter(t, Options{Rules: tc.rules, Tokens: func([]byte) int { return 10 }}, searchFakes(), "search", "files", "admin")
+			team, _ := policy.SplitViewKey(tc.views[0])
+			if got := listNames(t, r.Dispatch(ctx, &Caller{View: team}, request("tools/list", `{}`)), "tools"); !slices.Contains(got, tc.kept) || slices.Contains(got, tc.cut) {
+				t.Fatalf("team view %q lists %v, want %s and not %s", team, got, tc.kept, tc.cut)
+			}
+			for _, era := range eras {
+				for _, view := range tc.views {
+					c := &Caller{ProtocolVersion: era, View: view}
+					listed := listNames(t, r.Dispatch(ctx, c, request("tools/list", `{}`)), "tools")
+					if slices.Contains(listed, tc.cut) {
+						t.Errorf("%s %s: tools/list has %s", era, view, tc.cut)
+					}
+					wantUnknownTool(t, era+" "+view+" tools/call", r.Dispatch(ctx, c, request("tools/call", `{"name":"`+tc.cut+`"}`)), tc.cut)
+					if !slices.Contains(listed, toolFind) {
+						if !slices.Contains(listed, tc.kept) {
+							t.Errorf("%s %s: tools/list %v lacks %s", era, view, listed, tc.kept)
+						}
+						continue
+					}
+					for _, name := range found(t, r.Dispatch(ctx, c, callReq(toolFind, `{"query":"latest news headlines"}`, ""))) {
+						if name == tc.cut {
+							t.Errorf("%s %s: find_tools found %s", era, view, name)
+						}
+					}
+					wantUnknownTool(t, era+" "+view+" call_tool", r.Dispatch(ctx, c, callReq(toolCall, `{"name":"`+tc.cut+`","arguments":{}}`, "")), tc.cut)
+					reply := r.Dispatch(ctx, c, callReq(toolDescribe, `{"name":"`+tc.cut+`"}`, ""))
+					if !reply.ToolError || strings.Contains(string(reply.Result), "Latest news") {
+						t.Errorf("%s %s: describe_tool %s: %v %s, want it unknown", era, view, tc.cut, reply.Error, reply.Result)
+					}
+				}
+			}
+		})
+	}
+}
