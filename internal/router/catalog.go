@@ -22,8 +22,14 @@ import (
 // catalog is the merged catalog of every serving upstream, as each view
 // sees it. It is immutable once built: a change builds a new one.
 type catalog struct {
-	// views are by view name: "" for the default view, else a team's.
+	// views are by view name: "" for the default view, else a team's,
+	// or team/profile (policy.ViewKey).
 	views map[string]*view
+	// order names the views in the order of the Rules.Views they were
+	// built from: a catalog is read with its own views, never with
+	// rules stored since (a reload stores its rules before it builds
+	// their catalog).
+	order []string
 	// collisions are the resource URIs and templates two upstreams list
 	// in some view (see uriCollision): each is logged once, by the build
 	// that first finds it, not at every re-list while it lasts.
@@ -235,6 +241,7 @@ func (r *Router) buildCatalog() *catalog {
 			}
 		}
 		cat.views[v.Name] = r.buildView(v, within, names, tools, prompts, resources, templates, cat.collisions)
+		cat.order = append(cat.order, v.Name)
 	}
 	var prev map[uriCollision]bool
 	if old := r.catalog(); old != nil {

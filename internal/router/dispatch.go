@@ -126,6 +126,11 @@ type Reply struct {
 	LacksResultType bool
 	// ToolError is set when Result is a tool result with isError.
 	ToolError bool
+	// NoView is set when the caller's view is a profile's that the
+	// configuration no longer has (a reload removed it while the request
+	// was on its way): the HTTP server answers 404, as for a path that is
+	// not a profile. Error says the same for other fronts.
+	NoView bool
 	// Upstream and Original say where the request was routed: the
 	// upstream, and the name (or URI) it knows the target by; both empty
 	// when no upstream was chosen (an unknown or hidden name).
@@ -271,6 +276,13 @@ func (r *Router) dispatch(ctx context.Context, c *Caller, req *jsonrpc.Request) 
 	}
 	v := r.catalog().view(c.View)
 	if v == nil {
+		if _, profile := policy.SplitViewKey(c.View); profile != "" {
+			// A reload removed the profile and the server still serves
+			// its path (until SetProfiles): as unknown as a path that
+			// never was one.
+			r.log.Debug("request on the path of a profile that no longer exists", keyTeam, c.View)
+			return &Reply{NoView: true, Error: jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Not found: no profile %q", profile)}
+		}
 		r.log.Error("request for a view that does not exist", keyTeam, c.View)
 		return errorReply(jsonrpc.CodeInternalError, "Internal error: no view for this caller")
 	}

@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/mcp-gateway/mcp-gateway/internal/config"
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+	"github.com/mcp-gateway/mcp-gateway/internal/mcptest"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 )
 
@@ -337,5 +339,57 @@ func TestProfileKeepsWithinTheTeamsCut(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestViewsDuringAReload: a reload stores its rules before it builds
+// their catalog; until it has, Views (readyz, the view gauges) reports
+// the views of the catalog in force, without the profile it adds (and
+// with the one it removes), rather than panicking on a view the catalog
+// does not have.
+func TestViewsDuringAReload(t *testing.T) {
+	r := startRouter(t, Options{Rules: policy.Rules{Profiles: []policy.Team{{Name: "old"}}}}, searchFakes(), "search", "files", "admin")
+	viewNames := func() []string {
+		var names []string
+		for _, v := range r.Views() {
+			names = append(names, v.Name)
+		}
+		return names
+	}
+	next := policy.Rules{Profiles: []policy.Team{{Name: "new"}}}
+	r.mu.Lock()
+	r.rules = &next // what Reconfigure does before it rebuilds
+	r.mu.Unlock()
+	if got, want := viewNames(), []string{"", "/old"}; !cmp.Equal(got, want) {
+		t.Errorf("views before the rebuild %q, want %q", got, want)
+	}
+	r.rebuild()
+	if got, want := viewNames(), []string{"", "/new"}; !cmp.Equal(got, want) {
+		t.Errorf("views after the rebuild %q, want %q", got, want)
+	}
+}
+
+// TestRemovedProfileIsUnknown: between a reload that removes a profile
+// and the server's SetProfiles, a request on its path finds no view: the
+// reply says so (NoView, which the server answers 404 as for a path that
+// is not a profile), not an internal error, and nothing is logged as an
+// error.
+func TestRemovedProfileIsUnknown(t *testing.T) {
+	var logs mcptest.LogBuffer
+	r := startRouter(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), Rules: policy.Rules{Profiles: []policy.Team{{Name: "gone"}}}},
+		searchFakes(), "search", "files", "admin")
+	next := policy.Rules{}
+	r.mu.Lock()
+	r.rules = &next
+	r.mu.Unlock()
+	r.rebuild()
+	for _, era := range eras {
+		reply := r.Dispatch(context.Background(), &Caller{ProtocolVersion: era, View: "/gone"}, request("tools/list", `{}`))
+		if !reply.NoView || reply.Error == nil || reply.Error.Code == jsonrpc.CodeInternalError {
+			t.Errorf("%s: %+v, want NoView and an error that is not internal", era, reply)
+		}
+	}
+	if strings.Contains(logs.String(), "level=ERROR") {
+		t.Errorf("logged an error:\n%s", logs.String())
 	}
 }

@@ -899,14 +899,14 @@ type ViewStatus struct {
 	Cut          []policy.Cut `json:"cut,omitempty"`
 }
 
-// Views returns the status of every view, the default first.
+// Views returns the status of every view of the catalog in force, the
+// default first.
 func (r *Router) Views() []ViewStatus {
 	cat := r.catalog()
-	var out []ViewStatus
-	rules, _ := r.settings()
-	for _, rules := range rules.Views() {
-		v := cat.view(rules.Name)
-		s := ViewStatus{Name: rules.Name, Mode: config.ModeFull, Tools: len(v.tools.entries), Tokens: v.tokens, Cut: v.cut}
+	out := make([]ViewStatus, 0, len(cat.order))
+	for _, name := range cat.order {
+		v := cat.view(name)
+		s := ViewStatus{Name: name, Mode: config.ModeFull, Tools: len(v.tools.entries), Tokens: v.tokens, Cut: v.cut}
 		if v.search {
 			// The catalog's size is what search mode saves: measured
 			// (once per catalog) even without a token limit.

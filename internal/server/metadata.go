@@ -119,11 +119,18 @@ func (s *Server) profileOf(r *http.Request) string {
 // JSON-RPC error for a name that is not a profile.
 func (s *Server) onProfile(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if name := mux.Vars(r)["profile"]; !s.isProfile(name) {
-			writeError(w, http.StatusNotFound, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
-				"Not found: %s is not an MCP endpoint of this gateway (no profile %q; the endpoint is %s)", r.URL.Path, name, s.opts.Endpoint))
+		if !s.isProfile(mux.Vars(r)["profile"]) {
+			s.notAProfile(w, r)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// notAProfile answers a request on the path of a name that is not a
+// profile: one never configured, or one a reload removed (the router
+// found no view for it, router.Reply.NoView, before SetProfiles ran).
+func (s *Server) notAProfile(w http.ResponseWriter, r *http.Request) {
+	writeError(w, http.StatusNotFound, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
+		"Not found: %s is not an MCP endpoint of this gateway (no profile %q; the endpoint is %s)", r.URL.Path, s.profileOf(r), s.opts.Endpoint))
 }

@@ -264,3 +264,21 @@ func TestProfileListChangedReachesItsPath(t *testing.T) {
 		t.Errorf("the /mcp session heard %s first, want only its own prompts/list_changed", m.Method)
 	}
 }
+
+// TestRemovedProfileDuringAReload: while a reload that removed a profile
+// has not reached SetProfiles, the router finds no view for its path
+// (NoView): the request gets the 404 of a path that is not a profile,
+// in both eras, not an internal error.
+func TestRemovedProfileDuringAReload(t *testing.T) {
+	ts, d := newTestServer(t, &Options{Profiles: []string{"a"}})
+	sid := doAt(t, ts, "/mcp/a", "POST", nil, initBody).header.Get("Mcp-Session-Id")
+	if sid == "" {
+		t.Fatal("initialize: no session")
+	}
+	d.mu.Lock()
+	d.replies["tools/list"] = &router.Reply{NoView: true, Error: jsonrpc.NewError(jsonrpc.CodeInvalidRequest, `Not found: no profile "a"`)}
+	d.mu.Unlock()
+	wantError(t, doAt(t, ts, "/mcp/a", "POST", modernHeaders("tools/list", ""), modernListBody), 404, jsonrpc.CodeInvalidRequest, `no profile "a"`)
+	wantError(t, doAt(t, ts, "/mcp/a", "POST", map[string]string{"Mcp-Session-Id": sid}, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`),
+		404, jsonrpc.CodeInvalidRequest, `no profile "a"`)
+}
