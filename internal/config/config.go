@@ -355,9 +355,10 @@ type Tasks struct {
 	// it is also the longest TTL a host may ask for. Key: ttl, a Go
 	// duration. Default 1h. Must be greater than 0 and at most 24h.
 	TTL time.Duration
-	// MaxPerIdentity is how many tasks one identity (in one team view)
-	// holds at once. Key: max_per_identity. Default 100; at least 1 and
-	// at most 100000.
+	// MaxPerIdentity is how many tasks one identity (in one team)
+	// holds at once, on every path (the endpoint's and its profiles')
+	// together. Key: max_per_identity. Default 100; at least 1 and at
+	// most 100000.
 	MaxPerIdentity int
 }
 

@@ -86,8 +86,14 @@ func withSubject(ctx context.Context, c *Caller) context.Context {
 }
 
 // owner names who a caller is for what is bound to it: its principal and
-// its view.
+// its view, profile included.
 func (c *Caller) owner() string { return c.Principal + "\x00" + c.View }
+
+// quotaOwner names who a caller is for what counts against its quotas
+// (tasks.max_per_identity, a per-client pool's fairness): its principal
+// and its team, without the profile, so that the paths of profiles are
+// no way to hold more.
+func (c *Caller) quotaOwner() string { return c.Principal + "\x00" + c.team() }
 
 // team is the caller's team ("" for the default view): whose limits it
 // is charged to on every path.

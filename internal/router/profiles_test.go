@@ -393,3 +393,31 @@ func TestRemovedProfileIsUnknown(t *testing.T) {
 		t.Errorf("logged an error:\n%s", logs.String())
 	}
 }
+
+// TestProfileTasksShareTheQuota: tasks.max_per_identity bounds the tasks
+// an identity holds in its team on every path together: opening them on
+// another profile's path (or the main endpoint) gets no more, while each
+// task stays bound to its own path.
+func TestProfileTasksShareTheQuota(t *testing.T) {
+	up := legacyTaskUpstream()
+	r := startRouter(t, Options{MaxTasks: 2, Rules: policy.Rules{Profiles: []policy.Team{{Name: "a"}, {Name: "b"}}}}, map[string]*fakeUpstream{"up": up}, "up")
+	ctx := context.Background()
+	on := func(c *Caller, view string) *Caller {
+		cc := *c
+		cc.View = view
+		return &cc
+	}
+	call := request("tools/call", `{"name":"up__job","arguments":{},"task":{}}`)
+	taskOf(t, r.Dispatch(ctx, on(aliceLegacy, "/a"), call), false)
+	taskOf(t, r.Dispatch(ctx, on(aliceLegacy, "/b"), call), false)
+	sent := len(up.recorded())
+	for _, view := range []string{"", "/a", "/b"} {
+		if reply := r.Dispatch(ctx, on(aliceLegacy, view), call); reply.Error == nil || !strings.Contains(reply.Error.Message, "Too many tasks") {
+			t.Errorf("a third task on view %q: %+v %s, want Too many tasks", view, reply.Error, reply.Result)
+		}
+	}
+	if calls := up.recorded(); len(calls) != sent {
+		t.Errorf("the upstream was sent %+v for tasks past the bound", calls[sent:])
+	}
+	taskOf(t, r.Dispatch(ctx, on(bobLegacy, "/a"), call), false)
+}

@@ -177,8 +177,9 @@ type Options struct {
 	// its creation, and the longest a host may ask for; 0 means
 	// config.DefaultTaskTTL.
 	TaskTTL time.Duration
-	// MaxTasks bounds the tasks one caller (identity and view) holds at
-	// once; 0 means config.DefaultMaxTasks.
+	// MaxTasks bounds the tasks one identity holds at once in its team,
+	// on every profile's path together (an anonymous legacy host: in its
+	// session); 0 means config.DefaultMaxTasks.
 	MaxTasks int
 	// Limits, if set, are the per-identity quotas and rate limits of
 	// calls (tool rates, calls in flight per upstream); nil limits
