@@ -56,6 +56,7 @@ package config
 
 import (
 	"log/slog"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -917,6 +918,23 @@ func ProfilePath(endpoint, name string) string {
 	return strings.TrimSuffix(endpoint, "/") + "/" + name
 }
 
+// ProfileResource is the resource URL (RFC 8707) of profile name's path
+// under auth.oauth.resource: the resource's scheme and host with the
+// path hosts use, ProfilePath(endpoint, name) ("" endpoint:
+// DefaultEndpoint), whatever path the resource itself has; RFC 9728 §3.3
+// has a client check that the metadata's resource is the URL it used.
+// "" for a resource that is not an absolute URL (Validate rejects it).
+func ProfileResource(resource, endpoint, name string) string {
+	u, err := url.Parse(resource)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	if endpoint == "" {
+		endpoint = DefaultEndpoint
+	}
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: ProfilePath(endpoint, name)}).String()
+}
+
 // ClaimsMatch says how many of a team's claims must match.
 type ClaimsMatch string
 
@@ -1020,7 +1038,9 @@ type OAuth struct {
 	// Resource is the gateway's canonical resource URL, as hosts name it
 	// (RFC 8707, RFC 9728), such as https://gw.example.com/mcp: tokens
 	// must carry it in aud (or one of the issuer's audiences), and the
-	// protected resource metadata names it. Key: resource. Required.
+	// protected resource metadata names it. A profile's path has its own
+	// resource, its URL: this one's scheme and host, then
+	// <endpoint>/<name> (ProfileResource). Key: resource. Required.
 	Resource string
 	// Issuers are the authorization servers whose tokens are accepted.
 	// Key: issuers. At least one.

@@ -282,3 +282,56 @@ func TestRemovedProfileDuringAReload(t *testing.T) {
 	wantError(t, doAt(t, ts, "/mcp/a", "POST", map[string]string{"Mcp-Session-Id": sid}, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`),
 		404, jsonrpc.CodeInvalidRequest, `no profile "a"`)
 }
+
+// TestProfileResourceMetadataOfAnyResource: whatever path
+// auth.oauth.resource has (none, "/", the endpoint's, with or without a
+// trailing "/"), a profile's resource is the URL of the path hosts use,
+// <scheme://host><endpoint>/<name> (RFC 9728 §3.3: the client checks it
+// against the URL it used), its 401 names the metadata at
+// /.well-known/oauth-protected-resource<that path>, and that document is
+// served there; the main endpoint's metadata is the resource's, as
+// configured.
+func TestProfileResourceMetadataOfAnyResource(t *testing.T) {
+	const (
+		profileMetadata = "https://gw.example.com/.well-known/oauth-protected-resource/mcp/coding"
+		profileResource = "https://gw.example.com/mcp/coding"
+	)
+	for _, tc := range []struct{ resource, mainMetadata string }{
+		{"https://gw.example.com", "https://gw.example.com/.well-known/oauth-protected-resource"},
+		{"https://gw.example.com/", "https://gw.example.com/.well-known/oauth-protected-resource"},
+		{"https://gw.example.com/mcp", "https://gw.example.com/.well-known/oauth-protected-resource/mcp"},
+		{"https://gw.example.com/mcp/", "https://gw.example.com/.well-known/oauth-protected-resource/mcp"},
+	} {
+		t.Run(tc.resource, func(t *testing.T) {
+			md := *testMetadata
+			md.Resource = tc.resource
+			ts, _, _ := newTestServerWith(t, &Options{Identify: oauthIdentify, ResourceMetadata: &md, Profiles: []string{"coding"}})
+			get := func(url string) (int, any) {
+				t.Helper()
+				resp, err := ts.Client().Get(ts.URL + strings.TrimPrefix(url, "https://gw.example.com"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				var body map[string]any
+				_ = json.NewDecoder(resp.Body).Decode(&body)
+				return resp.StatusCode, body["resource"]
+			}
+			for _, p := range []struct{ path, metadata, resource string }{
+				{"/mcp/coding", profileMetadata, profileResource},
+				{"/mcp", tc.mainMetadata, tc.resource},
+			} {
+				r := doAt(t, ts, p.path, "POST", nil, initBody)
+				if got, want := r.header.Get("WWW-Authenticate"), `Bearer resource_metadata="`+p.metadata+`", scope="mcp:tools"`; r.status != 401 || got != want {
+					t.Errorf("401 on %s: %d, WWW-Authenticate %q, want %q", p.path, r.status, got, want)
+				}
+				if status, resource := get(p.metadata); status != 200 || resource != p.resource {
+					t.Errorf("metadata of %s at %s: %d, resource %v, want 200 and %s", p.path, p.metadata, status, resource, p.resource)
+				}
+			}
+			if status, _ := get("/.well-known/oauth-protected-resource/coding"); status != 404 {
+				t.Errorf("metadata at a path that is no profile's: %d, want 404", status)
+			}
+		})
+	}
+}
