@@ -120,14 +120,14 @@ func (s *Server) profileOf(r *http.Request) string {
 
 // onProfile serves a profile's path with next, or answers 404 with a
 // JSON-RPC error for a name that is not a profile.
-func (s *Server) onProfile(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+func (s *Server) onProfile(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
 		if !s.isProfile(mux.Vars(r)["profile"]) {
 			s.notAProfile(w, r)
 			return
 		}
-		next.ServeHTTP(w, r)
-	})
+		next(w, r)
+	}
 }
 
 // notAProfile answers a request on the path of a name that is not a

@@ -335,3 +335,43 @@ func TestProfileResourceMetadataOfAnyResource(t *testing.T) {
 		})
 	}
 }
+
+// TestProfileProbeByRebinding: a request with a Host that is not allowed
+// (a DNS-rebinding page, whose same-origin GET carries no Origin) gets
+// the same 403 on the path of a profile and of a name that is not one,
+// so that it cannot tell which profiles exist; with an allowed Host the
+// name that is not a profile gets 404, before authentication.
+func TestProfileProbeByRebinding(t *testing.T) {
+	keys, err := policy.NewAPIKeys(map[string][]string{"red": {"red-key-one-0123456789"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, _, _ := newTestServerWith(t, &Options{Identify: keys.Identify, Profiles: []string{"a"}})
+	send := func(method, path, host string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, ts.URL+path, strings.NewReader(initBody))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, method := range []string{"GET", "POST", "DELETE"} {
+		status, body := send(method, "/mcp/a", "rebind.attacker.example:8080")
+		otherStatus, otherBody := send(method, "/mcp/nope", "rebind.attacker.example:8080")
+		if status != 403 || otherStatus != status || otherBody != body {
+			t.Errorf("%s with a foreign Host: the profile's path %d %s, another name's %d %s; want the same 403", method, status, body, otherStatus, otherBody)
+		}
+		if status, body := send(method, "/mcp/nope", "localhost"); status != 404 || !strings.Contains(body, `no profile \"nope\"`) {
+			t.Errorf("%s of a name that is not a profile: %d %s, want 404", method, status, body)
+		}
+	}
+}

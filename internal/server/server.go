@@ -292,13 +292,15 @@ func (s *Server) Handler() http.Handler {
 	m.Handle(s.opts.Endpoint, s.checkHost(s.get)).Methods(http.MethodGet)
 	m.Handle(s.opts.Endpoint, s.checkHost(s.delete)).Methods(http.MethodDelete)
 	// Profiles' paths: the same handlers, which read the profile from
-	// the path (profileOf); onProfile answers 404 for a name that is not
-	// a profile, before authentication, whose challenge would name the
-	// metadata of a resource that does not exist.
+	// the path (profileOf). The Host check comes first, so that a
+	// rebinding page cannot tell which names are profiles (403 for all);
+	// then onProfile answers 404 for a name that is not a profile,
+	// before authentication, whose challenge would name the metadata of
+	// a resource that does not exist.
 	profile := s.profileBase + "{profile}"
-	m.Handle(profile, s.onProfile(s.checkHost(s.post))).Methods(http.MethodPost)
-	m.Handle(profile, s.onProfile(s.checkHost(s.get))).Methods(http.MethodGet)
-	m.Handle(profile, s.onProfile(s.checkHost(s.delete))).Methods(http.MethodDelete)
+	m.Handle(profile, s.checkHost(s.onProfile(s.post))).Methods(http.MethodPost)
+	m.Handle(profile, s.checkHost(s.onProfile(s.get))).Methods(http.MethodGet)
+	m.Handle(profile, s.checkHost(s.onProfile(s.delete))).Methods(http.MethodDelete)
 	m.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "GET, POST, DELETE")
 		writeError(w, http.StatusMethodNotAllowed, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Method not allowed: %s", r.Method))
