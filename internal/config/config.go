@@ -56,6 +56,7 @@ package config
 
 import (
 	"log/slog"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -367,9 +368,10 @@ type Tasks struct {
 	// it is also the longest TTL a host may ask for. Key: ttl, a Go
 	// duration. Default 1h. Must be greater than 0 and at most 24h.
 	TTL time.Duration
-	// MaxPerIdentity is how many tasks one identity (in one team view)
-	// holds at once. Key: max_per_identity. Default 100; at least 1 and
-	// at most 100000.
+	// MaxPerIdentity is how many tasks one identity (in one team)
+	// holds at once, on every path (the endpoint's and its profiles')
+	// together. Key: max_per_identity. Default 100; at least 1 and at
+	// most 100000.
 	MaxPerIdentity int
 }
 
@@ -937,12 +939,14 @@ type Profile struct {
 	// max_tokens. 0 means the team's and the policy's limits only.
 	MaxTokens int
 	// Priority lists glob patterns on exposed names kept first when a
-	// limit cuts (see policy.priority). Key: priority. Empty takes
-	// policy.priority.
+	// limit cuts (see policy.priority), among the tools the caller's team
+	// view kept: it never brings back one the team's limits cut. Key:
+	// priority. Empty takes policy.priority.
 	Priority []string
 	// Mode is how the profile lists its tools: full, search or auto (see
-	// policy.mode). Key: mode. Empty (the default) takes the caller's
-	// team's mode, else policy.mode.
+	// policy.mode), of those the caller's team view kept (auto searches
+	// no tool the team's limits cut). Key: mode. Empty (the default)
+	// takes the caller's team's mode, else policy.mode.
 	Mode ViewMode
 }
 
@@ -950,6 +954,23 @@ type Profile struct {
 // <endpoint>/<name>.
 func ProfilePath(endpoint, name string) string {
 	return strings.TrimSuffix(endpoint, "/") + "/" + name
+}
+
+// ProfileResource is the resource URL (RFC 8707) of profile name's path
+// under auth.oauth.resource: the resource's scheme and host with the
+// path hosts use, ProfilePath(endpoint, name) ("" endpoint:
+// DefaultEndpoint), whatever path the resource itself has; RFC 9728 §3.3
+// has a client check that the metadata's resource is the URL it used.
+// "" for a resource that is not an absolute URL (Validate rejects it).
+func ProfileResource(resource, endpoint, name string) string {
+	u, err := url.Parse(resource)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	if endpoint == "" {
+		endpoint = DefaultEndpoint
+	}
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: ProfilePath(endpoint, name)}).String()
 }
 
 // ClaimsMatch says how many of a team's claims must match.
@@ -1055,7 +1076,9 @@ type OAuth struct {
 	// Resource is the gateway's canonical resource URL, as hosts name it
 	// (RFC 8707, RFC 9728), such as https://gw.example.com/mcp: tokens
 	// must carry it in aud (or one of the issuer's audiences), and the
-	// protected resource metadata names it. Key: resource. Required.
+	// protected resource metadata names it. A profile's path has its own
+	// resource, its URL: this one's scheme and host, then
+	// <endpoint>/<name> (ProfileResource). Key: resource. Required.
 	Resource string
 	// Issuers are the authorization servers whose tokens are accepted.
 	// Key: issuers. At least one.

@@ -184,7 +184,9 @@ func NewOAuth(cfg *config.Config, opts *OAuthOptions) (*OAuth, error) {
 	}
 	o.profiles = map[string]string{}
 	for _, p := range cfg.Profiles {
-		o.profiles[config.ProfilePath(oc.Resource, p.Name)] = p.Name
+		if res := config.ProfileResource(oc.Resource, cfg.Endpoint, p.Name); res != "" {
+			o.profiles[res] = p.Name
+		}
 	}
 	rt := opts.Transport
 	if rt == nil {

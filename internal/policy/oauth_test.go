@@ -632,3 +632,31 @@ func TestOAuthProfileAudiences(t *testing.T) {
 		}
 	}
 }
+
+// TestOAuthProfileAudienceOfAnyResource: a profile's audience is the URL
+// of its path, <scheme://host><endpoint>/<name>, as its metadata names
+// it, whatever path auth.oauth.resource has; a URL under the resource's
+// own path that is not the profile's path is no audience.
+func TestOAuthProfileAudienceOfAnyResource(t *testing.T) {
+	t.Parallel()
+	for _, resource := range []string{"https://gw.example.com", "https://gw.example.com/", "https://gw.example.com/mcp/", "https://gw.example.com/api"} {
+		t.Run(resource, func(t *testing.T) {
+			f := newOAuthFixture(t, func(c *config.Config, _ *testIdP) {
+				c.Auth.OAuth.Resource = resource
+				c.Profiles = []config.Profile{{Name: "coding"}}
+			})
+			id, err := f.o.Identify(f.token(t, map[string]any{"aud": "https://gw.example.com/mcp/coding"}))
+			if err != nil {
+				t.Fatalf("a token for the profile's path: %v", err)
+			}
+			if id.Audience != "coding " || !id.AllowsPath("coding") || id.AllowsPath("") {
+				t.Errorf("Audience = %q, want the profile's path only", id.Audience)
+			}
+			for _, aud := range []string{"https://gw.example.com/coding", "https://gw.example.com/api/coding"} {
+				if _, err := f.o.Identify(f.token(t, map[string]any{"aud": aud})); err == nil {
+					t.Errorf("a token for %s was accepted", aud)
+				}
+			}
+		})
+	}
+}

@@ -88,7 +88,8 @@ type Team struct {
 	MaxTools    int
 	MaxTokens   int
 	// Priority replaces the policy's priority patterns when set (a
-	// profile's; a team has none of its own).
+	// profile's, within what its caller's view kept; a team has none of
+	// its own).
 	Priority []string
 	// Mode is how the team's view lists its tools; "" takes the
 	// policy's (a profile's "" takes its caller's view's).
@@ -128,7 +129,8 @@ type View struct {
 func (v *View) Search() bool { return v.Mode == config.ModeSearch }
 
 // Views returns the default view and one per team, in that order, then
-// each of those views narrowed by each profile (ProfileView).
+// each of those views narrowed by each profile (ProfileView): a profile's
+// view always comes after the view it narrows.
 func (r *Rules) Views() []View {
 	mode := cmp.Or(r.Mode, config.DefaultMode)
 	views := []View{{MaxTools: r.MaxTools, MaxTokens: r.MaxTokens, Priority: r.Priority, Mode: mode, ExposeFound: r.ExposeFound}}
@@ -161,7 +163,11 @@ func (r *Rules) Views() []View {
 // ProfileView is view v narrowed by profile p: named ViewKey(team,
 // profile), it allows what both allow, denies what either denies, and
 // takes the tighter of their limits; p's priority and mode, where set,
-// replace v's; what the caller finds is exposed as in v.
+// replace v's. Its tools are chosen only among those v keeps once v's own
+// limits and mode have applied (the router builds it from v's result), so
+// that p's priority, or its mode auto, orders and limits within v's cut
+// and never brings back a tool v's limits cut. What the caller finds is
+// exposed as in v.
 func ProfileView(v View, p Team) View {
 	priority := v.Priority
 	if len(p.Priority) > 0 {

@@ -22,8 +22,14 @@ import (
 // catalog is the merged catalog of every serving upstream, as each view
 // sees it. It is immutable once built: a change builds a new one.
 type catalog struct {
-	// views are by view name: "" for the default view, else a team's.
+	// views are by view name: "" for the default view, else a team's,
+	// or team/profile (policy.ViewKey).
 	views map[string]*view
+	// order names the views in the order of the Rules.Views they were
+	// built from: a catalog is read with its own views, never with
+	// rules stored since (a reload stores its rules before it builds
+	// their catalog).
+	order []string
 	// collisions are the resource URIs and templates two upstreams list
 	// in some view (see uriCollision): each is logged once, by the build
 	// that first finds it, not at every re-list while it lasts.
@@ -225,8 +231,17 @@ func (r *Router) buildCatalog() *catalog {
 		}
 	}
 	cat := &catalog{views: map[string]*view{}, collisions: map[uriCollision]bool{}}
+	// Rules.Views lists the views of teams (and the default) before
+	// those of profiles, each narrowing a view built before it.
 	for _, v := range views {
-		cat.views[v.Name] = r.buildView(v, names, tools, prompts, resources, templates, cat.collisions)
+		var within *view
+		if team, profile := policy.SplitViewKey(v.Name); profile != "" {
+			if within = cat.views[team]; within == nil {
+				continue // no view to narrow: none rather than a wider one
+			}
+		}
+		cat.views[v.Name] = r.buildView(v, within, names, tools, prompts, resources, templates, cat.collisions)
+		cat.order = append(cat.order, v.Name)
 	}
 	var prev map[uriCollision]bool
 	if old := r.catalog(); old != nil {
@@ -252,12 +267,17 @@ func (r *Router) buildCatalog() *catalog {
 	return cat
 }
 
-// buildView selects and limits what one view sees.
+// buildView selects and limits what one view sees. A profile's view
+// narrows within, its team's (or the default) view: its tools are chosen
+// among those within kept, after within's limits and mode, so that the
+// profile's own priority and mode work inside that cut and never bring
+// back a tool it removed; what within cut, the profile reports as cut
+// too (where its patterns would show it).
 //
 // Resource URIs and templates are made unique within the view (see
 // gatewayScheme); collisions gets each collision found, true when the
 // later one is exposed in gateway form, false when it had to be skipped.
-func (r *Router) buildView(rules policy.View, names *namespace.Options, tools, prompts []*entry, resources []resourceEntry, templates []templateEntry, collisions map[uriCollision]bool) *view {
+func (r *Router) buildView(rules policy.View, within *view, names *namespace.Options, tools, prompts []*entry, resources []resourceEntry, templates []templateEntry, collisions map[uriCollision]bool) *view {
 	v := &view{rules: rules, names: names, resources: map[string]resourceRoute{}}
 
 	var visible, downTools []*entry
@@ -265,6 +285,8 @@ func (r *Router) buildView(rules policy.View, names *namespace.Options, tools, p
 	for _, e := range tools {
 		switch {
 		case !rules.Allows(e.exposed):
+		case within != nil && within.tools.byName[e.exposed] != e && within.tools.down[e.exposed] != e:
+			// within did not keep it (its limits cut it).
 		case e.down:
 			downTools = append(downTools, e)
 		default:
@@ -286,7 +308,14 @@ func (r *Router) buildView(rules policy.View, names *namespace.Options, tools, p
 		}
 	}
 	keep, cut := limits.Limit(exposed, func(i int) int { return visible[i].tokens })
-	v.cut = cut
+	if within != nil {
+		for _, c := range within.cut {
+			if rules.Allows(c.Name) {
+				v.cut = append(v.cut, c)
+			}
+		}
+	}
+	v.cut = append(v.cut, cut...)
 	kept := make([]*entry, 0, len(keep))
 	for _, i := range keep {
 		kept = append(kept, visible[i])

@@ -86,8 +86,14 @@ func withSubject(ctx context.Context, c *Caller) context.Context {
 }
 
 // owner names who a caller is for what is bound to it: its principal and
-// its view.
+// its view, profile included.
 func (c *Caller) owner() string { return c.Principal + "\x00" + c.View }
+
+// quotaOwner names who a caller is for what counts against its quotas
+// (tasks.max_per_identity, a per-client pool's fairness): its principal
+// and its team, without the profile, so that the paths of profiles are
+// no way to hold more.
+func (c *Caller) quotaOwner() string { return c.Principal + "\x00" + c.team() }
 
 // team is the caller's team ("" for the default view): whose limits it
 // is charged to on every path.
@@ -126,6 +132,11 @@ type Reply struct {
 	LacksResultType bool
 	// ToolError is set when Result is a tool result with isError.
 	ToolError bool
+	// NoView is set when the caller's view is a profile's that the
+	// configuration no longer has (a reload removed it while the request
+	// was on its way): the HTTP server answers 404, as for a path that is
+	// not a profile. Error says the same for other fronts.
+	NoView bool
 	// Upstream and Original say where the request was routed: the
 	// upstream, and the name (or URI) it knows the target by; both empty
 	// when no upstream was chosen (an unknown or hidden name).
@@ -271,6 +282,13 @@ func (r *Router) dispatch(ctx context.Context, c *Caller, req *jsonrpc.Request) 
 	}
 	v := r.catalog().view(c.View)
 	if v == nil {
+		if _, profile := policy.SplitViewKey(c.View); profile != "" {
+			// A reload removed the profile and the server still serves
+			// its path (until SetProfiles): as unknown as a path that
+			// never was one.
+			r.log.Debug("request on the path of a profile that no longer exists", keyTeam, c.View)
+			return &Reply{NoView: true, Error: jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Not found: no profile %q", profile)}
+		}
 		r.log.Error("request for a view that does not exist", keyTeam, c.View)
 		return errorReply(jsonrpc.CodeInternalError, "Internal error: no view for this caller")
 	}

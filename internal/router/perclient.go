@@ -47,7 +47,9 @@ type conn struct {
 type hostConn struct {
 	conn
 	key string
-	// owner is the identity and view it belongs to (Caller.owner).
+	// owner is the identity it counts as in the pool's fairness: its
+	// principal and team, the same on every profile's path
+	// (Caller.quotaOwner); key binds it to the view.
 	owner string
 	// ready is closed once the session's start finished; err says how.
 	ready chan struct{}
@@ -139,11 +141,11 @@ func (r *Router) acquire(ctx context.Context, u *upstreamState, c *Caller) (*hos
 	p.mu.Lock()
 	hc, ok := p.lru.Get(key)
 	if !ok {
-		if !p.makeRoomLocked(c.owner()) {
+		if !p.makeRoomLocked(c.quotaOwner()) {
 			p.mu.Unlock()
 			return nil, fmt.Errorf("%w: %w (%d sessions)", upstream.ErrOverloaded, errNoRoom, p.size)
 		}
-		hc = &hostConn{key: key, owner: c.owner(), ready: make(chan struct{})}
+		hc = &hostConn{key: key, owner: c.quotaOwner(), ready: make(chan struct{})}
 		p.lru.Add(key, hc)
 	}
 	hc.inflight++

@@ -173,3 +173,40 @@ func TestPerClientSessionsBoundToIdentity(t *testing.T) {
 		}
 	})
 }
+
+// TestPerClientSessionsOfProfilesAreOneIdentity: an identity's per-client
+// sessions on several profiles' paths count as one identity's in the
+// pool's fairness: it cannot hold one un-evictable session per path, and
+// another identity takes the room of its least recently used one.
+func TestPerClientSessionsOfProfilesAreOneIdentity(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := &fakeFactory{lists: map[string][]string{"tools/list": tools("echo")}}
+		r, err := New(&Options{ListWait: -1, Rules: policy.Rules{Profiles: []policy.Team{{Name: "p"}, {Name: "q"}}},
+			Upstreams: []UpstreamConfig{{Name: "up", Connect: f.connect, PerClient: true, MaxClients: 2, ClientIdle: time.Hour}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Start(context.Background())
+		defer r.Close()
+		synctest.Wait()
+		call := func(principal, view string) *Reply {
+			t.Helper()
+			c := &Caller{ProtocolVersion: ModernVersion, Principal: principal, View: view, Capabilities: json.RawMessage(`{}`)}
+			return r.Dispatch(context.Background(), c, request("tools/call", `{"name":"up__echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`))
+		}
+		for _, view := range []string{"/p", "/q"} {
+			if reply := call("key:a", view); reply.Error != nil || reply.ToolError {
+				t.Fatalf("a on %s: %v %s", view, reply.Error, reply.Result)
+			}
+		}
+		// The pool holds two sessions, both a's: b takes the room of a's
+		// least recently used (the one of /p).
+		if reply := call("key:b", ""); reply.Error != nil || reply.ToolError {
+			t.Fatalf("b in a pool that a fills on two paths: %v %s", reply.Error, reply.Result)
+		}
+		synctest.Wait()
+		if made, _ := f.snapshot(); len(made) != 4 || !made[1].isClosed() || made[2].isClosed() {
+			t.Errorf("%d sessions made; want a's on /p closed and a's on /q kept", len(made))
+		}
+	})
+}

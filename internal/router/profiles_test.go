@@ -3,6 +3,7 @@ package router
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/mcp-gateway/mcp-gateway/internal/config"
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+	"github.com/mcp-gateway/mcp-gateway/internal/mcptest"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 )
 
@@ -261,4 +263,161 @@ func TestProfileCallsAreChargedToTheTeam(t *testing.T) {
 			t.Errorf("a second call on view %q passed the team's quota of 1", view)
 		}
 	}
+}
+
+// TestProfileKeepsWithinTheTeamsCut: a profile's view is chosen among
+// the tools its team's view kept, after that view's limits and its mode
+// decision, so neither a profile's priority nor its mode brings back a
+// tool the team's limits cut: that tool is unknown on the profile's
+// path by every route (tools/list, tools/call, find_tools, call_tool,
+// describe_tool).
+func TestProfileKeepsWithinTheTeamsCut(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		rules policy.Rules
+		// views are the profile views to look at; kept is a tool their
+		// team's view keeps, cut one it cuts.
+		views     []string
+		kept, cut string
+	}{
+		{
+			name: "a profile's priority",
+			rules: policy.Rules{
+				Teams: []policy.Team{{Name: "data", Allow: []string{"search__*"}, MaxTools: 1}},
+				Profiles: []policy.Team{
+					{Name: "prio", Priority: []string{"search__news"}},
+					{Name: "prio-search", Priority: []string{"search__news"}, Mode: config.ModeSearch},
+				},
+			},
+			views: []string{"data/prio", "data/prio-search"},
+			kept:  "search__web", cut: "search__news",
+		},
+		{
+			name: "a profile's mode auto",
+			rules: policy.Rules{
+				MaxTokens: 15, // every tool is 10 tokens: the default view keeps one
+				Profiles: []policy.Team{
+					{Name: "x", Mode: config.ModeAuto},
+					{Name: "y", Mode: config.ModeSearch},
+				},
+			},
+			views: []string{"/x", "/y"},
+			kept:  "search__web", cut: "search__news",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := startRouter(t, Options{Rules: tc.rules, Tokens: func([]byte) int { return 10 }}, searchFakes(), "search", "files", "admin")
+			team, _ := policy.SplitViewKey(tc.views[0])
+			if got := listNames(t, r.Dispatch(ctx, &Caller{View: team}, request("tools/list", `{}`)), "tools"); !slices.Contains(got, tc.kept) || slices.Contains(got, tc.cut) {
+				t.Fatalf("team view %q lists %v, want %s and not %s", team, got, tc.kept, tc.cut)
+			}
+			for _, era := range eras {
+				for _, view := range tc.views {
+					c := &Caller{ProtocolVersion: era, View: view}
+					listed := listNames(t, r.Dispatch(ctx, c, request("tools/list", `{}`)), "tools")
+					if slices.Contains(listed, tc.cut) {
+						t.Errorf("%s %s: tools/list has %s", era, view, tc.cut)
+					}
+					wantUnknownTool(t, era+" "+view+" tools/call", r.Dispatch(ctx, c, request("tools/call", `{"name":"`+tc.cut+`"}`)), tc.cut)
+					if !slices.Contains(listed, toolFind) {
+						if !slices.Contains(listed, tc.kept) {
+							t.Errorf("%s %s: tools/list %v lacks %s", era, view, listed, tc.kept)
+						}
+						continue
+					}
+					for _, name := range found(t, r.Dispatch(ctx, c, callReq(toolFind, `{"query":"latest news headlines"}`, ""))) {
+						if name == tc.cut {
+							t.Errorf("%s %s: find_tools found %s", era, view, name)
+						}
+					}
+					wantUnknownTool(t, era+" "+view+" call_tool", r.Dispatch(ctx, c, callReq(toolCall, `{"name":"`+tc.cut+`","arguments":{}}`, "")), tc.cut)
+					reply := r.Dispatch(ctx, c, callReq(toolDescribe, `{"name":"`+tc.cut+`"}`, ""))
+					if !reply.ToolError || strings.Contains(string(reply.Result), "Latest news") {
+						t.Errorf("%s %s: describe_tool %s: %v %s, want it unknown", era, view, tc.cut, reply.Error, reply.Result)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestViewsDuringAReload: a reload stores its rules before it builds
+// their catalog; until it has, Views (readyz, the view gauges) reports
+// the views of the catalog in force, without the profile it adds (and
+// with the one it removes), rather than panicking on a view the catalog
+// does not have.
+func TestViewsDuringAReload(t *testing.T) {
+	r := startRouter(t, Options{Rules: policy.Rules{Profiles: []policy.Team{{Name: "old"}}}}, searchFakes(), "search", "files", "admin")
+	viewNames := func() []string {
+		var names []string
+		for _, v := range r.Views() {
+			names = append(names, v.Name)
+		}
+		return names
+	}
+	next := policy.Rules{Profiles: []policy.Team{{Name: "new"}}}
+	r.mu.Lock()
+	r.rules = &next // what Reconfigure does before it rebuilds
+	r.mu.Unlock()
+	if got, want := viewNames(), []string{"", "/old"}; !cmp.Equal(got, want) {
+		t.Errorf("views before the rebuild %q, want %q", got, want)
+	}
+	r.rebuild()
+	if got, want := viewNames(), []string{"", "/new"}; !cmp.Equal(got, want) {
+		t.Errorf("views after the rebuild %q, want %q", got, want)
+	}
+}
+
+// TestRemovedProfileIsUnknown: between a reload that removes a profile
+// and the server's SetProfiles, a request on its path finds no view: the
+// reply says so (NoView, which the server answers 404 as for a path that
+// is not a profile), not an internal error, and nothing is logged as an
+// error.
+func TestRemovedProfileIsUnknown(t *testing.T) {
+	var logs mcptest.LogBuffer
+	r := startRouter(t, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), Rules: policy.Rules{Profiles: []policy.Team{{Name: "gone"}}}},
+		searchFakes(), "search", "files", "admin")
+	next := policy.Rules{}
+	r.mu.Lock()
+	r.rules = &next
+	r.mu.Unlock()
+	r.rebuild()
+	for _, era := range eras {
+		reply := r.Dispatch(context.Background(), &Caller{ProtocolVersion: era, View: "/gone"}, request("tools/list", `{}`))
+		if !reply.NoView || reply.Error == nil || reply.Error.Code == jsonrpc.CodeInternalError {
+			t.Errorf("%s: %+v, want NoView and an error that is not internal", era, reply)
+		}
+	}
+	if strings.Contains(logs.String(), "level=ERROR") {
+		t.Errorf("logged an error:\n%s", logs.String())
+	}
+}
+
+// TestProfileTasksShareTheQuota: tasks.max_per_identity bounds the tasks
+// an identity holds in its team on every path together: opening them on
+// another profile's path (or the main endpoint) gets no more, while each
+// task stays bound to its own path.
+func TestProfileTasksShareTheQuota(t *testing.T) {
+	up := legacyTaskUpstream()
+	r := startRouter(t, Options{MaxTasks: 2, Rules: policy.Rules{Profiles: []policy.Team{{Name: "a"}, {Name: "b"}}}}, map[string]*fakeUpstream{"up": up}, "up")
+	ctx := context.Background()
+	on := func(c *Caller, view string) *Caller {
+		cc := *c
+		cc.View = view
+		return &cc
+	}
+	call := request("tools/call", `{"name":"up__job","arguments":{},"task":{}}`)
+	taskOf(t, r.Dispatch(ctx, on(aliceLegacy, "/a"), call), false)
+	taskOf(t, r.Dispatch(ctx, on(aliceLegacy, "/b"), call), false)
+	sent := len(up.recorded())
+	for _, view := range []string{"", "/a", "/b"} {
+		if reply := r.Dispatch(ctx, on(aliceLegacy, view), call); reply.Error == nil || !strings.Contains(reply.Error.Message, "Too many tasks") {
+			t.Errorf("a third task on view %q: %+v %s, want Too many tasks", view, reply.Error, reply.Result)
+		}
+	}
+	if calls := up.recorded(); len(calls) != sent {
+		t.Errorf("the upstream was sent %+v for tasks past the bound", calls[sent:])
+	}
+	taskOf(t, r.Dispatch(ctx, on(bobLegacy, "/a"), call), false)
 }

@@ -177,8 +177,9 @@ type Options struct {
 	// its creation, and the longest a host may ask for; 0 means
 	// config.DefaultTaskTTL.
 	TaskTTL time.Duration
-	// MaxTasks bounds the tasks one caller (identity and view) holds at
-	// once; 0 means config.DefaultMaxTasks.
+	// MaxTasks bounds the tasks one identity holds at once in its team,
+	// on every profile's path together (an anonymous legacy host: in its
+	// session); 0 means config.DefaultMaxTasks.
 	MaxTasks int
 	// Limits, if set, are the per-identity quotas and rate limits of
 	// calls (tool rates, calls in flight per upstream); nil limits
@@ -921,14 +922,14 @@ type ViewStatus struct {
 	Cut          []policy.Cut `json:"cut,omitempty"`
 }
 
-// Views returns the status of every view, the default first.
+// Views returns the status of every view of the catalog in force, the
+// default first.
 func (r *Router) Views() []ViewStatus {
 	cat := r.catalog()
-	var out []ViewStatus
-	rules, _ := r.settings()
-	for _, rules := range rules.Views() {
-		v := cat.view(rules.Name)
-		s := ViewStatus{Name: rules.Name, Mode: config.ModeFull, Tools: len(v.tools.entries), Tokens: v.tokens, Cut: v.cut}
+	out := make([]ViewStatus, 0, len(cat.order))
+	for _, name := range cat.order {
+		v := cat.view(name)
+		s := ViewStatus{Name: name, Mode: config.ModeFull, Tools: len(v.tools.entries), Tokens: v.tokens, Cut: v.cut}
 		if v.search {
 			// The catalog's size is what search mode saves: measured
 			// (once per catalog) even without a token limit.

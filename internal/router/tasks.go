@@ -126,6 +126,17 @@ func taskOwner(c *Caller) string {
 	return c.owner()
 }
 
+// taskQuota is whose quota (MaxTasks) a task counts against: the
+// caller's identity in its team, on every profile's path and in both
+// eras together; without authentication, a legacy host's session (as
+// taskOwner), else every anonymous host of the team.
+func taskQuota(c *Caller) string {
+	if c.Principal == "" && c.Session != "" && !c.Modern() {
+		return c.quotaOwner() + "\x00session:" + c.Session
+	}
+	return c.quotaOwner()
+}
+
 // relayAsks asks a legacy host, on its tasks/result, each outstanding ask
 // of the task that no other tasks/result carries yet, until the task
 // ends or ctx does. It returns once its requests to the host have

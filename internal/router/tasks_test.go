@@ -300,7 +300,7 @@ func TestModernUpstreamTaskHandle(t *testing.T) {
 func TestTaskStoreBoundsAndExpiry(t *testing.T) {
 	var s taskStore
 	mk := func(owner string, expires time.Time) *task {
-		return &task{id: "gw-task-" + randomTag(), owner: owner, expires: expires, done: make(chan struct{})}
+		return &task{id: "gw-task-" + randomTag(), owner: owner, quota: owner, expires: expires, done: make(chan struct{})}
 	}
 	later := time.Now().Add(time.Hour)
 	a1, a2 := mk("alice", later), mk("alice", later)

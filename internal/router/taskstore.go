@@ -23,6 +23,7 @@ import (
 type task struct {
 	id      string // the gateway's id, which the host sees
 	owner   string // see taskOwner
+	quota   string // see taskQuota
 	up      *upstreamState
 	subject string // the tool's exposed name
 	created time.Time
@@ -246,38 +247,41 @@ type taskStore struct {
 	mu      sync.Mutex // guards the fields below
 	byID    map[string]*task
 	byOwner map[string][]*task // oldest first
+	// byQuota holds the same tasks by task.quota, to count them.
+	byQuota map[string][]*task
 	// swept is when every owner's expired tasks were last dropped: add
 	// does it at most once a minute, so that the tasks of an owner who
 	// never comes back are forgotten too.
 	swept time.Time
 }
 
-// add records t and reports true, unless its owner already holds max
+// add records t and reports true, unless its quota already holds max
 // live tasks.
 func (s *taskStore) add(t *task, max int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
 	if s.byID == nil {
-		s.byID, s.byOwner = map[string]*task{}, map[string][]*task{}
+		s.byID, s.byOwner, s.byQuota = map[string]*task{}, map[string][]*task{}, map[string][]*task{}
 	}
 	if now.Sub(s.swept) > time.Minute {
 		s.sweepLocked(now)
 	}
-	held := s.dropExpiredLocked(t.owner, now)
-	if len(held) >= max {
+	counted := s.liveLocked(s.byQuota, t.quota, now)
+	if len(counted) >= max {
 		return false
 	}
 	s.byID[t.id] = t
-	s.byOwner[t.owner] = append(held, t)
+	s.byQuota[t.quota] = append(counted, t)
+	s.byOwner[t.owner] = append(s.dropExpiredLocked(t.owner, now), t)
 	return true
 }
 
-// full reports whether the owner holds max live tasks already.
-func (s *taskStore) full(owner string, max int) bool {
+// full reports whether the quota holds max live tasks already.
+func (s *taskStore) full(quota string, max int) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.dropExpiredLocked(owner, time.Now())) >= max
+	return len(s.liveLocked(s.byQuota, quota, time.Now())) >= max
 }
 
 // get returns the owner's live task of this id; nil when there is none
@@ -306,13 +310,22 @@ func (s *taskStore) list(owner string) []*task {
 // dropExpiredLocked forgets the owner's expired tasks (stopping the
 // calls the gateway still runs for them) and returns the others.
 func (s *taskStore) dropExpiredLocked(owner string, now time.Time) []*task {
-	held := s.byOwner[owner]
+	return s.liveLocked(s.byOwner, owner, now)
+}
+
+// liveLocked drops the expired tasks from m[key] (byOwner or byQuota),
+// forgetting them (and stopping the calls the gateway still runs for
+// them) if the other table has not already, and returns the others.
+func (s *taskStore) liveLocked(m map[string][]*task, key string, now time.Time) []*task {
+	held := m[key]
 	live := held[:0]
 	for _, t := range held {
 		if now.After(t.expires) {
-			delete(s.byID, t.id)
-			if t.stop != nil {
-				t.stop()
+			if s.byID[t.id] == t {
+				delete(s.byID, t.id)
+				if t.stop != nil {
+					t.stop()
+				}
 			}
 			continue
 		}
@@ -320,18 +333,21 @@ func (s *taskStore) dropExpiredLocked(owner string, now time.Time) []*task {
 	}
 	clear(held[len(live):])
 	if len(live) == 0 {
-		delete(s.byOwner, owner)
+		delete(m, key)
 		return nil
 	}
-	s.byOwner[owner] = live
+	m[key] = live
 	return live
 }
 
-// sweepLocked drops every owner's expired tasks.
+// sweepLocked drops every expired task.
 func (s *taskStore) sweepLocked(now time.Time) {
 	s.swept = now
 	for owner := range s.byOwner {
 		s.dropExpiredLocked(owner, now)
+	}
+	for quota := range s.byQuota {
+		s.liveLocked(s.byQuota, quota, now)
 	}
 }
 
@@ -359,7 +375,7 @@ func (r *Router) newTask(c *Caller, u *upstreamState, subject string, ttlMs int6
 	}
 	now := time.Now()
 	return &task{
-		id: r.newTaskID(), owner: taskOwner(c), up: u, subject: subject,
+		id: r.newTaskID(), owner: taskOwner(c), quota: taskQuota(c), up: u, subject: subject,
 		created: now, expires: now.Add(ttl), status: taskWorking, updated: now, pollMs: taskPollMs,
 		done: make(chan struct{}), asked: make(chan struct{}, 1),
 	}
@@ -376,10 +392,10 @@ func (r *Router) maxTasks() int {
 // register adds t to the store; false when the caller holds too many.
 func (r *Router) register(t *task) bool { return r.tasks.add(t, r.maxTasks()) }
 
-// tasksFull reports whether caller c holds MaxTasks live tasks: checked
-// before an upstream is asked for a task, so that none is made only to
-// be cancelled.
-func (r *Router) tasksFull(c *Caller) bool { return r.tasks.full(taskOwner(c), r.maxTasks()) }
+// tasksFull reports whether caller c's quota (taskQuota) holds MaxTasks
+// live tasks: checked before an upstream is asked for a task, so that
+// none is made only to be cancelled.
+func (r *Router) tasksFull(c *Caller) bool { return r.tasks.full(taskQuota(c), r.maxTasks()) }
 
 // tooManyTasks is the error for a caller that holds MaxTasks live tasks.
 func (r *Router) tooManyTasks() *Reply {

@@ -230,6 +230,10 @@ func (s *Server) postLegacy(w http.ResponseWriter, r *http.Request, id string, w
 		rs.abandon()
 		return
 	}
+	if reply.NoView {
+		s.notAProfile(w, r)
+		return
+	}
 	if msg.Method == "logging/setLevel" && reply.Error == nil {
 		if s.opts.Shared != nil {
 			if err := s.opts.Shared.SetLevel(ctx, ss.id, msg.Level); err != nil {
@@ -284,7 +288,12 @@ func (s *Server) postModern(w http.ResponseWriter, r *http.Request, who policy.I
 		s.listen(w, r, caller, &msg.Message)
 		return
 	}
-	writeReply(rs, msg.ID, s.d.Dispatch(r.Context(), caller, msg))
+	reply := s.d.Dispatch(r.Context(), caller, msg)
+	if reply.NoView {
+		s.notAProfile(w, r)
+		return
+	}
+	writeReply(rs, msg.ID, reply)
 }
 
 func isModernSupported(v string) bool {

@@ -52,17 +52,20 @@ func (m *ResourceMetadata) path() string {
 	return strings.TrimSuffix(u.Path, "/")
 }
 
-// forProfile returns the metadata of a profile's path: the resource is
-// that path's URL, <Resource>/<profile>, so that a host that reaches the
-// gateway there asks for a token for it (RFC 9728 §3.3: the resource in
-// the document is the URL the host used). m itself for "" (the main
-// endpoint); nil for a nil m.
-func (m *ResourceMetadata) forProfile(profile string) *ResourceMetadata {
+// forProfile returns the metadata of a profile's path under endpoint:
+// the resource is that path's URL, Resource's scheme and host with
+// <endpoint>/<profile> (config.ProfileResource), so that a host that
+// reaches the gateway there asks for a token for it (RFC 9728 §3.3: the
+// resource in the document is the URL the host used), and the document
+// is at /.well-known/oauth-protected-resource<endpoint>/<profile>,
+// whatever path Resource has. m itself for "" (the main endpoint); nil
+// for a nil m.
+func (m *ResourceMetadata) forProfile(endpoint, profile string) *ResourceMetadata {
 	if m == nil || profile == "" {
 		return m
 	}
 	c := *m
-	c.Resource = config.ProfilePath(m.Resource, profile)
+	c.Resource = config.ProfileResource(m.Resource, endpoint, profile)
 	return &c
 }
 
@@ -76,7 +79,7 @@ func (s *Server) resourceMetadata(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	md = md.forProfile(profile)
+	md = md.forProfile(s.opts.Endpoint, profile)
 	body := struct {
 		Resource               string   `json:"resource"`
 		AuthorizationServers   []string `json:"authorization_servers"`
@@ -117,13 +120,20 @@ func (s *Server) profileOf(r *http.Request) string {
 
 // onProfile serves a profile's path with next, or answers 404 with a
 // JSON-RPC error for a name that is not a profile.
-func (s *Server) onProfile(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if name := mux.Vars(r)["profile"]; !s.isProfile(name) {
-			writeError(w, http.StatusNotFound, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
-				"Not found: %s is not an MCP endpoint of this gateway (no profile %q; the endpoint is %s)", r.URL.Path, name, s.opts.Endpoint))
+func (s *Server) onProfile(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !s.isProfile(mux.Vars(r)["profile"]) {
+			s.notAProfile(w, r)
 			return
 		}
-		next.ServeHTTP(w, r)
-	})
+		next(w, r)
+	}
+}
+
+// notAProfile answers a request on the path of a name that is not a
+// profile: one never configured, or one a reload removed (the router
+// found no view for it, router.Reply.NoView, before SetProfiles ran).
+func (s *Server) notAProfile(w http.ResponseWriter, r *http.Request) {
+	writeError(w, http.StatusNotFound, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
+		"Not found: %s is not an MCP endpoint of this gateway (no profile %q; the endpoint is %s)", r.URL.Path, s.profileOf(r), s.opts.Endpoint))
 }

@@ -264,3 +264,114 @@ func TestProfileListChangedReachesItsPath(t *testing.T) {
 		t.Errorf("the /mcp session heard %s first, want only its own prompts/list_changed", m.Method)
 	}
 }
+
+// TestRemovedProfileDuringAReload: while a reload that removed a profile
+// has not reached SetProfiles, the router finds no view for its path
+// (NoView): the request gets the 404 of a path that is not a profile,
+// in both eras, not an internal error.
+func TestRemovedProfileDuringAReload(t *testing.T) {
+	ts, d := newTestServer(t, &Options{Profiles: []string{"a"}})
+	sid := doAt(t, ts, "/mcp/a", "POST", nil, initBody).header.Get("Mcp-Session-Id")
+	if sid == "" {
+		t.Fatal("initialize: no session")
+	}
+	d.mu.Lock()
+	d.replies["tools/list"] = &router.Reply{NoView: true, Error: jsonrpc.NewError(jsonrpc.CodeInvalidRequest, `Not found: no profile "a"`)}
+	d.mu.Unlock()
+	wantError(t, doAt(t, ts, "/mcp/a", "POST", modernHeaders("tools/list", ""), modernListBody), 404, jsonrpc.CodeInvalidRequest, `no profile "a"`)
+	wantError(t, doAt(t, ts, "/mcp/a", "POST", map[string]string{"Mcp-Session-Id": sid}, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`),
+		404, jsonrpc.CodeInvalidRequest, `no profile "a"`)
+}
+
+// TestProfileResourceMetadataOfAnyResource: whatever path
+// auth.oauth.resource has (none, "/", the endpoint's, with or without a
+// trailing "/"), a profile's resource is the URL of the path hosts use,
+// <scheme://host><endpoint>/<name> (RFC 9728 §3.3: the client checks it
+// against the URL it used), its 401 names the metadata at
+// /.well-known/oauth-protected-resource<that path>, and that document is
+// served there; the main endpoint's metadata is the resource's, as
+// configured.
+func TestProfileResourceMetadataOfAnyResource(t *testing.T) {
+	const (
+		profileMetadata = "https://gw.example.com/.well-known/oauth-protected-resource/mcp/coding"
+		profileResource = "https://gw.example.com/mcp/coding"
+	)
+	for _, tc := range []struct{ resource, mainMetadata string }{
+		{"https://gw.example.com", "https://gw.example.com/.well-known/oauth-protected-resource"},
+		{"https://gw.example.com/", "https://gw.example.com/.well-known/oauth-protected-resource"},
+		{"https://gw.example.com/mcp", "https://gw.example.com/.well-known/oauth-protected-resource/mcp"},
+		{"https://gw.example.com/mcp/", "https://gw.example.com/.well-known/oauth-protected-resource/mcp"},
+	} {
+		t.Run(tc.resource, func(t *testing.T) {
+			md := *testMetadata
+			md.Resource = tc.resource
+			ts, _, _ := newTestServerWith(t, &Options{Identify: oauthIdentify, ResourceMetadata: &md, Profiles: []string{"coding"}})
+			get := func(url string) (int, any) {
+				t.Helper()
+				resp, err := ts.Client().Get(ts.URL + strings.TrimPrefix(url, "https://gw.example.com"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				var body map[string]any
+				_ = json.NewDecoder(resp.Body).Decode(&body)
+				return resp.StatusCode, body["resource"]
+			}
+			for _, p := range []struct{ path, metadata, resource string }{
+				{"/mcp/coding", profileMetadata, profileResource},
+				{"/mcp", tc.mainMetadata, tc.resource},
+			} {
+				r := doAt(t, ts, p.path, "POST", nil, initBody)
+				if got, want := r.header.Get("WWW-Authenticate"), `Bearer resource_metadata="`+p.metadata+`", scope="mcp:tools"`; r.status != 401 || got != want {
+					t.Errorf("401 on %s: %d, WWW-Authenticate %q, want %q", p.path, r.status, got, want)
+				}
+				if status, resource := get(p.metadata); status != 200 || resource != p.resource {
+					t.Errorf("metadata of %s at %s: %d, resource %v, want 200 and %s", p.path, p.metadata, status, resource, p.resource)
+				}
+			}
+			if status, _ := get("/.well-known/oauth-protected-resource/coding"); status != 404 {
+				t.Errorf("metadata at a path that is no profile's: %d, want 404", status)
+			}
+		})
+	}
+}
+
+// TestProfileProbeByRebinding: a request with a Host that is not allowed
+// (a DNS-rebinding page, whose same-origin GET carries no Origin) gets
+// the same 403 on the path of a profile and of a name that is not one,
+// so that it cannot tell which profiles exist; with an allowed Host the
+// name that is not a profile gets 404, before authentication.
+func TestProfileProbeByRebinding(t *testing.T) {
+	keys, err := policy.NewAPIKeys(map[string][]string{"red": {"red-key-one-0123456789"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, _, _ := newTestServerWith(t, &Options{Identify: keys.Identify, Profiles: []string{"a"}})
+	send := func(method, path, host string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, ts.URL+path, strings.NewReader(initBody))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, method := range []string{"GET", "POST", "DELETE"} {
+		status, body := send(method, "/mcp/a", "rebind.attacker.example:8080")
+		otherStatus, otherBody := send(method, "/mcp/nope", "rebind.attacker.example:8080")
+		if status != 403 || otherStatus != status || otherBody != body {
+			t.Errorf("%s with a foreign Host: the profile's path %d %s, another name's %d %s; want the same 403", method, status, body, otherStatus, otherBody)
+		}
+		if status, body := send(method, "/mcp/nope", "localhost"); status != 404 || !strings.Contains(body, `no profile \"nope\"`) {
+			t.Errorf("%s of a name that is not a profile: %d %s, want 404", method, status, body)
+		}
+	}
+}

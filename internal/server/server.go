@@ -144,8 +144,8 @@ type Options struct {
 	Identify func(token string) (policy.Identity, error)
 	// ResourceMetadata, when set (auth mode oauth), is served at
 	// /.well-known/oauth-protected-resource and at its path-suffixed
-	// forms (RFC 9728), and named in the challenges of a 401 and of a 403
-	// for a missing scope. nil serves none and challenges as for API keys.
+	// forms (RFC 9728), each profile's at the form of its path, and
+	// named in the challenges of a 401 and of a 403 for a missing scope. nil serves none and challenges as for API keys.
 	ResourceMetadata *ResourceMetadata
 	// Metrics, if set, is served at /metrics.
 	Metrics http.Handler
@@ -276,11 +276,12 @@ func (s *Server) Handler() http.Handler {
 	// whatever name its operator gave it.
 	m.HandleFunc(metadataPath, s.resourceMetadata).Methods(http.MethodGet, http.MethodHead)
 	m.HandleFunc(metadataPath+s.opts.Endpoint, s.resourceMetadata).Methods(http.MethodGet, http.MethodHead)
+	// A profile's metadata is at its path's (forProfile), whatever path
+	// the resource has.
 	m.HandleFunc(metadataPath+s.profileBase+"{profile}", s.resourceMetadata).Methods(http.MethodGet, http.MethodHead)
 	if md := s.opts.ResourceMetadata; md != nil {
 		if p := md.path(); p != "" && p != s.opts.Endpoint {
 			m.HandleFunc(metadataPath+p, s.resourceMetadata).Methods(http.MethodGet, http.MethodHead)
-			m.HandleFunc(metadataPath+config.ProfilePath(p, "{profile}"), s.resourceMetadata).Methods(http.MethodGet, http.MethodHead)
 		}
 	}
 	m.Handle("/readyz", s.checkProbeHost(http.HandlerFunc(s.readyz))).Methods(http.MethodGet, http.MethodHead)
@@ -291,13 +292,15 @@ func (s *Server) Handler() http.Handler {
 	m.Handle(s.opts.Endpoint, s.checkHost(s.get)).Methods(http.MethodGet)
 	m.Handle(s.opts.Endpoint, s.checkHost(s.delete)).Methods(http.MethodDelete)
 	// Profiles' paths: the same handlers, which read the profile from
-	// the path (profileOf); onProfile answers 404 for a name that is not
-	// a profile, before authentication, whose challenge would name the
-	// metadata of a resource that does not exist.
+	// the path (profileOf). The Host check comes first, so that a
+	// rebinding page cannot tell which names are profiles (403 for all);
+	// then onProfile answers 404 for a name that is not a profile,
+	// before authentication, whose challenge would name the metadata of
+	// a resource that does not exist.
 	profile := s.profileBase + "{profile}"
-	m.Handle(profile, s.onProfile(s.checkHost(s.post))).Methods(http.MethodPost)
-	m.Handle(profile, s.onProfile(s.checkHost(s.get))).Methods(http.MethodGet)
-	m.Handle(profile, s.onProfile(s.checkHost(s.delete))).Methods(http.MethodDelete)
+	m.Handle(profile, s.checkHost(s.onProfile(s.post))).Methods(http.MethodPost)
+	m.Handle(profile, s.checkHost(s.onProfile(s.get))).Methods(http.MethodGet)
+	m.Handle(profile, s.checkHost(s.onProfile(s.delete))).Methods(http.MethodDelete)
 	m.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "GET, POST, DELETE")
 		writeError(w, http.StatusMethodNotAllowed, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Method not allowed: %s", r.Method))
@@ -620,7 +623,7 @@ func (s *Server) identity(w http.ResponseWriter, r *http.Request) (policy.Identi
 		return id, true
 	}
 	s.log.Warn("request not authenticated", "remote", r.RemoteAddr, "reason", err.Error())
-	md := s.meta.Load().forProfile(profile)
+	md := s.meta.Load().forProfile(s.opts.Endpoint, profile)
 	var se *policy.ScopeError
 	switch {
 	case errors.As(err, &se):

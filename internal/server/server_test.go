@@ -53,7 +53,10 @@ func (d *fakeDispatcher) Dispatch(ctx context.Context, c *router.Caller, req *js
 	if interactive != nil && req.Method == "tools/call" {
 		return interactive(ctx, c, req)
 	}
-	if r, ok := d.replies[req.Method]; ok {
+	d.mu.Lock()
+	r, ok := d.replies[req.Method]
+	d.mu.Unlock()
+	if ok {
 		return r
 	}
 	return &router.Reply{Error: jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "Method not found: %s", req.Method)}
