@@ -25,6 +25,7 @@ var allowedImports = map[string][]string{
 	"upstream":  {"jsonrpc", "config", "telemetry", "mcpheader"},
 	"state":     {"config", "telemetry"},
 	"search":    {},
+	"pin":       {},
 	"router":    {"upstream", "namespace", "policy", "search", "jsonrpc", "mcpheader", "config", "state"},
 	"server":    {"router", "jsonrpc", "policy", "telemetry", "mcpheader", "config", "state"},
 	"mcptest":   {"jsonrpc"},

@@ -1,0 +1,201 @@
+package pin
+
+import (
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// Mode says what a definition that differs from the lock does.
+type Mode string
+
+const (
+	// ModeEnforce quarantines it.
+	ModeEnforce Mode = "enforce"
+	// ModeWarn logs and counts it, and keeps it listed.
+	ModeWarn Mode = "warn"
+)
+
+// Reason says why a definition is reported.
+type Reason string
+
+const (
+	ReasonChanged    Reason = "changed"    // differs from the lock
+	ReasonNew        Reason = "new"        // absent from the lock
+	ReasonSuspicious Reason = "suspicious" // carries invisible or deceptive text
+)
+
+// Options configure a Guard.
+type Options struct {
+	// Mode is enforce or warn; "" means warn.
+	Mode Mode
+	// QuarantineNew quarantines definitions absent from the lock (in
+	// enforce mode); otherwise they are listed and not reported.
+	QuarantineNew bool
+	// QuarantineSuspicious quarantines suspicious definitions (in either
+	// mode); otherwise they are flagged: logged and reported.
+	QuarantineSuspicious bool
+	// Logger receives a line per change, once per change; nil discards.
+	Logger *slog.Logger
+}
+
+// Status is one reported definition.
+type Status struct {
+	Kind     Kind   `json:"kind"`
+	Name     string `json:"name"`
+	Upstream string `json:"upstream"`
+	Reason   Reason `json:"reason"`
+	// Detail says what is suspicious, for reason suspicious.
+	Detail string `json:"detail,omitempty"`
+	// Diff is the change from the locked definition, for reason changed.
+	Diff string `json:"-"`
+}
+
+// Report is what the last Vet found.
+type Report struct {
+	// Quarantined are left out of every view.
+	Quarantined []Status `json:"quarantined"`
+	// Flagged are reported and still listed (warn mode, suspicious: flag).
+	Flagged []Status `json:"flagged"`
+}
+
+// Guard decides, at each catalog build, which definitions the catalog
+// leaves out. It is safe for concurrent use.
+type Guard struct {
+	opts Options
+	log  *slog.Logger
+	// changes counts the changes seen (each reported once).
+	changes atomic.Int64
+
+	// mu guards the fields below.
+	mu   sync.Mutex
+	lock map[key]Entry // nil: no lockfile
+	// seen is the hash last reported for each definition reported, so
+	// that each change is logged and counted once, however often the
+	// catalog is rebuilt.
+	seen   map[key]string
+	report Report
+}
+
+// NewGuard returns a guard over lock (nil: no lockfile: every
+// definition is new).
+func NewGuard(lock *Lock, opts Options) *Guard {
+	if opts.Mode == "" {
+		opts.Mode = ModeWarn
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	g := &Guard{opts: opts, log: log, seen: map[key]string{}}
+	g.SetLock(lock)
+	return g
+}
+
+// SetLock replaces the lock (a re-read lockfile); the next Vet applies
+// it. Call the router's rebuild after it.
+func (g *Guard) SetLock(lock *Lock) {
+	var m map[key]Entry
+	if lock != nil {
+		m = make(map[key]Entry, len(lock.Entries))
+		for _, e := range lock.Entries {
+			m[key{e.Kind, e.Name}] = e
+		}
+	}
+	g.mu.Lock()
+	g.lock = m
+	g.mu.Unlock()
+}
+
+// Vet checks the definitions a catalog build is about to list and
+// returns which to leave out (withheld[i] for defs[i]). Definitions it
+// cannot read are left in: the router already skips malformed ones.
+func (g *Guard) Vet(defs []Def) (withheld []bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	withheld = make([]bool, len(defs))
+	var rep Report
+	seen := map[key]string{}
+	for i, d := range defs {
+		st, hash, quarantine := g.check(d)
+		if st == nil {
+			continue
+		}
+		withheld[i] = quarantine
+		if quarantine {
+			rep.Quarantined = append(rep.Quarantined, *st)
+		} else {
+			rep.Flagged = append(rep.Flagged, *st)
+		}
+		k := d.key()
+		tag := string(st.Reason) + ":" + hash
+		seen[k] = tag
+		if g.seen[k] == tag {
+			continue
+		}
+		g.changes.Add(1)
+		attrs := []any{"kind", d.Kind, "name", d.Name, "upstream", d.Upstream, "reason", st.Reason, "quarantined", quarantine}
+		switch st.Reason {
+		case ReasonChanged:
+			g.log.Warn("definition differs from the lockfile", append(attrs, "diff", st.Diff)...)
+		case ReasonNew:
+			g.log.Warn("definition absent from the lockfile", attrs...)
+		case ReasonSuspicious:
+			g.log.Warn("definition carries suspicious text", append(attrs, "detail", st.Detail)...)
+		}
+	}
+	// A definition back to its pinned form (or gone) is forgotten: its
+	// next change is reported again.
+	g.seen = seen
+	sortStatus(rep.Quarantined)
+	sortStatus(rep.Flagged)
+	g.report = rep
+	return withheld
+}
+
+// check is what d is reported for (nil: nothing), the hash that report
+// is about, and whether d is quarantined.
+func (g *Guard) check(d Def) (*Status, string, bool) {
+	st := &Status{Kind: d.Kind, Name: d.Name, Upstream: d.Upstream}
+	if why := Suspicious(d.Raw); why != "" {
+		h, _ := Hash(d.Raw)
+		st.Reason, st.Detail = ReasonSuspicious, why
+		return st, h, g.opts.QuarantineSuspicious
+	}
+	enforce := g.opts.Mode == ModeEnforce
+	e, pinned := g.lock[d.key()]
+	if !pinned {
+		if !g.opts.QuarantineNew {
+			return nil, "", false
+		}
+		h, _ := Hash(d.Raw)
+		st.Reason = ReasonNew
+		return st, h, enforce
+	}
+	live, err := NewEntry(d)
+	if err != nil {
+		return nil, "", false
+	}
+	if live.SHA256 == e.SHA256 && live.Upstream == e.Upstream {
+		return nil, "", false
+	}
+	st.Reason = ReasonChanged
+	st.Diff = Diff(e, live)
+	return st, live.SHA256, enforce
+}
+
+// Report returns what the last Vet found.
+func (g *Guard) Report() Report {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return Report{Quarantined: slices.Clone(g.report.Quarantined), Flagged: slices.Clone(g.report.Flagged)}
+}
+
+// Changes is how many changes (and new or suspicious definitions) have
+// been reported since the guard was made.
+func (g *Guard) Changes() int64 { return g.changes.Load() }
+
+func sortStatus(s []Status) {
+	slices.SortFunc(s, func(a, b Status) int { return less(a.Kind, a.Name, a.Upstream, b.Kind, b.Name, b.Upstream) })
+}
