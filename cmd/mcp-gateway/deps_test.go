@@ -26,7 +26,7 @@ var allowedImports = map[string][]string{
 	"state":     {"config", "telemetry"},
 	"search":    {},
 	"pin":       {},
-	"router":    {"upstream", "namespace", "policy", "search", "jsonrpc", "mcpheader", "config", "state"},
+	"router":    {"upstream", "namespace", "policy", "search", "jsonrpc", "mcpheader", "config", "state", "pin"},
 	"server":    {"router", "jsonrpc", "policy", "telemetry", "mcpheader", "config", "state"},
 	"mcptest":   {"jsonrpc"},
 }

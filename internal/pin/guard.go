@@ -100,7 +100,7 @@ func (g *Guard) SetLock(lock *Lock) {
 	if lock != nil {
 		m = make(map[key]Entry, len(lock.Entries))
 		for _, e := range lock.Entries {
-			m[key{e.Kind, e.Name}] = e
+			m[e.key()] = e
 		}
 	}
 	g.mu.Lock()

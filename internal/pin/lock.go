@@ -84,7 +84,7 @@ func ParseLock(raw []byte) (*Lock, error) {
 		if e.Name == "" {
 			return nil, fmt.Errorf("entries[%d]: no name", i)
 		}
-		k := key{e.Kind, e.Name}
+		k := e.key()
 		if seen[k] {
 			return nil, fmt.Errorf("entries[%d]: %s %q listed twice", i, e.Kind, e.Name)
 		}
@@ -171,7 +171,7 @@ func Pin(prev *Lock, defs []Def, by string, at time.Time) (*Lock, Summary, error
 	old := map[key]Entry{}
 	if prev != nil {
 		for _, e := range prev.Entries {
-			old[key{e.Kind, e.Name}] = e
+			old[e.key()] = e
 		}
 	}
 	var sum Summary
@@ -233,7 +233,7 @@ func Approve(prev *Lock, defs []Def, names []string, by string, at time.Time) (*
 	idx := map[key]int{}
 	if prev != nil {
 		for _, e := range prev.Entries {
-			idx[key{e.Kind, e.Name}] = len(l.Entries)
+			idx[e.key()] = len(l.Entries)
 			l.Entries = append(l.Entries, e)
 		}
 	}

@@ -44,13 +44,16 @@ type Def struct {
 	Raw json.RawMessage
 }
 
-// key identifies a definition in the lock.
+// key identifies a definition in the lock: two upstreams may list one
+// resource URI.
 type key struct {
-	kind Kind
-	name string
+	kind           Kind
+	name, upstream string
 }
 
-func (d Def) key() key { return key{d.Kind, d.Name} }
+func (d Def) key() key { return key{d.Kind, d.Name, d.Upstream} }
+
+func (e Entry) key() key { return key{e.Kind, e.Name, e.Upstream} }
 
 // Canonical is raw in canonical form: object keys sorted, no
 // insignificant whitespace, strings re-encoded (so that \u0041 and A are

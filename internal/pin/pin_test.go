@@ -107,7 +107,7 @@ func TestParseLockRejectsTamperedAndMalformedFiles(t *testing.T) {
 		"unknown key":       strings.Replace(string(raw), `"version": 1,`, `"version": 1, "extra": true,`, 1),
 		"wrong version":     strings.Replace(string(raw), `"version": 1,`, `"version": 2,`, 1),
 		"unknown kind":      strings.Replace(string(raw), `"kind": "prompt"`, `"kind": "widget"`, 1),
-		"duplicate":         strings.Replace(string(raw), `"name": "b__search"`, `"name": "a__echo"`, 1),
+		"duplicate":         strings.Replace(string(raw), "\"name\": \"b__search\",\n      \"upstream\": \"b\"", "\"name\": \"a__echo\",\n      \"upstream\": \"a\"", 1),
 		"not json":          "tools",
 	} {
 		if _, err := ParseLock([]byte(bad)); err == nil {
