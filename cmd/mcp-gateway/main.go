@@ -7,6 +7,7 @@
 //	mcp-gateway stdio [--config F] [--team T]
 //	mcp-gateway validate [--config F]
 //	mcp-gateway tools [--config F] [--team T] [--json]
+//	mcp-gateway pin [--config F] [--check | --approve [--by WHO] NAME...]
 //	mcp-gateway version
 package main
 
@@ -45,7 +46,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "gateway.yaml", "path of the config file (gateway.yaml, or a claude_desktop_config.json)")
 	var listen, team *string
-	var asJSON *bool
+	var asJSON, approve, check *bool
+	var by *string
 	switch cmd {
 	case "serve":
 		listen = fs.String("listen", "", "address to listen on, host:port (overrides the config's listen)")
@@ -54,6 +56,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		team = fs.String("team", "", "show the catalog of this team's view (default: the policy view)")
 	case "stdio":
 		team = fs.String("team", "", "serve this team's view (default: the policy view)")
+	case "pin":
+		approve = fs.Bool("approve", false, "record the live definitions of the NAMEs given as approved, leaving the rest of the lockfile as it is")
+		check = fs.Bool("check", false, "compare the live definitions with the lockfile; exit 1 and print the differences if any")
+		by = fs.String("by", approver(), "who approves, recorded in the lockfile (default: the user running the command)")
 	case "validate":
 	case "version":
 		fmt.Fprintln(stdout, versionString())
@@ -72,7 +78,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		return exitUsage
 	}
-	if fs.NArg() > 0 {
+	if fs.NArg() > 0 && (cmd != "pin" || !*approve) {
 		fmt.Fprintf(stderr, "mcp-gateway %s: unexpected argument %q\n", cmd, fs.Arg(0))
 		return exitUsage
 	}
@@ -94,6 +100,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return serveStdio(ctx, cfg, *team, stdin, stdout, stderr)
 	case "tools":
 		return listTools(ctx, cfg, *team, *asJSON, stdout, stderr)
+	case "pin":
+		return pinCommand(ctx, *configPath, cfg, pinArgs{approve: *approve, check: *check, by: *by, names: fs.Args()}, stdout, stderr)
 	}
 	return exitUsage
 }
@@ -104,6 +112,8 @@ func usage(w io.Writer) {
   mcp-gateway stdio [--config F] [--team T]                     serve the catalog over stdin/stdout
   mcp-gateway validate [--config F]                             check the config; every problem on its own line
   mcp-gateway tools [--config F] [--team T] [--json]            start the upstreams, print the catalog and its tokens
+  mcp-gateway pin [--config F] [--check]                        start the upstreams, write (or check) the lockfile of definitions
+  mcp-gateway pin --approve [--by WHO] NAME...                  accept the live definitions of NAMEs into the lockfile
   mcp-gateway version                                           print version information
 `)
 }

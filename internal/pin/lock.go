@@ -263,3 +263,18 @@ func Approve(prev *Lock, defs []Def, names []string, by string, at time.Time) (*
 	}
 	return l, approved, nil
 }
+
+// Removed returns the entries of lock that no definition in defs has.
+func Removed(lock *Lock, defs []Def) []Entry {
+	live := map[key]bool{}
+	for _, d := range defs {
+		live[d.key()] = true
+	}
+	var out []Entry
+	for _, e := range lock.Entries {
+		if !live[e.key()] {
+			out = append(out, e)
+		}
+	}
+	return out
+}

@@ -20,8 +20,12 @@ type Pins interface {
 	Report() pin.Report
 }
 
-// PinStatus is one quarantined or flagged definition, for /readyz.
-type PinStatus = pin.Status
+// PinStatus is one quarantined or flagged definition, and PinReport
+// what pinning found, for /readyz.
+type (
+	PinStatus = pin.Status
+	PinReport = pin.Report
+)
 
 // vetted is what of a build's entries the catalog keeps.
 type vetted struct {
