@@ -76,6 +76,30 @@ type Guard struct {
 	// catalog is rebuilt.
 	seen   map[key]string
 	report Report
+	// memo is what the last Vet computed of each definition's bytes: an
+	// upstream lists the same bytes at every rebuild, so only what
+	// changed is parsed again.
+	memo map[string]digest
+}
+
+// digest is what Vet needs of a definition's bytes.
+type digest struct {
+	raw        string // the key, kept to carry it to the next memo
+	hash       string // "" when the definition is not JSON
+	suspicious string
+}
+
+// digestOf returns d's digest from the last Vet's memo, else computes
+// it, and records it in next.
+func (g *Guard) digestOf(raw []byte, next map[string]digest) digest {
+	dg, ok := g.memo[string(raw)]
+	if !ok {
+		dg.raw = string(raw)
+		dg.hash, _ = Hash(raw)
+		dg.suspicious = Suspicious(raw)
+	}
+	next[dg.raw] = dg
+	return dg
 }
 
 // NewGuard returns a guard over lock (nil: no lockfile: every
@@ -117,8 +141,9 @@ func (g *Guard) Vet(defs []Def) (withheld []bool) {
 	withheld = make([]bool, len(defs))
 	var rep Report
 	seen := map[key]string{}
+	memo := make(map[string]digest, len(defs))
 	for i, d := range defs {
-		st, hash, quarantine := g.check(d)
+		st, hash, quarantine := g.check(d, g.digestOf(d.Raw, memo))
 		if st == nil {
 			continue
 		}
@@ -148,6 +173,7 @@ func (g *Guard) Vet(defs []Def) (withheld []bool) {
 	// A definition back to its pinned form (or gone) is forgotten: its
 	// next change is reported again.
 	g.seen = seen
+	g.memo = memo
 	sortStatus(rep.Quarantined)
 	sortStatus(rep.Flagged)
 	g.report = rep
@@ -156,12 +182,14 @@ func (g *Guard) Vet(defs []Def) (withheld []bool) {
 
 // check is what d is reported for (nil: nothing), the hash that report
 // is about, and whether d is quarantined.
-func (g *Guard) check(d Def) (*Status, string, bool) {
+func (g *Guard) check(d Def, dg digest) (*Status, string, bool) {
+	if dg.hash == "" {
+		return nil, "", false
+	}
 	st := &Status{Kind: d.Kind, Name: d.Name, Upstream: d.Upstream}
-	if why := Suspicious(d.Raw); why != "" {
-		h, _ := Hash(d.Raw)
-		st.Reason, st.Detail = ReasonSuspicious, why
-		return st, h, g.opts.QuarantineSuspicious
+	if dg.suspicious != "" {
+		st.Reason, st.Detail = ReasonSuspicious, dg.suspicious
+		return st, dg.hash, g.opts.QuarantineSuspicious
 	}
 	enforce := g.opts.Mode == ModeEnforce
 	e, pinned := g.lock[d.key()]
@@ -169,20 +197,17 @@ func (g *Guard) check(d Def) (*Status, string, bool) {
 		if !g.opts.QuarantineNew {
 			return nil, "", false
 		}
-		h, _ := Hash(d.Raw)
 		st.Reason = ReasonNew
-		return st, h, enforce
+		return st, dg.hash, enforce
 	}
-	live, err := NewEntry(d)
-	if err != nil {
-		return nil, "", false
-	}
-	if live.SHA256 == e.SHA256 && live.Upstream == e.Upstream {
+	if dg.hash == e.SHA256 {
 		return nil, "", false
 	}
 	st.Reason = ReasonChanged
-	st.Diff = Diff(e, live)
-	return st, live.SHA256, enforce
+	if live, err := NewEntry(d); err == nil {
+		st.Diff = Diff(e, live)
+	}
+	return st, dg.hash, enforce
 }
 
 // Report returns what the last Vet found.
