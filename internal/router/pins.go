@@ -2,6 +2,7 @@ package router
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/pin"
@@ -108,7 +109,7 @@ func (r *Router) vet(v vetted, ups []*upstreamState) (vetted, []pin.Def) {
 // URI template as their upstream lists them, and each serving upstream's
 // instructions.
 func (r *Router) Definitions() []pin.Def {
-	return r.catalog().defs
+	return slices.Clone(r.catalog().defs)
 }
 
 // Rebuild builds the catalog again from the lists the router holds, for
