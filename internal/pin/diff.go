@@ -12,10 +12,10 @@ import (
 const (
 	diffMaxLines     = 40
 	diffMaxLineChars = 160
-	// diffMaxInput bounds the lines compared (the LCS table is the
-	// product of the two counts): past it, the diff is the two whole
-	// definitions, cut.
-	diffMaxInput = 2000
+	// diffMaxInput bounds the lines compared once the common first and
+	// last lines are set aside (the LCS table is the product of the two
+	// counts): past it, the diff is the two differing parts, cut.
+	diffMaxInput = 400
 )
 
 // Diff is a readable diff of the locked definition old and the live one,
@@ -28,6 +28,13 @@ func Diff(old, live Entry) string {
 	var out []string
 	if old.Upstream != live.Upstream {
 		out = append(out, "- upstream: "+old.Upstream, "+ upstream: "+live.Upstream)
+	}
+	// Set aside the lines both share at the start and at the end.
+	for len(a) > 0 && len(b) > 0 && a[0] == b[0] {
+		a, b = a[1:], b[1:]
+	}
+	for len(a) > 0 && len(b) > 0 && a[len(a)-1] == b[len(b)-1] {
+		a, b = a[:len(a)-1], b[:len(b)-1]
 	}
 	if len(a) > diffMaxInput || len(b) > diffMaxInput {
 		for _, l := range a {

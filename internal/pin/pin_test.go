@@ -338,4 +338,10 @@ func TestDiffIsBounded(t *testing.T) {
 	if !strings.HasSuffix(d, "more lines") {
 		t.Errorf("a cut diff does not say so:\n%s", d)
 	}
+	// A one-line change inside a large definition is that one line.
+	bigOld, _ := NewEntry(Def{Raw: json.RawMessage(`{"description":"old","inputSchema":{"properties":{` + strings.Join(props, ",") + `}}}`)})
+	bigNew, _ := NewEntry(Def{Raw: json.RawMessage(`{"description":"new","inputSchema":{"properties":{` + strings.Join(props, ",") + `}}}`)})
+	if got, want := Diff(bigOld, bigNew), "-   \"description\": \"old\",\n+   \"description\": \"new\","; got != want {
+		t.Errorf("diff of one line in %d = %q, want %q", len(props), got, want)
+	}
 }
