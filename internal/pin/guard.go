@@ -163,9 +163,9 @@ func (g *Guard) Vet(defs []Def) (withheld []bool) {
 		attrs := []any{"kind", d.Kind, "name", d.Name, "upstream", d.Upstream, "reason", st.Reason, "quarantined", quarantine}
 		switch st.Reason {
 		case ReasonChanged:
-			g.log.Warn("definition differs from the lockfile", append(attrs, "diff", st.Diff)...)
+			g.log.Warn("definition differs from the lockfile", append(attrs, "diff", st.Diff, "detail", st.Detail)...)
 		case ReasonNew:
-			g.log.Warn("definition absent from the lockfile", attrs...)
+			g.log.Warn("definition absent from the lockfile", append(attrs, "detail", st.Detail)...)
 		case ReasonSuspicious:
 			g.log.Warn("definition carries suspicious text", append(attrs, "detail", st.Detail)...)
 		}
@@ -181,33 +181,33 @@ func (g *Guard) Vet(defs []Def) (withheld []bool) {
 }
 
 // check is what d is reported for (nil: nothing), the hash that report
-// is about, and whether d is quarantined.
+// is about, and whether d is quarantined. A definition both changed (or
+// new) and suspicious is reported for the change, with the suspicious
+// text as detail, and quarantined if either says so.
 func (g *Guard) check(d Def, dg digest) (*Status, string, bool) {
 	if dg.hash == "" {
 		return nil, "", false
 	}
-	st := &Status{Kind: d.Kind, Name: d.Name, Upstream: d.Upstream}
-	if dg.suspicious != "" {
-		st.Reason, st.Detail = ReasonSuspicious, dg.suspicious
-		return st, dg.hash, g.opts.QuarantineSuspicious
-	}
+	st := &Status{Kind: d.Kind, Name: d.Name, Upstream: d.Upstream, Detail: dg.suspicious}
+	quarantine := dg.suspicious != "" && g.opts.QuarantineSuspicious
 	enforce := g.opts.Mode == ModeEnforce
 	e, pinned := g.lock[d.key()]
-	if !pinned {
-		if !g.opts.QuarantineNew {
-			return nil, "", false
-		}
+	switch {
+	case !pinned && g.opts.QuarantineNew:
 		st.Reason = ReasonNew
-		return st, dg.hash, enforce
-	}
-	if dg.hash == e.SHA256 {
+		quarantine = quarantine || enforce
+	case pinned && dg.hash != e.SHA256:
+		st.Reason = ReasonChanged
+		quarantine = quarantine || enforce
+		if live, err := NewEntry(d); err == nil {
+			st.Diff = Diff(e, live)
+		}
+	case dg.suspicious != "":
+		st.Reason = ReasonSuspicious
+	default:
 		return nil, "", false
 	}
-	st.Reason = ReasonChanged
-	if live, err := NewEntry(d); err == nil {
-		st.Diff = Diff(e, live)
-	}
-	return st, dg.hash, enforce
+	return st, dg.hash, quarantine
 }
 
 // Report returns what the last Vet found.

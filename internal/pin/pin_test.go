@@ -287,7 +287,7 @@ func TestGuardNewAndSuspicious(t *testing.T) {
 		withheld []int
 	}{
 		{"enforce, new allowed, flag", Options{Mode: ModeEnforce}, nil},
-		{"enforce, new quarantined", Options{Mode: ModeEnforce, QuarantineNew: true}, []int{2, 3, 4}},
+		{"enforce, new quarantined", Options{Mode: ModeEnforce, QuarantineNew: true}, []int{2, 3, 4, last}},
 		{"suspicious quarantined", Options{Mode: ModeWarn, QuarantineSuspicious: true}, []int{last}},
 		{"warn, new quarantined: only reported", Options{Mode: ModeWarn, QuarantineNew: true}, nil},
 	} {
@@ -304,7 +304,7 @@ func TestGuardNewAndSuspicious(t *testing.T) {
 			rep := g.Report()
 			var sus *Status
 			for _, s := range append(rep.Quarantined, rep.Flagged...) {
-				if s.Reason == ReasonSuspicious {
+				if s.Detail != "" {
 					sus = &s
 				}
 			}
@@ -343,5 +343,21 @@ func TestDiffIsBounded(t *testing.T) {
 	bigNew, _ := NewEntry(Def{Raw: json.RawMessage(`{"description":"new","inputSchema":{"properties":{` + strings.Join(props, ",") + `}}}`)})
 	if got, want := Diff(bigOld, bigNew), "-   \"description\": \"old\",\n+   \"description\": \"new\","; got != want {
 		t.Errorf("diff of one line in %d = %q, want %q", len(props), got, want)
+	}
+}
+
+// TestChangedAndSuspiciousIsQuarantined: a rug pull that also hides text
+// is quarantined in enforce mode though suspicious text is only flagged.
+func TestChangedAndSuspiciousIsQuarantined(t *testing.T) {
+	l, _, _ := Pin(nil, defs(), "ana", time.Unix(0, 0).UTC())
+	live := defs()
+	live[1].Raw = json.RawMessage(`{"name":"echo","description":"Echoes.\udb40\udc41","inputSchema":{"type":"object"}}`)
+	g := NewGuard(l, Options{Mode: ModeEnforce})
+	if w := g.Vet(live); !w[1] {
+		t.Fatal("a changed definition with hidden text is listed in enforce mode")
+	}
+	rep := g.Report()
+	if len(rep.Quarantined) != 1 || rep.Quarantined[0].Reason != ReasonChanged || !strings.Contains(rep.Quarantined[0].Detail, "U+E0041") {
+		t.Errorf("report = %+v, want it quarantined as changed, with the tag character in detail", rep)
 	}
 }

@@ -228,11 +228,13 @@ func TestSuspiciousDefinitionsAndInstructions(t *testing.T) {
 	if strings.Contains(init.Instructions, "Use echo") {
 		t.Errorf("initialize carries the quarantined instructions: %q", init.Instructions)
 	}
+	// Both also differ from the lock: reported as changed, with what is
+	// suspicious as detail.
 	var names []string
 	for _, s := range guard.Report().Quarantined {
-		names = append(names, string(s.Kind)+" "+s.Name+" "+string(s.Reason))
+		names = append(names, string(s.Kind)+" "+s.Name+" "+string(s.Reason)+": "+s.Detail)
 	}
-	if diff := cmp.Diff([]string{"tool up__echo suspicious", "instructions up suspicious"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"tool up__echo changed: zero-width character U+200B at byte 16", "instructions up changed: Unicode tag character U+E0049 at byte 17"}, names); diff != "" {
 		t.Errorf("quarantined (-want +got):\n%s", diff)
 	}
 }
