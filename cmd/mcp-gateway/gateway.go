@@ -826,5 +826,10 @@ func listTools(ctx context.Context, cfg *config.Config, team string, asJSON bool
 			fmt.Fprintf(stderr, "upstream %s: %s: %s\n", s.Name, s.State, s.Error)
 		}
 	}
+	if rep, on := rt.Pinning(); on {
+		for _, q := range rep.Quarantined {
+			fmt.Fprintf(stderr, "quarantined %s %s of %s: %s\n", q.Kind, q.Name, q.Upstream, q.Reason)
+		}
+	}
 	return exitOK
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -189,4 +190,36 @@ func grepLines(text string, words ...string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestConfigWatchLockfileElsewhere: a lockfile in another folder than
+// the config's is watched too; a change of it alone reloads, and so does
+// its first appearance.
+func TestConfigWatchLockfileElsewhere(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gateway.yaml")
+	lock := filepath.Join(t.TempDir(), "tools.lock")
+	if err := os.WriteFile(path, []byte("upstreams: []\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	applied := make(chan struct{}, 16)
+	cw := newConfigWatch(path, slog.New(slog.DiscardHandler), func() { applied <- struct{}{} }, lock)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		cw.run(ctx)
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	for _, body := range []string{"first", "second"} {
+		if err := os.WriteFile(lock+".tmp", []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(lock+".tmp", lock); err != nil {
+			t.Fatal(err)
+		}
+		expectApply(t, applied, "after the lockfile was written ("+body+")")
+	}
 }
