@@ -2,6 +2,7 @@ package pin
 
 import (
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -59,6 +60,10 @@ type Report struct {
 	// Flagged are reported and still listed (warn mode, suspicious: flag).
 	Flagged []Status `json:"flagged"`
 }
+
+// maxAbsentSeen bounds the reported definitions absent from a build
+// that a Guard remembers.
+const maxAbsentSeen = 1024
 
 // Guard decides, at each catalog build, which definitions the catalog
 // leaves out. It is safe for concurrent use.
@@ -140,11 +145,15 @@ func (g *Guard) Vet(defs []Def) (withheld []bool) {
 	defer g.mu.Unlock()
 	withheld = make([]bool, len(defs))
 	var rep Report
-	seen := map[key]string{}
+	// A definition absent from this build (its upstream restarting)
+	// keeps what was reported of it, so that its return with the same
+	// change is not a new change.
+	seen := maps.Clone(g.seen)
 	memo := make(map[string]digest, len(defs))
 	for i, d := range defs {
 		st, hash, quarantine := g.check(d, g.digestOf(d.Raw, memo))
 		if st == nil {
+			delete(seen, d.key())
 			continue
 		}
 		withheld[i] = quarantine
@@ -170,8 +179,17 @@ func (g *Guard) Vet(defs []Def) (withheld []bool) {
 			g.log.Warn("definition carries suspicious text", append(attrs, "detail", st.Detail)...)
 		}
 	}
-	// A definition back to its pinned form (or gone) is forgotten: its
-	// next change is reported again.
+	// A definition back to its pinned form (or approved) is forgotten:
+	// its next change is reported again. So are absent ones past a
+	// bound, so that an upstream listing ever new names cannot grow the
+	// table.
+	if len(seen) > len(defs)+maxAbsentSeen {
+		present := make(map[key]bool, len(defs))
+		for _, d := range defs {
+			present[d.key()] = true
+		}
+		maps.DeleteFunc(seen, func(k key, _ string) bool { return !present[k] })
+	}
 	g.seen = seen
 	g.memo = memo
 	sortStatus(rep.Quarantined)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -259,6 +260,13 @@ func TestGuardQuarantinesChangesOncePerChange(t *testing.T) {
 			if want := []Status{{Kind: KindTool, Name: "a__echo", Upstream: "a", Reason: ReasonChanged}}; !cmp.Equal(want, list, cmpIgnoreDiff) {
 				t.Errorf("report %+v, want %+v", rep, want)
 			}
+			// Its upstream goes away for a while (a restart) and comes back
+			// with the same change: not a new change.
+			g.Vet(defs()[2:])
+			g.Vet(rug)
+			if g.Changes() != 1 || strings.Count(buf.String(), "definition differs from the lockfile") != 1 {
+				t.Errorf("the same change, back after its upstream's restart, was reported again: %d changes", g.Changes())
+			}
 			// Back to the pinned definition: it leaves quarantine; a new
 			// change is reported again.
 			if w := g.Vet(defs()); w[1] {
@@ -359,5 +367,20 @@ func TestChangedAndSuspiciousIsQuarantined(t *testing.T) {
 	rep := g.Report()
 	if len(rep.Quarantined) != 1 || rep.Quarantined[0].Reason != ReasonChanged || !strings.Contains(rep.Quarantined[0].Detail, "U+E0041") {
 		t.Errorf("report = %+v, want it quarantined as changed, with the tag character in detail", rep)
+	}
+}
+
+// TestGuardForgetsAbsentNamesPastABound: an upstream that lists ever new
+// names does not grow what the guard remembers.
+func TestGuardForgetsAbsentNamesPastABound(t *testing.T) {
+	g := NewGuard(&Lock{}, Options{Mode: ModeEnforce, QuarantineNew: true})
+	for i := range 3 * maxAbsentSeen {
+		g.Vet([]Def{{KindTool, fmt.Sprintf("up__t%d", i), "up", json.RawMessage(`{"name":"t"}`)}})
+	}
+	g.mu.Lock()
+	n := len(g.seen)
+	g.mu.Unlock()
+	if n > maxAbsentSeen+1 {
+		t.Errorf("the guard remembers %d definitions, want at most %d", n, maxAbsentSeen+1)
 	}
 }
