@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/config"
@@ -128,13 +129,18 @@ func pinCommand(ctx context.Context, configPath string, cfg *config.Config, a pi
 		log.Error("invalid upstream", telemetry.KeyErr, err)
 		return exitError
 	}
-	defer rt.Close()
+	stop := sync.OnceFunc(func() { _ = rt.Close() })
+	defer stop()
 	rt.Start(ctx)
 	if err := rt.WaitStarted(ctx); err != nil {
 		return exitError
 	}
+	defs, status := rt.Definitions(), rt.Status()
+	// The upstreams are done with: stopped before the command writes,
+	// so that their logs do not interleave with what it prints.
+	stop()
 	down := 0
-	for _, s := range rt.Status() {
+	for _, s := range status {
 		if s.State != router.PhaseReady && s.State != router.PhaseDegraded {
 			fmt.Fprintf(stderr, "upstream %s: %s: %s\n", s.Name, s.State, s.Error)
 			down++
@@ -145,7 +151,6 @@ func pinCommand(ctx context.Context, configPath string, cfg *config.Config, a pi
 		fmt.Fprintf(stderr, "mcp-gateway pin: %d upstream(s) not ready: the lockfile is left as it is\n", down)
 		return exitError
 	}
-	defs := rt.Definitions()
 	for _, d := range defs {
 		if why := pin.Suspicious(d.Raw); why != "" {
 			fmt.Fprintf(stderr, "warning: %s %s of %s: suspicious: %s\n", d.Kind, d.Name, d.Upstream, why)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -48,7 +47,8 @@ func rugPullUpstream(t *testing.T) (url string, setEcho func(description string)
 // runCmd runs one mcp-gateway command to its end.
 func runCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	var out, errs bytes.Buffer
+	// The command's loggers write from the upstreams' goroutines.
+	var out, errs mcptest.LogBuffer
 	code = run(context.Background(), args, nil, &out, &errs)
 	return code, out.String(), errs.String()
 }
