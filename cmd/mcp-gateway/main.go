@@ -89,6 +89,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	switch cmd {
 	case "validate":
+		if !validLockfile(*configPath, cfg, stderr) {
+			return exitError
+		}
 		fmt.Fprintf(stdout, "%s: ok (%d upstreams)\n", *configPath, len(cfg.Upstreams))
 		return exitOK
 	case "serve":

@@ -95,6 +95,27 @@ func approver() string {
 	return ""
 }
 
+// validLockfile checks, for mcp-gateway validate, the lockfile the
+// gateway would read at start: under mode enforce one that is missing or
+// does not read is a problem (the gateway would not start), under warn a
+// warning.
+func validLockfile(configPath string, cfg *config.Config, w io.Writer) bool {
+	p := cfg.Pinning
+	if p == nil {
+		return true
+	}
+	_, err := pin.ReadLock(p.Lockfile)
+	switch {
+	case err == nil:
+		return true
+	case p.Mode == config.PinEnforce:
+		fmt.Fprintf(w, "%s: pinning.lockfile: %v\n", configPath, err)
+		return false
+	}
+	fmt.Fprintf(w, "warning: %s: pinning.lockfile: %v\n", configPath, err)
+	return true
+}
+
 type pinArgs struct {
 	approve, check bool
 	by             string

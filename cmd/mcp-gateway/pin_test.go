@@ -68,7 +68,11 @@ func TestPinEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Enforce without a lockfile: the gateway does not start, and says why.
+	// Enforce without a lockfile: validate says so, and the gateway does
+	// not start, saying why.
+	if code, _, stderr := runCmd(t, "validate", "--config", path); code != exitError || !strings.Contains(stderr, "pinning.lockfile: "+lockPath) || !strings.Contains(stderr, "mcp-gateway pin") {
+		t.Errorf("validate without a lockfile: exit %d, %s; want exit 1 naming pinning.lockfile, %s and mcp-gateway pin", code, stderr, lockPath)
+	}
 	if code, _, stderr := runCmd(t, "serve", "--config", path, "--listen", "127.0.0.1:0"); code != exitError ||
 		!strings.Contains(stderr, lockPath) || !strings.Contains(stderr, "mcp-gateway pin") {
 		t.Fatalf("serve without a lockfile: exit %d, log %s; want exit 1 naming %s and mcp-gateway pin", code, stderr, lockPath)
@@ -81,6 +85,9 @@ func TestPinEndToEnd(t *testing.T) {
 	}
 	if code, stdout, stderr := runCmd(t, "pin", "--config", path, "--check"); code != exitOK {
 		t.Fatalf("pin --check right after pin: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if code, stdout, stderr := runCmd(t, "validate", "--config", path); code != exitOK {
+		t.Errorf("validate with the lockfile: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
