@@ -23,6 +23,7 @@ import (
 
 	"github.com/mcp-gateway/mcp-gateway/internal/config"
 	"github.com/mcp-gateway/mcp-gateway/internal/namespace"
+	"github.com/mcp-gateway/mcp-gateway/internal/pin"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 	"github.com/mcp-gateway/mcp-gateway/internal/router"
 	"github.com/mcp-gateway/mcp-gateway/internal/server"
@@ -165,10 +166,14 @@ func newRecorders(ctx context.Context, cfg *config.Config, log *slog.Logger, std
 
 // newRouter translates the config into upstream clients and a router,
 // with the state gauges registered when metrics are on. onChange receives
-// the changes hosts should hear of.
-func newRouter(cfg *config.Config, rec recorders, onChange func(router.Change), limits *router.Limits, shared *sharedState) (*router.Router, error) {
+// the changes hosts should hear of; guard (nil: pinning off) vets each
+// catalog.
+func newRouter(cfg *config.Config, rec recorders, onChange func(router.Change), limits *router.Limits, shared *sharedState, guard *pin.Guard) (*router.Router, error) {
 	opts := routerOptions(cfg, rec, onChange)
 	opts.Limits = limits
+	if guard != nil {
+		opts.Pins = guard
+	}
 	if shared != nil { // the HTTP gateway; stdio and tools have one host, or none
 		opts.Sealer = shared.sealer
 		if shared.store != nil {
@@ -180,6 +185,9 @@ func newRouter(cfg *config.Config, rec recorders, onChange func(router.Change), 
 		return nil, err
 	}
 	if err := observeState(rec.obs, rt); err != nil {
+		return nil, fmt.Errorf("telemetry: %w", err)
+	}
+	if err := observePinning(rec.obs, guard); err != nil {
 		return nil, fmt.Errorf("telemetry: %w", err)
 	}
 	return rt, nil
@@ -466,6 +474,10 @@ type gateway struct {
 	auth *authn
 	// shared is what the gateway's replicas share (state.*).
 	shared *sharedState
+	// guard pins definitions (pinning; nil when off), reading lockfile,
+	// both as the gateway started: a reload re-reads the file.
+	guard    *pin.Guard
+	lockfile string
 }
 
 // sharedState is what replicas share: the keys that seal session ids and
@@ -519,11 +531,15 @@ func newGateway(cfg *config.Config, rec recorders) (*gateway, error) {
 	var srv *server.Server
 	onChange := func(c router.Change) { srv.Deliver(c) }
 	limits := routerLimits(cfg, rec)
+	guard, err := newGuard(cfg, rec.log)
+	if err != nil {
+		return nil, err
+	}
 	shared, err := newSharedState(cfg, rec.log)
 	if err != nil {
 		return nil, err
 	}
-	rt, err := newRouter(cfg, rec, onChange, limits, shared)
+	rt, err := newRouter(cfg, rec, onChange, limits, shared, guard)
 	if err != nil {
 		shared.close()
 		return nil, err
@@ -561,7 +577,11 @@ func newGateway(cfg *config.Config, rec recorders) (*gateway, error) {
 		ServePeer:          rt.ServePeer,
 		Logger:             rec.log,
 	})
-	return &gateway{router: rt, server: srv, onChange: onChange, rec: rec, auth: auth, shared: shared}, nil
+	g := &gateway{router: rt, server: srv, onChange: onChange, rec: rec, auth: auth, shared: shared, guard: guard}
+	if cfg.Pinning != nil {
+		g.lockfile = cfg.Pinning.Lockfile
+	}
+	return g, nil
 }
 
 // serve runs the HTTP gateway until ctx is done (SIGINT or SIGTERM), then
@@ -618,7 +638,11 @@ func serve(ctx context.Context, path string, cfg *config.Config, stderr io.Write
 	// The watch starts before the gateway is ready, so that no change
 	// made from then on is missed.
 	current := cfg
-	watch := newConfigWatch(path, log, func() { current = g.reload(path, current, log) })
+	var also []string
+	if g.lockfile != "" {
+		also = append(also, g.lockfile)
+	}
+	watch := newConfigWatch(path, log, func() { current = g.reload(path, current, log) }, also...)
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	watched := make(chan struct{})
 	go func() {
@@ -707,8 +731,13 @@ func serveStdio(ctx context.Context, cfg *config.Config, team string, stdin io.R
 		return exitError
 	}
 	defer stopRecorders()
+	guard, err := newGuard(cfg, log)
+	if err != nil {
+		log.Error("cannot start the gateway", telemetry.KeyErr, err)
+		return exitError
+	}
 	var host *server.Stdio
-	rt, err := newRouter(cfg, rec, func(c router.Change) { host.Deliver(c) }, routerLimits(cfg, rec), nil)
+	rt, err := newRouter(cfg, rec, func(c router.Change) { host.Deliver(c) }, routerLimits(cfg, rec), nil, guard)
 	if err != nil {
 		log.Error("invalid upstream", telemetry.KeyErr, err)
 		return exitError
@@ -765,7 +794,14 @@ func listTools(ctx context.Context, cfg *config.Config, team string, mode config
 			return code
 		}
 	}
-	rt, err := newRouter(cfg, recorders{log: log}, nil, nil, nil)
+	// The catalog a session would see: pinning leaves out what it
+	// quarantines here too.
+	guard, err := newGuard(cfg, log)
+	if err != nil {
+		log.Error("cannot start the gateway", telemetry.KeyErr, err)
+		return exitError
+	}
+	rt, err := newRouter(cfg, recorders{log: log}, nil, nil, nil, guard)
 	if err != nil {
 		log.Error("invalid upstream", telemetry.KeyErr, err)
 		return exitError
@@ -828,6 +864,11 @@ func listTools(ctx context.Context, cfg *config.Config, team string, mode config
 	for _, s := range rt.Status() {
 		if s.State != router.PhaseReady {
 			fmt.Fprintf(stderr, "upstream %s: %s: %s\n", s.Name, s.State, s.Error)
+		}
+	}
+	if rep, on := rt.Pinning(); on {
+		for _, q := range rep.Quarantined {
+			fmt.Fprintf(stderr, "quarantined %s %s of %s: %s\n", q.Kind, q.Name, q.Upstream, q.Reason)
 		}
 	}
 	return exitOK

@@ -7,6 +7,7 @@
 //	mcp-gateway stdio [--config F] [--team T]
 //	mcp-gateway validate [--config F]
 //	mcp-gateway tools [--config F] [--team T] [--mode full|search|auto] [--json]
+//	mcp-gateway pin [--config F] [--check | --approve [--by WHO] NAME...]
 //	mcp-gateway version
 package main
 
@@ -47,7 +48,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "gateway.yaml", "path of the config file (gateway.yaml, or a claude_desktop_config.json)")
 	var listen, team, mode *string
-	var asJSON *bool
+	var asJSON, approve, check *bool
+	var by *string
 	switch cmd {
 	case "serve":
 		listen = fs.String("listen", "", "address to listen on, host:port (overrides the config's listen)")
@@ -57,6 +59,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		mode = fs.String("mode", "", "list the view as in this mode: full, search or auto (default: the view's configured mode)")
 	case "stdio":
 		team = fs.String("team", "", "serve this team's view (default: the policy view)")
+	case "pin":
+		approve = fs.Bool("approve", false, "record the live definitions of the NAMEs given as approved, leaving the rest of the lockfile as it is")
+		check = fs.Bool("check", false, "compare the live definitions with the lockfile; exit 1 and print the differences if any")
+		by = fs.String("by", approver(), "who approves, recorded in the lockfile (default: the user running the command)")
 	case "validate":
 	case "version":
 		fmt.Fprintln(stdout, versionString())
@@ -75,7 +81,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		return exitUsage
 	}
-	if fs.NArg() > 0 {
+	if fs.NArg() > 0 && (cmd != "pin" || !*approve) {
 		fmt.Fprintf(stderr, "mcp-gateway %s: unexpected argument %q\n", cmd, fs.Arg(0))
 		return exitUsage
 	}
@@ -86,6 +92,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	switch cmd {
 	case "validate":
+		if !validLockfile(*configPath, cfg, stderr) {
+			return exitError
+		}
 		fmt.Fprintf(stdout, "%s: ok (%d upstreams)\n", *configPath, len(cfg.Upstreams))
 		return exitOK
 	case "serve":
@@ -97,6 +106,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return serveStdio(ctx, cfg, *team, stdin, stdout, stderr)
 	case "tools":
 		return listTools(ctx, cfg, *team, config.ViewMode(*mode), *asJSON, stdout, stderr)
+	case "pin":
+		return pinCommand(ctx, *configPath, cfg, pinArgs{approve: *approve, check: *check, by: *by, names: fs.Args()}, stdout, stderr)
 	}
 	return exitUsage
 }
@@ -108,6 +119,8 @@ func usage(w io.Writer) {
   mcp-gateway validate [--config F]                             check the config; every problem on its own line
   mcp-gateway tools [--config F] [--team T] [--json]            start the upstreams, print the catalog and its tokens
                     [--mode full|search|auto]                   and what tools/list costs in the view's mode (or this one)
+  mcp-gateway pin [--config F] [--check]                        start the upstreams, write (or check) the lockfile of definitions
+  mcp-gateway pin --approve [--by WHO] NAME...                  accept the live definitions of NAMEs into the lockfile
   mcp-gateway version                                           print version information
 `)
 }

@@ -36,7 +36,10 @@ const reloadPoll = 2 * time.Second
 // the event may not name the file at all. A reload happens only when the
 // bytes differ from those last applied; SIGHUP always reloads.
 type configWatch struct {
-	path      string
+	path string
+	// also are files whose changes reload too (the lockfile): their
+	// bytes count in applied; a missing one counts as empty.
+	also      []string
 	log       *slog.Logger
 	apply     func() // reads and applies the file; called from run only
 	applied   [sha256.Size]byte
@@ -47,16 +50,25 @@ type configWatch struct {
 
 // newConfigWatch starts listening for SIGHUP and file events at once, so
 // that a change made as soon as the gateway is ready is not missed.
-func newConfigWatch(path string, log *slog.Logger, apply func()) *configWatch {
-	cw := &configWatch{path: path, log: log, apply: apply, hup: make(chan os.Signal, 1), pollEvery: reloadPoll}
-	if raw, err := os.ReadFile(path); err == nil {
-		cw.applied = sha256.Sum256(raw)
+func newConfigWatch(path string, log *slog.Logger, apply func(), also ...string) *configWatch {
+	cw := &configWatch{path: path, also: also, log: log, apply: apply, hup: make(chan os.Signal, 1), pollEvery: reloadPoll}
+	if sum, err := cw.sum(); err == nil {
+		cw.applied = sum
 	}
 	signal.Notify(cw.hup, syscall.SIGHUP)
 	w, err := fsnotify.NewWatcher()
 	if err == nil {
-		if err = w.Add(filepath.Dir(path)); err != nil {
-			w.Close()
+		dirs := []string{filepath.Dir(path)}
+		for _, f := range also {
+			if d := filepath.Dir(f); !slices.Contains(dirs, d) {
+				dirs = append(dirs, d)
+			}
+		}
+		for _, d := range dirs {
+			if err = w.Add(d); err != nil {
+				w.Close()
+				break
+			}
 		}
 	}
 	if err != nil {
@@ -103,14 +115,32 @@ func (cw *configWatch) run(ctx context.Context) {
 	}
 }
 
-// reload applies the file if forced or if its bytes changed.
-func (cw *configWatch) reload(force bool) {
+// sum is the hash of the config file's bytes and those of the other
+// files watched.
+func (cw *configWatch) sum() ([sha256.Size]byte, error) {
 	raw, err := os.ReadFile(cw.path)
+	if err != nil {
+		return [sha256.Size]byte{}, err
+	}
+	h := sha256.New()
+	h.Write(raw)
+	for _, f := range cw.also {
+		b, _ := os.ReadFile(f) // a missing lockfile counts as empty
+		h.Write([]byte{0})
+		h.Write(b)
+	}
+	var out [sha256.Size]byte
+	h.Sum(out[:0])
+	return out, nil
+}
+
+// reload applies the files if forced or if their bytes changed.
+func (cw *configWatch) reload(force bool) {
+	sum, err := cw.sum()
 	if err != nil {
 		cw.log.Error("config reload rejected", telemetry.KeyErr, err)
 		return
 	}
-	sum := sha256.Sum256(raw)
 	if !force && sum == cw.applied {
 		return
 	}
@@ -123,6 +153,9 @@ func (cw *configWatch) reload(force bool) {
 // reload applies the config file's new contents and returns the config
 // in force afterwards.
 func (g *gateway) reload(path string, current *config.Config, log *slog.Logger) *config.Config {
+	// The lockfile first, and whatever becomes of the config: an
+	// approval applies even while the config has problems.
+	g.reloadLock(log)
 	var problems bytes.Buffer
 	next, err := loadConfig(path, &problems)
 	if err != nil {
@@ -168,6 +201,11 @@ func (g *gateway) reload(path string, current *config.Config, log *slog.Logger) 
 	if next.Telemetry != current.Telemetry {
 		log.Warn("telemetry changes take effect at the next start")
 		next.Telemetry = current.Telemetry
+	}
+	// The guard is made once, at start; its lockfile is re-read above.
+	if !reflect.DeepEqual(next.Pinning, current.Pinning) {
+		log.Warn("pinning changes take effect at the next start (the lockfile's contents apply at once)")
+		next.Pinning = current.Pinning
 	}
 	auth, err := newAuthn(next, log, g.auth)
 	if err != nil {

@@ -274,6 +274,10 @@ type Config struct {
 
 	// Shutdown says how the gateway stops on SIGTERM. Key: shutdown.
 	Shutdown Shutdown
+
+	// Pinning checks definitions against a reviewed lockfile and flags
+	// suspicious text. Key: pinning. Default: not set, off.
+	Pinning *Pinning
 }
 
 // StoreKind names where shared state lives.

@@ -505,6 +505,16 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 					"expose_found": func(p string, v *yaml.Node) { d.boolean(p, v, &c.Search.ExposeFound) },
 				}})
 			},
+			"pinning": func(p string, v *yaml.Node) {
+				pn := DefaultPinning(d.baseDir)
+				d.object(p, v, schema{fields: map[string]field{
+					"lockfile":   func(p string, v *yaml.Node) { pn.Lockfile = d.path(p, v) },
+					"mode":       func(p string, v *yaml.Node) { pn.Mode = PinMode(d.str(p, v)) },
+					"new_tools":  func(p string, v *yaml.Node) { pn.NewTools = NewTools(d.str(p, v)) },
+					"suspicious": func(p string, v *yaml.Node) { pn.Suspicious = SuspiciousAction(d.str(p, v)) },
+				}})
+				c.Pinning = pn
+			},
 			"shutdown": func(p string, v *yaml.Node) {
 				d.object(p, v, schema{fields: map[string]field{
 					"delay":   func(p string, v *yaml.Node) { d.duration(p, v, &c.Shutdown.Delay) },

@@ -180,6 +180,7 @@ func (c *Config) Validate() error {
 	c.Tasks.validate(&ps)
 	c.State.validate(&ps)
 	c.Shutdown.validate(&ps)
+	c.Pinning.validate(&ps)
 
 	switch c.Auth.Mode {
 	case AuthNone:

@@ -15,6 +15,7 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/mcpheader"
 	"github.com/mcp-gateway/mcp-gateway/internal/namespace"
+	"github.com/mcp-gateway/mcp-gateway/internal/pin"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 	"github.com/mcp-gateway/mcp-gateway/internal/search"
 )
@@ -34,6 +35,11 @@ type catalog struct {
 	// in some view (see uriCollision): each is logged once, by the build
 	// that first finds it, not at every re-list while it lasts.
 	collisions map[uriCollision]bool
+	// defs are the definitions the catalog was built from, quarantined
+	// or not (see Definitions); withheldInstructions are the upstreams
+	// whose instructions pinning leaves out.
+	defs                 []pin.Def
+	withheldInstructions map[string]bool
 }
 
 // gatewayScheme starts the gateway form of a resource URI or template,
@@ -222,6 +228,10 @@ func (r *Router) buildCatalog() *catalog {
 
 	tools := r.name(rules, names, toolCands, true)
 	prompts := r.name(rules, names, promptCands, false)
+	// Pinning leaves out what it quarantines after naming, so that a
+	// quarantined tool does not change the names of the others.
+	kept, defs := r.vet(vetted{tools: tools, prompts: prompts, resources: resources, templates: templates}, r.upstreams())
+	tools, prompts, resources, templates = kept.tools, kept.prompts, kept.resources, kept.templates
 	views := rules.Views()
 	if slices.ContainsFunc(views, func(v policy.View) bool { return v.MaxTokens > 0 }) {
 		for _, e := range tools {
@@ -230,7 +240,7 @@ func (r *Router) buildCatalog() *catalog {
 			}
 		}
 	}
-	cat := &catalog{views: map[string]*view{}, collisions: map[uriCollision]bool{}}
+	cat := &catalog{views: map[string]*view{}, collisions: map[uriCollision]bool{}, defs: defs, withheldInstructions: kept.instructions}
 	// Rules.Views lists the views of teams (and the default) before
 	// those of profiles, each narrowing a view built before it.
 	for _, v := range views {

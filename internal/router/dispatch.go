@@ -988,8 +988,9 @@ func (r *Router) appendServerInfo(out []byte) []byte {
 // under its upstream's name, so that a model knows which server says what.
 func (r *Router) instructions() string {
 	var b strings.Builder
+	withheld := r.catalog().withheldInstructions
 	for _, u := range r.upstreams() {
-		if !u.health().serving() {
+		if !u.health().serving() || withheld[u.Name] {
 			continue
 		}
 		if ins := strings.TrimSpace(u.Client.Instructions()); ins != "" {

@@ -189,6 +189,10 @@ type Options struct {
 	// every replica shares (state.key); nil makes a random key, good for
 	// this process only.
 	Sealer *state.Sealer
+	// Pins, if set, decides at each catalog build which definitions to
+	// leave out (pinning; see Pins). Nil leaves them all in. It applies
+	// when the catalog is built, never per call.
+	Pins Pins
 	// Peers, if set, reach the gateway's other replicas (state.store:
 	// redis): a modern host's retry of a call parked on another replica,
 	// and a task that runs on another, are answered there (peers.go).

@@ -366,6 +366,11 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	_, _ = io.WriteString(w, "ok\n")
 }
 
+// pinner is a Dispatcher that pins definitions (*router.Router).
+type pinner interface {
+	Pinning() (router.PinReport, bool)
+}
+
 // readyz reports 200 once every required upstream is serving, and each
 // upstream's state and each view's size and cuts either way.
 func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
@@ -373,7 +378,17 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 		Ready     bool                    `json:"ready"`
 		Upstreams []router.UpstreamStatus `json:"upstreams"`
 		Views     []router.ViewStatus     `json:"views"`
-	}{s.d.Ready() && !s.draining.Load(), s.d.Status(), s.d.Views()}
+		// Under pinning: what it leaves out of every view, and what it
+		// reports but lists.
+		Quarantined []router.PinStatus `json:"quarantined,omitzero"`
+		Flagged     []router.PinStatus `json:"flagged,omitzero"`
+	}{Ready: s.d.Ready() && !s.draining.Load(), Upstreams: s.d.Status(), Views: s.d.Views()}
+	if p, ok := s.d.(pinner); ok {
+		if rep, on := p.Pinning(); on {
+			body.Quarantined = append([]router.PinStatus{}, rep.Quarantined...)
+			body.Flagged = append([]router.PinStatus{}, rep.Flagged...)
+		}
+	}
 	w.Header().Set("Content-Type", "application/json")
 	if !body.Ready {
 		w.WriteHeader(http.StatusServiceUnavailable)

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/user"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/config"
+	"github.com/mcp-gateway/mcp-gateway/internal/pin"
+	"github.com/mcp-gateway/mcp-gateway/internal/router"
+	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
+)
+
+// newGuard builds the pinning guard of cfg; nil when pinning is off.
+// Under mode enforce the lockfile must exist; under warn a missing one
+// is a warning (every definition is then new).
+func newGuard(cfg *config.Config, log *slog.Logger) (*pin.Guard, error) {
+	p := cfg.Pinning
+	if p == nil {
+		return nil, nil
+	}
+	lock, err := pin.ReadLock(p.Lockfile)
+	if err != nil {
+		if !errors.Is(err, pin.ErrNoLockfile) || p.Mode == config.PinEnforce {
+			return nil, fmt.Errorf("pinning: %w", err)
+		}
+		telemetry.Discard(log).Warn("pinning: no lockfile yet (run mcp-gateway pin)", "lockfile", p.Lockfile)
+	}
+	return pin.NewGuard(lock, pin.Options{
+		Mode:                 pin.Mode(p.Mode),
+		QuarantineNew:        p.NewTools == config.NewToolsQuarantine,
+		QuarantineSuspicious: p.Suspicious == config.SuspiciousQuarantine,
+		Logger:               log,
+	}), nil
+}
+
+// reloadLock reads the lockfile again into the guard and rebuilds the
+// catalog (a reload, SIGHUP, or the file changed). A lockfile that does
+// not read keeps the lock in force.
+func (g *gateway) reloadLock(log *slog.Logger) {
+	if g.guard == nil {
+		return
+	}
+	lock, err := pin.ReadLock(g.lockfile)
+	if err != nil {
+		log.Error("lockfile reload rejected: the lock in force stays", "lockfile", g.lockfile, telemetry.KeyErr, err)
+		return
+	}
+	g.guard.SetLock(lock)
+	g.router.Rebuild()
+}
+
+// observePinning registers pinning's gauge and counter.
+func observePinning(obs *telemetry.Observer, guard *pin.Guard) error {
+	if obs == nil || guard == nil {
+		return nil
+	}
+	return obs.ObservePinning(func() map[string]int64 {
+		out := map[string]int64{}
+		for _, s := range guard.Report().Quarantined {
+			out[string(s.Kind)]++
+		}
+		return out
+	}, guard.Changes)
+}
+
+// lockfileOf is the lockfile cfg (loaded from configPath) names, or the
+// default beside the config file when it has no pinning.
+func lockfileOf(configPath string, cfg *config.Config) string {
+	if cfg.Pinning != nil {
+		return cfg.Pinning.Lockfile
+	}
+	dir := filepath.Dir(configPath)
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	return config.DefaultPinning(dir).Lockfile
+}
+
+// approver is who runs the command: $USER, else the account's name.
+func approver() string {
+	if u := os.Getenv("USER"); u != "" {
+		return u
+	}
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return ""
+}
+
+// validLockfile checks, for mcp-gateway validate, the lockfile the
+// gateway would read at start: under mode enforce one that is missing or
+// does not read is a problem (the gateway would not start), under warn a
+// warning.
+func validLockfile(configPath string, cfg *config.Config, w io.Writer) bool {
+	p := cfg.Pinning
+	if p == nil {
+		return true
+	}
+	_, err := pin.ReadLock(p.Lockfile)
+	switch {
+	case err == nil:
+		return true
+	case p.Mode == config.PinEnforce:
+		fmt.Fprintf(w, "%s: pinning.lockfile: %v\n", configPath, err)
+		return false
+	}
+	fmt.Fprintf(w, "warning: %s: pinning.lockfile: %v\n", configPath, err)
+	return true
+}
+
+type pinArgs struct {
+	approve, check bool
+	by             string
+	names          []string
+}
+
+// pinCommand starts the upstreams and writes the lockfile of their live
+// definitions (pin), accepts some of them into it (pin --approve), or
+// compares them with it (pin --check).
+func pinCommand(ctx context.Context, configPath string, cfg *config.Config, a pinArgs, stdout, stderr io.Writer) int {
+	log := newLogger(cfg, stderr)
+	lockfile := lockfileOf(configPath, cfg)
+	switch {
+	case a.approve && a.check:
+		fmt.Fprintln(stderr, "mcp-gateway pin: --approve and --check do not go together")
+		return exitUsage
+	case a.approve && len(a.names) == 0:
+		fmt.Fprintln(stderr, "mcp-gateway pin --approve: name the tools (prompts, resources, upstreams) to approve")
+		return exitUsage
+	case a.approve && a.by == "":
+		fmt.Fprintln(stderr, "mcp-gateway pin --approve: say who approves with --by (no user name found)")
+		return exitUsage
+	}
+	prev, err := pin.ReadLock(lockfile)
+	if err != nil && (a.approve || a.check || !errors.Is(err, pin.ErrNoLockfile)) {
+		fmt.Fprintf(stderr, "mcp-gateway pin: %v\n", err)
+		return exitError
+	}
+
+	rt, err := newRouter(cfg, recorders{log: log}, nil, nil, nil, nil)
+	if err != nil {
+		log.Error("invalid upstream", telemetry.KeyErr, err)
+		return exitError
+	}
+	stop := sync.OnceFunc(func() { _ = rt.Close() })
+	defer stop()
+	rt.Start(ctx)
+	if err := rt.WaitStarted(ctx); err != nil {
+		return exitError
+	}
+	defs, status := rt.Definitions(), rt.Status()
+	// The upstreams are done with: stopped before the command writes,
+	// so that their logs do not interleave with what it prints.
+	stop()
+	down := 0
+	for _, s := range status {
+		if s.State != router.PhaseReady && s.State != router.PhaseDegraded {
+			fmt.Fprintf(stderr, "upstream %s: %s: %s\n", s.Name, s.State, s.Error)
+			down++
+		}
+	}
+	if down > 0 && !a.check {
+		// Its definitions would be missing from the lock, and new later.
+		fmt.Fprintf(stderr, "mcp-gateway pin: %d upstream(s) not ready: the lockfile is left as it is\n", down)
+		return exitError
+	}
+	for _, d := range defs {
+		if why := pin.Suspicious(d.Raw); why != "" {
+			fmt.Fprintf(stderr, "warning: %s %s of %s: suspicious: %s\n", d.Kind, d.Name, d.Upstream, why)
+		}
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	switch {
+	case a.check:
+		return pinCheck(prev, defs, lockfile, down, stdout)
+	case a.approve:
+		next, approved, err := pin.Approve(prev, defs, a.names, a.by, now)
+		if err != nil {
+			fmt.Fprintf(stderr, "mcp-gateway pin --approve: %v\n", err)
+			return exitError
+		}
+		if err := pin.WriteLock(lockfile, next); err != nil {
+			fmt.Fprintf(stderr, "mcp-gateway pin: %v\n", err)
+			return exitError
+		}
+		for _, e := range approved {
+			fmt.Fprintf(stdout, "approved %s %s of %s (sha256 %.12s) by %s\n", e.Kind, e.Name, e.Upstream, e.SHA256, a.by)
+		}
+		fmt.Fprintf(stdout, "wrote %s: %d approved\n", lockfile, len(approved))
+		return exitOK
+	}
+	next, sum, err := pin.Pin(prev, defs, a.by, now)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-gateway pin: %v\n", err)
+		return exitError
+	}
+	if err := pin.WriteLock(lockfile, next); err != nil {
+		fmt.Fprintf(stderr, "mcp-gateway pin: %v\n", err)
+		return exitError
+	}
+	fmt.Fprintf(stdout, "wrote %s: %d definitions (%d added, %d changed, %d removed, %d unchanged)\n",
+		lockfile, len(next.Entries), sum.Added, sum.Changed, sum.Removed, sum.Unchanged)
+	return exitOK
+}
+
+// pinCheck prints how defs differ from the lock, and says exit 1 when
+// they do (or carry suspicious text, or an upstream was down).
+func pinCheck(lock *pin.Lock, defs []pin.Def, lockfile string, down int, stdout io.Writer) int {
+	g := pin.NewGuard(lock, pin.Options{Mode: pin.ModeEnforce, QuarantineNew: true, QuarantineSuspicious: true})
+	g.Vet(defs)
+	rep := g.Report()
+	for _, s := range rep.Quarantined {
+		fmt.Fprintf(stdout, "%s %s %s of %s", s.Reason, s.Kind, s.Name, s.Upstream)
+		if s.Detail != "" {
+			fmt.Fprintf(stdout, ": %s", s.Detail)
+		}
+		fmt.Fprintln(stdout)
+		if s.Diff != "" {
+			fmt.Fprintln(stdout, s.Diff)
+		}
+	}
+	removed := pin.Removed(lock, defs)
+	for _, e := range removed {
+		fmt.Fprintf(stdout, "removed %s %s of %s\n", e.Kind, e.Name, e.Upstream)
+	}
+	if n := len(rep.Quarantined) + len(removed) + down; n > 0 {
+		fmt.Fprintf(stdout, "%s: %d differences\n", lockfile, n)
+		return exitError
+	}
+	fmt.Fprintf(stdout, "%s: %d definitions, as pinned\n", lockfile, len(defs))
+	return exitOK
+}

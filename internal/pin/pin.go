@@ -1,0 +1,112 @@
+// Package pin guards the catalog against definitions that changed after
+// review: it writes and reads the lockfile of reviewed definitions
+// (tools.lock), decides which live definitions differ from it, and flags
+// definitions that carry invisible or deceptive text. The router asks it,
+// once per catalog build, which definitions to leave out (Guard.Vet);
+// nothing here runs per call.
+package pin
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+)
+
+// Kind is what a definition defines.
+type Kind string
+
+const (
+	KindTool         Kind = "tool"
+	KindPrompt       Kind = "prompt"
+	KindResource     Kind = "resource"
+	KindTemplate     Kind = "resource_template"
+	KindInstructions Kind = "instructions"
+)
+
+// kindOrder is the order of kinds in the lockfile.
+var kindOrder = []Kind{KindTool, KindPrompt, KindResource, KindTemplate, KindInstructions}
+
+// Def is one definition as the gateway would list it.
+type Def struct {
+	Kind Kind
+	// Name identifies it among its kind: the exposed name of a tool or
+	// prompt, the URI of a resource, the uriTemplate of a template, the
+	// upstream's name for its instructions.
+	Name string
+	// Upstream is the upstream that lists it.
+	Upstream string
+	// Raw is the upstream's own definition (before the gateway renames
+	// or trims it); for instructions, a JSON string.
+	Raw json.RawMessage
+}
+
+// key identifies a definition in the lock: two upstreams may list one
+// resource URI.
+type key struct {
+	kind           Kind
+	name, upstream string
+}
+
+func (d Def) key() key { return key{d.Kind, d.Name, d.Upstream} }
+
+func (e Entry) key() key { return key{e.Kind, e.Name, e.Upstream} }
+
+// Canonical is raw in canonical form: object keys sorted, no
+// insignificant whitespace, strings re-encoded (so that \u0041 and A are
+// one spelling) without HTML escaping, numbers as written. Two
+// definitions that differ only in key order or whitespace have the same
+// canonical form; any change of a value changes it.
+func Canonical(raw json.RawMessage) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("definition is not JSON: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("definition is not one JSON value")
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	// encoding/json writes map keys sorted.
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// Hash is the hex SHA-256 of raw's canonical form.
+func Hash(raw json.RawMessage) (string, error) {
+	c, err := Canonical(raw)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(c)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// sortDefs orders definitions as the lockfile lists them: by kind, then
+// name, then upstream.
+func less(ak Kind, an, au string, bk Kind, bn, bu string) int {
+	if ak != bk {
+		return slices.Index(kindOrder, ak) - slices.Index(kindOrder, bk)
+	}
+	if an != bn {
+		if an < bn {
+			return -1
+		}
+		return 1
+	}
+	switch {
+	case au < bu:
+		return -1
+	case au > bu:
+		return 1
+	}
+	return 0
+}
