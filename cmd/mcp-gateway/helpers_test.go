@@ -2,9 +2,11 @@ package main
 
 // Helpers shared by the end-to-end tests that watch the catalog change
 // while hosts keep calling (faults, reload), and by those that send
-// requests by hand (smuggling, identity).
+// requests by hand (smuggling, identity), or through a Go proxy
+// (buffered).
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -178,4 +180,26 @@ func startLoad(ctx context.Context, cs *mcp.ClientSession, tool string) *load {
 func (l *load) stop() {
 	l.stopOnce.Do(func() { close(l.done) })
 	l.wg.Wait()
+}
+
+// buffered reads a request's body whole before next, a ReverseProxy,
+// forwards it, as a real balancer does with a small body. A ReverseProxy
+// fed the HTTP/1 server's own body cuts the response it relays at random
+// (golang/go#40747): once the server behind it has the last byte, it may
+// answer before the proxy's Transport makes its final read of the body,
+// which looks for more; writing that answer to the client makes the
+// server consume and close the body (golang/go#15527), so the read fails,
+// and the Transport, taking it for a failed write of the request, closes
+// the connection the answer is still streaming on. A host then sees its
+// POST's SSE stream end without the response.
+func buffered(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		next.ServeHTTP(w, r)
+	})
 }

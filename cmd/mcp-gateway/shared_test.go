@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -85,27 +83,6 @@ func replicasOn(t *testing.T, redis *redistest.Server, n int, edit func(i int, c
 	ts := httptest.NewServer(buffered(lb))
 	t.Cleanup(ts.Close)
 	return ts.URL + "/mcp", replicas
-}
-
-// buffered reads a request's body whole before next forwards it, as a
-// real balancer does with a small body. A ReverseProxy fed the server's
-// own body drops the stream it is relaying at random (golang/go#40747):
-// once the replica has the last byte, it may answer before the
-// Transport's final read of the body, which looks for more; answering
-// makes the HTTP/1 server consume and close that body (golang/go#15527),
-// so that read fails, and the Transport, taking it for a failed write of
-// the request, closes the connection the answer is still streaming on.
-// The host then sees its POST's SSE stream end without the response.
-func buffered(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		next.ServeHTTP(w, r)
-	})
 }
 
 // TestSharedSessionsAnyReplica: behind a balancer without affinity,
