@@ -2,13 +2,19 @@ package main
 
 // Helpers shared by the end-to-end tests that watch the catalog change
 // while hosts keep calling (faults, reload), and by those that send
-// requests by hand (smuggling, identity).
+// requests by hand (smuggling, identity), or through a Go proxy
+// (buffered).
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"log"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -178,4 +184,105 @@ func startLoad(ctx context.Context, cs *mcp.ClientSession, tool string) *load {
 func (l *load) stop() {
 	l.stopOnce.Do(func() { close(l.done) })
 	l.wg.Wait()
+}
+
+// buffered reads a request's body whole before next, a ReverseProxy,
+// forwards it, as a real balancer does with a small body. A ReverseProxy
+// fed the HTTP/1 server's own body cuts the response it relays at random
+// (golang/go#40747): once the server behind it has the last byte, it may
+// answer before the proxy's Transport makes its final read of the body,
+// which looks for more; writing that answer to the client makes the
+// server consume and close the body (golang/go#15527), so the read fails,
+// and the Transport, taking it for a failed write of the request, closes
+// the connection the answer is still streaming on. A host then sees its
+// POST's SSE stream end without the response.
+func buffered(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		next.ServeHTTP(w, r)
+	})
+}
+
+// TestBufferedProxyKeepsTheStream: behind buffered, a ReverseProxy
+// relays an SSE answer whole even when its Transport's last read of the
+// request body comes only after the answer began (the order a loaded
+// machine may pick, held here on purpose); fed the server's body, the
+// same proxy cuts the stream after the first event (golang/go#40747).
+func TestBufferedProxyKeepsTheStream(t *testing.T) {
+	release := make(chan struct{})
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "data: first\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		_, _ = io.WriteString(w, "data: answer\n\n")
+	}))
+	t.Cleanup(backend.Close)
+	target, err := url.Parse(backend.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.FlushInterval = -1
+	proxy.ErrorLog = log.New(io.Discard, "", 0)
+	front := httptest.NewServer(buffered(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f := &flushSignal{ResponseWriter: w, flushed: make(chan struct{})}
+		r.Body = &heldBody{ReadCloser: r.Body, left: r.ContentLength, flushed: f.flushed}
+		proxy.ServeHTTP(f, r)
+	})))
+	t.Cleanup(front.Close)
+
+	resp, err := http.Post(front.URL, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	first := make([]byte, len("data: first\n\n"))
+	if _, err := io.ReadFull(resp.Body, first); err != nil {
+		t.Fatalf("the first event: %v", err)
+	}
+	close(release)
+	rest, err := io.ReadAll(resp.Body)
+	if err != nil || string(rest) != "data: answer\n\n" {
+		t.Errorf("after the first event: %q, %v; want the answer, then the end", rest, err)
+	}
+}
+
+// heldBody holds the read that follows the body's last byte until the
+// answer's first flush.
+type heldBody struct {
+	io.ReadCloser
+	left    int64
+	flushed <-chan struct{}
+}
+
+func (b *heldBody) Read(p []byte) (int, error) {
+	if b.left == 0 {
+		<-b.flushed
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+// flushSignal closes flushed once the first flush reached the client.
+type flushSignal struct {
+	http.ResponseWriter
+	once    sync.Once
+	flushed chan struct{}
+}
+
+func (f *flushSignal) Flush() {
+	f.ResponseWriter.(http.Flusher).Flush()
+	f.once.Do(func() { close(f.flushed) })
 }

@@ -470,7 +470,10 @@ func (b *balancer) url() string { return "http://" + b.addr + "/mcp" }
 
 // haproxyConfig balances round robin with no stickiness, checks
 // /readyz every 200 ms (one failure takes a server out, two successes put
-// it back), and re-sends a request that could not have been served (no
+// it back; a failure is a refused connection or a status other than 200,
+// not a slow answer: without timeout check, an answer later than inter
+// fails the check, and on a loaded machine every replica then leaves the
+// rotation at once, and haproxy answers 503 with none), and re-sends a request that could not have been served (no
 // connection, or no answer at all) to another server. Server connections
 // close after each response, so that a request never waits behind an SSE
 // stream; client connections are kept alive. Each response names the
@@ -502,6 +505,7 @@ backend gateways
     option httpchk
     http-check send meth GET uri /readyz ver HTTP/1.1 hdr Host 127.0.0.1
     http-check expect status 200
+    timeout check 10s
     default-server inter 200ms fall 1 rise 2
     http-response set-header X-Replica %%[srv_name]
 %[3]s`
@@ -678,13 +682,17 @@ func newReplicaHost(t *testing.T, url, era, name string) *replicaHost {
 		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { h.noteChange("prompts") },
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { h.noteChange("resources") },
 	}
-	cs, err := h.connect(url, 0)
-	if err != nil {
-		t.Fatalf("%s: connecting in era %s: %v", name, era, err)
-	}
-	if got := cs.InitializeResult().ProtocolVersion; got != era {
-		_ = cs.Close()
-		t.Fatalf("%s: negotiated %s, want %s", name, got, era)
+	var cs *mcp.ClientSession
+	deadline := time.Now().Add(startupWait)
+	for {
+		var err error
+		if cs, err = h.connect(url, 0); err == nil {
+			break
+		}
+		if !errors.Is(err, errOtherEra) || time.Now().After(deadline) {
+			t.Fatalf("%s: connecting in era %s: %v", name, era, err)
+		}
+		time.Sleep(100 * time.Millisecond) // a host's reconnect backoff, not a test wait
 	}
 	h.cs = cs
 	h.sessionID = cs.ID()
@@ -697,8 +705,17 @@ func newReplicaHost(t *testing.T, url, era, name string) *replicaHost {
 
 func (h *replicaHost) modern() bool { return h.era >= "2026-07-28" }
 
+// errOtherEra is a connect whose session speaks another era than the
+// host's.
+var errOtherEra = errors.New("the session negotiated another era")
+
 // connect makes a client session whose listen stream, if it opens one,
-// is watched as generation gen.
+// is watched as generation gen. A session of another era is closed and
+// is errOtherEra: the Go SDK falls back from a modern server/discover to
+// a legacy initialize on any error that is not a JSON-RPC one, so a
+// balancer's 503 (no replica in rotation for a moment, or one that died
+// under the request) makes a modern host a legacy session, which never
+// opens a listen stream. A modern host tries again instead.
 func (h *replicaHost) connect(url string, gen int) (*mcp.ClientSession, error) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "replicas-" + h.name, Version: "1"}, h.options)
 	client.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
@@ -712,7 +729,15 @@ func (h *replicaHost) connect(url string, gen int) (*mcp.ClientSession, error) {
 	hc := &http.Client{Transport: &streamWatch{h: h, ended: func() { push(h.lost, gen) }}}
 	ctx, cancel := context.WithTimeout(context.Background(), startupWait)
 	defer cancel()
-	return client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: h.era})
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: h.era})
+	if err != nil {
+		return nil, err
+	}
+	if got := cs.InitializeResult().ProtocolVersion; got != h.era {
+		_ = cs.Close()
+		return nil, fmt.Errorf("%w: %s, want %s", errOtherEra, got, h.era)
+	}
+	return cs, nil
 }
 
 func (h *replicaHost) setListening(gen int, on bool) {

@@ -80,7 +80,7 @@ func replicasOn(t *testing.T, redis *redistest.Server, n int, edit func(i int, c
 		},
 		FlushInterval: -1, // SSE streams pass at once
 	}
-	ts := httptest.NewServer(lb)
+	ts := httptest.NewServer(buffered(lb))
 	t.Cleanup(ts.Close)
 	return ts.URL + "/mcp", replicas
 }

@@ -62,7 +62,7 @@ func lateFront(t *testing.T, backend string) (endpoint string, up func()) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewUnstartedServer(httputil.NewSingleHostReverseProxy(target))
+	srv := httptest.NewUnstartedServer(buffered(httputil.NewSingleHostReverseProxy(target)))
 	return "http://" + addr, func() {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {

@@ -87,13 +87,13 @@ func TestUpstreamCredentials(t *testing.T) {
 	var tokenDown atomic.Bool
 	target, _ := url.Parse(idp.Issuer)
 	proxy := httputil.NewSingleHostReverseProxy(target)
-	tokenSwitch := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	tokenSwitch := httptest.NewServer(buffered(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if tokenDown.Load() {
 			http.Error(w, `{"error":"temporarily_unavailable"}`, http.StatusServiceUnavailable)
 			return
 		}
 		proxy.ServeHTTP(w, r)
-	}))
+	})))
 	t.Cleanup(tokenSwitch.Close)
 	// The docs upstream reaches the token endpoint through a recorder of
 	// the requests' bodies.
