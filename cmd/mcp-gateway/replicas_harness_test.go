@@ -392,6 +392,57 @@ func (r *replica) readyz() (int, error) {
 	return resp.StatusCode, nil
 }
 
+// running returns the replicas whose process runs.
+func (rs *replicaSet) running() []*replica {
+	var up []*replica
+	for _, r := range rs.replicas {
+		if r.proc != nil && r.proc.alive() {
+			up = append(up, r)
+		}
+	}
+	return up
+}
+
+// awaitListed waits until every running replica lists tool in a modern
+// tools/list sent to it directly.
+func (rs *replicaSet) awaitListed(ctx context.Context, tool string) error {
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	lists := func(r *replica) bool {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url(), strings.NewReader(body))
+		if err != nil {
+			return false
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "tools/list")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode == http.StatusOK && bytes.Contains(b, []byte(`"name":"`+tool+`"`))
+	}
+	for {
+		behind := ""
+		for _, r := range rs.running() {
+			if !lists(r) {
+				behind = r.name
+				break
+			}
+		}
+		if behind == "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("replica %s never listed %s", behind, tool)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // awaitReady polls the replica's /readyz until it answers 200.
 func (rs *replicaSet) awaitReady(r *replica) {
 	rs.t.Helper()
@@ -831,13 +882,19 @@ func (h *replicaHost) listSession() *mcp.ClientSession {
 	return h.cs
 }
 
-// awaitTool waits for a notifications/tools/list_changed, then lists
-// tools (again after each further change) until name is listed.
-func (h *replicaHost) awaitTool(ctx context.Context, name string) error {
+// awaitTool waits for a notifications/tools/list_changed, then for
+// every replica to list name (each learns of an upstream's change on its
+// own, so the replica that answers the host's tools/list may not have
+// yet: see docs/scaling.md), then lists tools (again after each further
+// change) until name is listed.
+func (h *replicaHost) awaitTool(ctx context.Context, rs *replicaSet, name string) error {
 	select {
 	case <-h.toolsChanged:
 	case <-ctx.Done():
 		return fmt.Errorf("%s: no notifications/tools/list_changed", h.name)
+	}
+	if err := rs.awaitListed(ctx, name); err != nil {
+		return fmt.Errorf("%s: %w", h.name, err)
 	}
 	for {
 		res, err := h.listSession().ListTools(ctx, nil)

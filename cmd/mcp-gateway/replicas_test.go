@@ -59,7 +59,7 @@ func TestReplicasSurviveAKill(t *testing.T) {
 	// host's GET stream, so that a host whose stream is cut has an id to
 	// resume from.
 	rig.upstream.addTool("before")
-	awaitAllTools(warm, t, hosts, exposed("before"))
+	awaitAllTools(warm, t, rig.replicas, hosts, exposed("before"))
 
 	load := startReplicaLoad(t, hosts, replicaLoadRate)
 	started := time.Now()
@@ -216,15 +216,15 @@ func TestReplicasSurviveAKill(t *testing.T) {
 		drain(h.toolsChanged) // resuming a stream announces list changes of its own
 	}
 	rig.upstream.addTool("added")
-	awaitAllTools(ctx, t, hosts, exposed("added"))
+	awaitAllTools(ctx, t, rig.replicas, hosts, exposed("added"))
 }
 
 // awaitAllTools waits until every host heard of a change and lists tool.
-func awaitAllTools(ctx context.Context, t *testing.T, hosts []*replicaHost, tool string) {
+func awaitAllTools(ctx context.Context, t *testing.T, rs *replicaSet, hosts []*replicaHost, tool string) {
 	t.Helper()
 	errs := make(chan error, len(hosts))
 	for _, h := range hosts {
-		go func() { errs <- h.awaitTool(ctx, tool) }()
+		go func() { errs <- h.awaitTool(ctx, rs, tool) }()
 	}
 	for range hosts {
 		if err := <-errs; err != nil {
@@ -293,7 +293,7 @@ func TestReplicasRollingRestart(t *testing.T) {
 		drain(h.toolsChanged)
 	}
 	rig.upstream.addTool("after_restarts")
-	awaitAllTools(ctx, t, hosts, exposed("after_restarts"))
+	awaitAllTools(ctx, t, rig.replicas, hosts, exposed("after_restarts"))
 }
 
 // TestReplicasSessionRevokedEverywhere: a legacy session initialized on
