@@ -8,6 +8,7 @@
 //	mcp-gateway validate [--config F]
 //	mcp-gateway tools [--config F] [--team T] [--mode full|search|auto] [--json]
 //	mcp-gateway pin [--config F] [--check | --approve [--by WHO] NAME...]
+//	mcp-gateway status [--config F | --url U] [--json] [--timeout D]
 //	mcp-gateway version
 package main
 
@@ -20,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/config"
 )
@@ -49,7 +51,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	configPath := fs.String("config", "gateway.yaml", "path of the config file (gateway.yaml, or a claude_desktop_config.json)")
 	var listen, team, mode *string
 	var asJSON, approve, check *bool
-	var by *string
+	var by, statusURL *string
+	var timeout *time.Duration
 	switch cmd {
 	case "serve":
 		listen = fs.String("listen", "", "address to listen on, host:port (overrides the config's listen)")
@@ -63,6 +66,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		approve = fs.Bool("approve", false, "record the live definitions of the NAMEs given as approved, leaving the rest of the lockfile as it is")
 		check = fs.Bool("check", false, "compare the live definitions with the lockfile; exit 1 and print the differences if any")
 		by = fs.String("by", approver(), "who approves, recorded in the lockfile (default: the user running the command)")
+	case "status":
+		statusURL = fs.String("url", "", "the gateway's URL, its base or its /readyz (default: the config's listen address, https when it sets tls)")
+		asJSON = fs.Bool("json", false, "print the /readyz JSON instead of tables")
+		timeout = fs.Duration("timeout", defaultStatusTimeout, "how long to wait for the gateway's answer")
 	case "validate":
 	case "version":
 		fmt.Fprintln(stdout, versionString())
@@ -85,9 +92,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "mcp-gateway %s: unexpected argument %q\n", cmd, fs.Arg(0))
 		return exitUsage
 	}
+	if cmd == "status" && *statusURL != "" {
+		// The gateway is named: the config is not read.
+		return statusCommand(ctx, statusArgs{url: *statusURL, asJSON: *asJSON, timeout: *timeout}, stdout, stderr)
+	}
 
 	cfg, err := loadConfig(*configPath, stderr)
 	if err != nil {
+		if cmd == "status" {
+			fmt.Fprintln(stderr, "mcp-gateway status: the gateway to ask is the config's; give --url to name it instead")
+		}
 		return exitError
 	}
 	switch cmd {
@@ -108,6 +122,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return listTools(ctx, cfg, *team, config.ViewMode(*mode), *asJSON, stdout, stderr)
 	case "pin":
 		return pinCommand(ctx, *configPath, cfg, pinArgs{approve: *approve, check: *check, by: *by, names: fs.Args()}, stdout, stderr)
+	case "status":
+		return statusCommand(ctx, statusArgs{cfg: cfg, asJSON: *asJSON, timeout: *timeout}, stdout, stderr)
 	}
 	return exitUsage
 }
@@ -121,6 +137,8 @@ func usage(w io.Writer) {
                     [--mode full|search|auto]                   and what tools/list costs in the view's mode (or this one)
   mcp-gateway pin [--config F] [--check]                        start the upstreams, write (or check) the lockfile of definitions
   mcp-gateway pin --approve [--by WHO] NAME...                  accept the live definitions of NAMEs into the lockfile
+  mcp-gateway status [--config F | --url U] [--json]            print a running gateway's /readyz as tables; exit 1
+                     [--timeout D]                              when it is not ready or cannot be read
   mcp-gateway version                                           print version information
 `)
 }

@@ -371,18 +371,24 @@ type pinner interface {
 	Pinning() (router.PinReport, bool)
 }
 
+// Readiness is the body of /readyz, the same with 200 and 503; `mcp-gateway
+// status` reads it.
+type Readiness struct {
+	// Ready is false until every required upstream is serving, and
+	// while the server is leaving.
+	Ready     bool                    `json:"ready"`
+	Upstreams []router.UpstreamStatus `json:"upstreams"`
+	Views     []router.ViewStatus     `json:"views"`
+	// Under pinning (both present, perhaps empty; absent without):
+	// what it leaves out of every view, and what it reports but lists.
+	Quarantined []router.PinStatus `json:"quarantined,omitzero"`
+	Flagged     []router.PinStatus `json:"flagged,omitzero"`
+}
+
 // readyz reports 200 once every required upstream is serving, and each
 // upstream's state and each view's size and cuts either way.
 func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
-	body := struct {
-		Ready     bool                    `json:"ready"`
-		Upstreams []router.UpstreamStatus `json:"upstreams"`
-		Views     []router.ViewStatus     `json:"views"`
-		// Under pinning: what it leaves out of every view, and what it
-		// reports but lists.
-		Quarantined []router.PinStatus `json:"quarantined,omitzero"`
-		Flagged     []router.PinStatus `json:"flagged,omitzero"`
-	}{Ready: s.d.Ready() && !s.draining.Load(), Upstreams: s.d.Status(), Views: s.d.Views()}
+	body := Readiness{Ready: s.d.Ready() && !s.draining.Load(), Upstreams: s.d.Status(), Views: s.d.Views()}
 	if p, ok := s.d.(pinner); ok {
 		if rep, on := p.Pinning(); on {
 			body.Quarantined = append([]router.PinStatus{}, rep.Quarantined...)
