@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 )
 
 // Kind is what a definition defines.
@@ -60,7 +62,17 @@ func (e Entry) key() key { return key{e.Kind, e.Name, e.Upstream} }
 // one spelling) without HTML escaping, numbers as written. Two
 // definitions that differ only in key order or whitespace have the same
 // canonical form; any change of a value changes it.
+//
+// raw must be I-JSON (RFC 7493, jsonrpc.CheckIJSON): with a repeated
+// member the router and hosts read the first where a decoder into a map
+// keeps the last, so a rug pull could hash as the reviewed definition;
+// invalid UTF-8 and lone surrogates would be replaced by U+FFFD and
+// several spellings share one hash. Such a definition has no canonical
+// form.
 func Canonical(raw json.RawMessage) ([]byte, error) {
+	if err := jsonrpc.CheckIJSON(raw); err != nil {
+		return nil, fmt.Errorf("definition is not I-JSON: %w", err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any
