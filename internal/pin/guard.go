@@ -49,7 +49,8 @@ type Options struct {
 
 // Status is one reported definition.
 type Status struct {
-	Kind     Kind   `json:"kind"`
+	Kind Kind `json:"kind"`
+	// Name is the name hosts know it by (Def.Display).
 	Name     string `json:"name"`
 	Upstream string `json:"upstream"`
 	Reason   Reason `json:"reason"`
@@ -182,7 +183,7 @@ func (g *Guard) Vet(defs []Def) (withheld []bool) {
 			continue
 		}
 		g.changes.Add(1)
-		attrs := []any{"kind", d.Kind, "name", d.Name, "upstream", d.Upstream, "reason", st.Reason, "quarantined", quarantine}
+		attrs := []any{"kind", d.Kind, "name", d.Display(), "upstream", d.Upstream, "reason", st.Reason, "quarantined", quarantine}
 		switch st.Reason {
 		case ReasonChanged:
 			g.log.Warn("definition differs from the lockfile", append(attrs, "diff", st.Diff, "detail", st.Detail)...)
@@ -222,10 +223,10 @@ func (g *Guard) check(d Def, dg digest) (*Status, string, bool) {
 	if dg.hash == "" {
 		// Reported by the bytes themselves: each new spelling once.
 		sum := sha256.Sum256([]byte(dg.raw))
-		st := &Status{Kind: d.Kind, Name: d.Name, Upstream: d.Upstream, Reason: ReasonUnreadable, Detail: dg.unreadable}
+		st := &Status{Kind: d.Kind, Name: d.Display(), Upstream: d.Upstream, Reason: ReasonUnreadable, Detail: dg.unreadable}
 		return st, "raw:" + hex.EncodeToString(sum[:]), enforce || dg.suspicious != "" && g.opts.QuarantineSuspicious
 	}
-	st := &Status{Kind: d.Kind, Name: d.Name, Upstream: d.Upstream, Detail: dg.suspicious}
+	st := &Status{Kind: d.Kind, Name: d.Display(), Upstream: d.Upstream, Detail: dg.suspicious}
 	quarantine := dg.suspicious != "" && g.opts.QuarantineSuspicious
 	e, pinned := g.lock[d.key()]
 	switch {

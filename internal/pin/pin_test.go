@@ -55,11 +55,11 @@ func TestCanonicalIgnoresKeyOrderAndWhitespaceOnly(t *testing.T) {
 
 func defs() []Def {
 	return []Def{
-		{KindTool, "b__search", "b", json.RawMessage(`{"name":"search","description":"Searches."}`)},
-		{KindTool, "a__echo", "a", json.RawMessage(`{"name":"echo","description":"Echoes.","inputSchema":{"type":"object"}}`)},
-		{KindPrompt, "a__greet", "a", json.RawMessage(`{"name":"greet"}`)},
-		{KindResource, "file:///x", "a", json.RawMessage(`{"uri":"file:///x","name":"x"}`)},
-		{KindInstructions, "a", "a", json.RawMessage(`"Use echo to echo."`)},
+		{KindTool, "search", "b", "b__search", json.RawMessage(`{"name":"search","description":"Searches."}`)},
+		{KindTool, "echo", "a", "a__echo", json.RawMessage(`{"name":"echo","description":"Echoes.","inputSchema":{"type":"object"}}`)},
+		{KindPrompt, "greet", "a", "a__greet", json.RawMessage(`{"name":"greet"}`)},
+		{KindResource, "file:///x", "a", "", json.RawMessage(`{"uri":"file:///x","name":"x"}`)},
+		{KindInstructions, "a", "a", "", json.RawMessage(`"Use echo to echo."`)},
 	}
 }
 
@@ -88,7 +88,7 @@ func TestLockRoundTripIsSortedAndStable(t *testing.T) {
 	for _, e := range back.Entries {
 		order = append(order, string(e.Kind)+" "+e.Name)
 	}
-	if diff := cmp.Diff([]string{"tool a__echo", "tool b__search", "prompt a__greet", "resource file:///x", "instructions a"}, order); diff != "" {
+	if diff := cmp.Diff([]string{"tool echo", "tool search", "prompt greet", "resource file:///x", "instructions a"}, order); diff != "" {
 		t.Errorf("entry order (-want +got):\n%s", diff)
 	}
 	// One definition per group of lines: the description is a line of its own.
@@ -105,15 +105,19 @@ func TestParseLockRejectsTamperedAndMalformedFiles(t *testing.T) {
 	raw, _ := l.Marshal()
 	for name, bad := range map[string]string{
 		"edited definition": strings.Replace(string(raw), `"Echoes."`, `"Echoes!"`, 1),
-		"unknown key":       strings.Replace(string(raw), `"version": 1,`, `"version": 1, "extra": true,`, 1),
-		"wrong version":     strings.Replace(string(raw), `"version": 1,`, `"version": 2,`, 1),
+		"unknown key":       strings.Replace(string(raw), `"version": 2,`, `"version": 2, "extra": true,`, 1),
+		"wrong version":     strings.Replace(string(raw), `"version": 2,`, `"version": 3,`, 1),
 		"unknown kind":      strings.Replace(string(raw), `"kind": "prompt"`, `"kind": "widget"`, 1),
-		"duplicate":         strings.Replace(string(raw), "\"name\": \"b__search\",\n      \"upstream\": \"b\"", "\"name\": \"a__echo\",\n      \"upstream\": \"a\"", 1),
+		"duplicate":         strings.Replace(string(raw), "\"name\": \"search\",\n      \"upstream\": \"b\"", "\"name\": \"echo\",\n      \"upstream\": \"a\"", 1),
 		"not json":          "tools",
 	} {
 		if _, err := ParseLock([]byte(bad)); err == nil {
 			t.Errorf("%s: ParseLock accepted it", name)
 		}
+	}
+	// Version 1 keyed tools by exposed name: refused, saying what to do.
+	if _, err := ParseLock([]byte(strings.Replace(string(raw), `"version": 2,`, `"version": 1,`, 1))); err == nil || !strings.Contains(err.Error(), "run mcp-gateway pin again") {
+		t.Errorf("ParseLock of a version 1 lockfile: %v, want an error saying to run mcp-gateway pin again", err)
 	}
 	if _, err := ReadLock(filepath.Join(t.TempDir(), "tools.lock")); !errors.Is(err, ErrNoLockfile) || !strings.Contains(err.Error(), "mcp-gateway pin") {
 		t.Errorf("ReadLock of a missing file: %v, want ErrNoLockfile saying to run mcp-gateway pin", err)
@@ -170,8 +174,12 @@ func TestApproveRecordsWhoAndWhenAndRefusesUnknownNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(approved) != 1 || approved[0].Name != "a__echo" {
-		t.Fatalf("approved = %+v, want a__echo", approved)
+	if len(approved) != 1 || approved[0].Name != "echo" || approved[0].Exposed != "a__echo" {
+		t.Fatalf("approved = %+v, want a's echo", approved)
+	}
+	// upstream/name names it too, whatever it is exposed as.
+	if _, byQualified, err := Approve(l, live, []string{"a/echo"}, "bo", at1); err != nil || len(byQualified) != 1 || byQualified[0].Name != "echo" {
+		t.Errorf("Approve of a/echo: %+v, %v, want a's echo", byQualified, err)
 	}
 	g := NewGuard(next, Options{Mode: ModeEnforce})
 	if w := g.Vet(live); w[1] {
@@ -179,7 +187,7 @@ func TestApproveRecordsWhoAndWhenAndRefusesUnknownNames(t *testing.T) {
 	}
 	var e Entry
 	for _, x := range next.Entries {
-		if x.Name == "a__echo" {
+		if x.Name == "echo" {
 			e = x
 		}
 	}
@@ -287,7 +295,7 @@ var cmpIgnoreDiff = cmp.Comparer(func(a, b Status) bool { a.Diff, b.Diff = "", "
 
 func TestGuardNewAndSuspicious(t *testing.T) {
 	l, _, _ := Pin(nil, defs()[:2], "ana", time.Unix(0, 0).UTC())
-	live := append(defs(), Def{KindTool, "a__hidden", "a", json.RawMessage(`{"name":"hidden","description":"Adds.\udb40\udc41"}`)})
+	live := append(defs(), Def{KindTool, "hidden", "a", "a__hidden", json.RawMessage(`{"name":"hidden","description":"Adds.\udb40\udc41"}`)})
 	last := len(live) - 1
 	for _, c := range []struct {
 		name     string
@@ -375,7 +383,7 @@ func TestChangedAndSuspiciousIsQuarantined(t *testing.T) {
 func TestGuardForgetsAbsentNamesPastABound(t *testing.T) {
 	g := NewGuard(&Lock{}, Options{Mode: ModeEnforce, QuarantineNew: true})
 	for i := range 3 * maxAbsentSeen {
-		g.Vet([]Def{{KindTool, fmt.Sprintf("up__t%d", i), "up", json.RawMessage(`{"name":"t"}`)}})
+		g.Vet([]Def{{KindTool, fmt.Sprintf("t%d", i), "up", "", json.RawMessage(`{"name":"t"}`)}})
 	}
 	g.mu.Lock()
 	n := len(g.seen)

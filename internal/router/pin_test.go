@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcp-gateway/mcp-gateway/internal/config"
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
+	"github.com/mcp-gateway/mcp-gateway/internal/namespace"
 	"github.com/mcp-gateway/mcp-gateway/internal/pin"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 )
@@ -343,6 +344,71 @@ func TestRepeatedMemberRugPullIsQuarantined(t *testing.T) {
 		rep := guard.Report()
 		if len(rep.Flagged) != 1 || rep.Flagged[0].Name != "up__echo" || rep.Flagged[0].Reason != pin.ReasonUnreadable {
 			t.Errorf("report = %+v, want up__echo flagged as unreadable", rep)
+		}
+	})
+}
+
+// TestQuarantineSurvivesRenames: the lock knows a tool by its
+// upstream's own name, so a quarantined tool whose exposed name changes
+// (another prefix mode) stays quarantined, and a tool another upstream
+// adds under a colliding name does not quarantine the reviewed one.
+func TestQuarantineSurvivesRenames(t *testing.T) {
+	add := `{"name":"add","description":"Adds two numbers.","inputSchema":{"type":"object"}}`
+	t.Run("prefix mode changes", func(t *testing.T) {
+		r, up, guard, changes := pinnedRouter(t, pin.Options{Mode: pin.ModeEnforce})
+		relist(t, up, changes, echoRugPull, add)
+		if got := toolNames(t, r, legacyCaller); slices.Contains(got, "up__echo") {
+			t.Fatalf("rug pull listed: %v", got)
+		}
+		// The upstream restarts (its fingerprint changes): a fake of its
+		// own, so that the old one's close does not stop it.
+		again := &fakeUpstream{lists: map[string][]string{"tools/list": {echoRugPull, add}}}
+		opts := r.opts
+		opts.Upstreams = []UpstreamConfig{{Name: "up", Connect: again.connect, Timeout: 5 * time.Second, Relay: relayAll, Fingerprint: "up1"}}
+		opts.Namespace.Mode = namespace.ModeOnConflict
+		if err := r.Reconfigure(&opts); err != nil {
+			t.Fatal(err)
+		}
+		// Wait for its list.
+		for len(toolNames(t, r, legacyCaller)) == 0 {
+			waitChange(t, changes, "notifications/tools/list_changed")
+		}
+		if diff := cmp.Diff([]string{"add"}, toolNames(t, r, legacyCaller)); diff != "" {
+			t.Errorf("tools once names are prefixed on conflict only (-want +got):\n%s", diff)
+		}
+		rep := guard.Report()
+		if len(rep.Quarantined) != 1 || rep.Quarantined[0].Name != "echo" || rep.Quarantined[0].Reason != pin.ReasonChanged {
+			t.Errorf("report = %+v, want echo quarantined as changed", rep)
+		}
+	})
+	t.Run("another upstream collides", func(t *testing.T) {
+		a := &fakeUpstream{lists: map[string][]string{"tools/list": {echoPinned}}}
+		b := &fakeUpstream{lists: map[string][]string{"tools/list": {add}}}
+		guard := pin.NewGuard(nil, pin.Options{Mode: pin.ModeEnforce, QuarantineNew: true})
+		changes := make(chan Change, 64)
+		r := startRouter(t, Options{Pins: guard, OnChange: func(c Change) { changes <- c }, Namespace: namespace.Options{Mode: namespace.ModeOnConflict}},
+			map[string]*fakeUpstream{"a": a, "b": b}, "a", "b")
+		lock, _, err := pin.Pin(nil, r.Definitions(), "ana", time.Unix(0, 0).UTC())
+		if err != nil {
+			t.Fatal(err)
+		}
+		guard.SetLock(lock)
+		r.Rebuild()
+		for len(changes) > 0 {
+			<-changes
+		}
+		// b adds its own echo: a's is renamed, and stays the reviewed one.
+		relist(t, b, changes, add, `{"name":"echo","description":"Echoes, louder."}`)
+		got := toolNames(t, r, legacyCaller)
+		if !slices.ContainsFunc(got, func(n string) bool { return strings.HasPrefix(n, "a") && strings.HasSuffix(n, "echo") }) {
+			t.Errorf("a's reviewed echo quarantined once b added an echo: %v", got)
+		}
+		var q []string
+		for _, s := range guard.Report().Quarantined {
+			q = append(q, s.Upstream+" "+string(s.Reason))
+		}
+		if diff := cmp.Diff([]string{"b new"}, q); diff != "" {
+			t.Errorf("quarantined (-want +got):\n%s", diff)
 		}
 	})
 }

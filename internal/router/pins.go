@@ -43,10 +43,10 @@ type vetted struct {
 func (r *Router) vet(v vetted, ups []*upstreamState) (vetted, []pin.Def) {
 	var defs []pin.Def
 	for _, e := range v.tools {
-		defs = append(defs, pin.Def{Kind: pin.KindTool, Name: e.exposed, Upstream: e.up.Name, Raw: e.raw})
+		defs = append(defs, pin.Def{Kind: pin.KindTool, Name: e.original, Upstream: e.up.Name, Exposed: e.exposed, Raw: e.raw})
 	}
 	for _, e := range v.prompts {
-		defs = append(defs, pin.Def{Kind: pin.KindPrompt, Name: e.exposed, Upstream: e.up.Name, Raw: e.raw})
+		defs = append(defs, pin.Def{Kind: pin.KindPrompt, Name: e.original, Upstream: e.up.Name, Exposed: e.exposed, Raw: e.raw})
 	}
 	for _, re := range v.resources {
 		defs = append(defs, pin.Def{Kind: pin.KindResource, Name: re.uri, Upstream: re.up.Name, Raw: re.raw})
@@ -105,7 +105,8 @@ func (r *Router) vet(v vetted, ups []*upstreamState) (vetted, []pin.Def) {
 
 // Definitions returns every definition the catalog was last built from,
 // quarantined or not, as `mcp-gateway pin` writes them to the lockfile:
-// tools and prompts by exposed name, resources by URI and templates by
+// tools and prompts by their upstream's own name (with the exposed name
+// for display), resources by URI and templates by
 // URI template as their upstream lists them, and each serving upstream's
 // instructions.
 func (r *Router) Definitions() []pin.Def {
