@@ -2,6 +2,8 @@ package pin
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 )
 
 // LockVersion is the version of the lockfile format this package writes
@@ -74,8 +78,16 @@ func ReadLock(path string) (*Lock, error) {
 }
 
 // ParseLock decodes a lockfile and checks every entry: a known kind, a
-// name, a hash that matches its definition, and no entry twice.
+// name, an upstream, a definition in canonical form (only the file's
+// indentation aside) with a hash that matches it, and no entry twice.
+// The file must be one I-JSON value (jsonrpc.CheckIJSON): a repeated
+// member (two "entries", two "definition"s in an entry) is read as its
+// last by encoding/json and may be read as its first by whoever reviews
+// the file, so it is refused, as is data after the value.
 func ParseLock(raw []byte) (*Lock, error) {
+	if err := jsonrpc.CheckIJSON(raw); err != nil {
+		return nil, fmt.Errorf("not a lockfile: %w", err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	var l Lock
@@ -96,15 +108,29 @@ func ParseLock(raw []byte) (*Lock, error) {
 		if e.Name == "" {
 			return nil, fmt.Errorf("entries[%d]: no name", i)
 		}
+		if e.Upstream == "" {
+			return nil, fmt.Errorf("entries[%d] (%s %q): no upstream", i, e.Kind, e.Name)
+		}
 		k := e.key()
 		if seen[k] {
 			return nil, fmt.Errorf("entries[%d]: %s %q of %s listed twice", i, e.Kind, e.Name, e.Upstream)
 		}
 		seen[k] = true
-		h, err := Hash(e.Definition)
+		c, err := Canonical(e.Definition)
 		if err != nil {
 			return nil, fmt.Errorf("entries[%d] (%s %q): %w", i, e.Kind, e.Name, err)
 		}
+		// The file indents the definition; what it holds must otherwise
+		// be the canonical form, byte for byte, so that what a reviewer
+		// reads is what was hashed.
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, e.Definition); err != nil || !bytes.Equal(c, compact.Bytes()) {
+			return nil, fmt.Errorf("entries[%d] (%s %q): definition is not in canonical form (keys sorted, strings without needless escapes; edited by hand? run mcp-gateway pin --approve %s)", i, e.Kind, e.Name, approveName(e))
+		}
+		e.Definition = c
+		l.Entries[i].Definition = c
+		sum := sha256.Sum256(c)
+		h := hex.EncodeToString(sum[:])
 		if h != e.SHA256 {
 			return nil, fmt.Errorf("entries[%d] (%s %q): sha256 does not match the definition (edited by hand? run mcp-gateway pin --approve %s)", i, e.Kind, e.Name, approveName(e))
 		}
