@@ -25,7 +25,7 @@ var allowedImports = map[string][]string{
 	"upstream":  {"jsonrpc", "config", "telemetry", "mcpheader"},
 	"state":     {"config", "telemetry"},
 	"search":    {},
-	"pin":       {},
+	"pin":       {"jsonrpc"},
 	"router":    {"upstream", "namespace", "policy", "search", "jsonrpc", "mcpheader", "config", "state", "pin"},
 	"server":    {"router", "jsonrpc", "policy", "telemetry", "mcpheader", "config", "state"},
 	"mcptest":   {"jsonrpc"},

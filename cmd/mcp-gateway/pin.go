@@ -174,7 +174,7 @@ func pinCommand(ctx context.Context, configPath string, cfg *config.Config, a pi
 	}
 	for _, d := range defs {
 		if why := pin.Suspicious(d.Raw); why != "" {
-			fmt.Fprintf(stderr, "warning: %s %s of %s: suspicious: %s\n", d.Kind, d.Name, d.Upstream, why)
+			fmt.Fprintf(stderr, "warning: %s %s of %s: suspicious: %s\n", d.Kind, d.Display(), d.Upstream, why)
 		}
 	}
 	now := time.Now().UTC().Truncate(time.Second)
@@ -192,7 +192,7 @@ func pinCommand(ctx context.Context, configPath string, cfg *config.Config, a pi
 			return exitError
 		}
 		for _, e := range approved {
-			fmt.Fprintf(stdout, "approved %s %s of %s (sha256 %.12s) by %s\n", e.Kind, e.Name, e.Upstream, e.SHA256, a.by)
+			fmt.Fprintf(stdout, "approved %s %s of %s (sha256 %.12s) by %s\n", e.Kind, e.Display(), e.Upstream, e.SHA256, a.by)
 		}
 		fmt.Fprintf(stdout, "wrote %s: %d approved\n", lockfile, len(approved))
 		return exitOK
@@ -229,7 +229,7 @@ func pinCheck(lock *pin.Lock, defs []pin.Def, lockfile string, down int, stdout 
 	}
 	removed := pin.Removed(lock, defs)
 	for _, e := range removed {
-		fmt.Fprintf(stdout, "removed %s %s of %s\n", e.Kind, e.Name, e.Upstream)
+		fmt.Fprintf(stdout, "removed %s %s of %s\n", e.Kind, e.Display(), e.Upstream)
 	}
 	if n := len(rep.Quarantined) + len(removed) + down; n > 0 {
 		fmt.Fprintf(stdout, "%s: %d differences\n", lockfile, n)

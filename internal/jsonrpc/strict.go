@@ -418,3 +418,22 @@ func hex4(data []byte, i int) (rune, bool) {
 	}
 	return r, true
 }
+
+// CheckIJSON returns an error when data is not one JSON value that is
+// I-JSON (RFC 7493): valid UTF-8, no lone surrogates, no object with
+// two members of one name compared after unescaping, at any depth. It
+// is the check DecodeRequest makes of a host's message, for bytes that
+// are read again by other parsers (an upstream's definitions, which the
+// gateway hashes and hosts read): where parsers could disagree on what
+// the bytes say, a check of them says nothing.
+func CheckIJSON(data []byte) error {
+	s := scanners.Get().(*strictScan)
+	defer s.release()
+	*s = strictScan{data: data, keys: s.keys[:0]}
+	i := skipSpace(data, 0)
+	end, err := s.value(i, 0)
+	if err == nil && skipSpace(data, end) != len(data) {
+		err = syntaxErr(data, skipSpace(data, end), "after the value")
+	}
+	return err
+}

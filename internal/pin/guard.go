@@ -1,6 +1,8 @@
 package pin
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"log/slog"
 	"maps"
 	"slices"
@@ -25,6 +27,10 @@ const (
 	ReasonChanged    Reason = "changed"    // differs from the lock
 	ReasonNew        Reason = "new"        // absent from the lock
 	ReasonSuspicious Reason = "suspicious" // carries invisible or deceptive text
+	// ReasonUnreadable: it has no canonical form (not I-JSON: a repeated
+	// member, invalid UTF-8, a lone surrogate), so no hash can say it is
+	// what was reviewed.
+	ReasonUnreadable Reason = "unreadable"
 )
 
 // Options configure a Guard.
@@ -43,11 +49,13 @@ type Options struct {
 
 // Status is one reported definition.
 type Status struct {
-	Kind     Kind   `json:"kind"`
+	Kind Kind `json:"kind"`
+	// Name is the name hosts know it by (Def.Display).
 	Name     string `json:"name"`
 	Upstream string `json:"upstream"`
 	Reason   Reason `json:"reason"`
-	// Detail says what is suspicious, for reason suspicious.
+	// Detail says what is suspicious (for any reason), or why a
+	// definition has no canonical form (for reason unreadable).
 	Detail string `json:"detail,omitempty"`
 	// Diff is the change from the locked definition, for reason changed.
 	Diff string `json:"-"`
@@ -90,7 +98,8 @@ type Guard struct {
 // digest is what Vet needs of a definition's bytes.
 type digest struct {
 	raw        string // the key, kept to carry it to the next memo
-	hash       string // "" when the definition is not JSON
+	hash       string // "" when the definition has no canonical form
+	unreadable string // why it has none
 	suspicious string
 }
 
@@ -100,7 +109,10 @@ func (g *Guard) digestOf(raw []byte, next map[string]digest) digest {
 	dg, ok := g.memo[string(raw)]
 	if !ok {
 		dg.raw = string(raw)
-		dg.hash, _ = Hash(raw)
+		var err error
+		if dg.hash, err = Hash(raw); err != nil {
+			dg.unreadable = err.Error()
+		}
 		dg.suspicious = Suspicious(raw)
 	}
 	next[dg.raw] = dg
@@ -138,8 +150,10 @@ func (g *Guard) SetLock(lock *Lock) {
 }
 
 // Vet checks the definitions a catalog build is about to list and
-// returns which to leave out (withheld[i] for defs[i]). Definitions it
-// cannot read are left in: the router already skips malformed ones.
+// returns which to leave out (withheld[i] for defs[i]). A definition
+// with no canonical form (Canonical) fails closed: no hash can say it is
+// the reviewed one, so it is quarantined in enforce mode and flagged in
+// warn mode (ReasonUnreadable).
 func (g *Guard) Vet(defs []Def) (withheld []bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -169,7 +183,7 @@ func (g *Guard) Vet(defs []Def) (withheld []bool) {
 			continue
 		}
 		g.changes.Add(1)
-		attrs := []any{"kind", d.Kind, "name", d.Name, "upstream", d.Upstream, "reason", st.Reason, "quarantined", quarantine}
+		attrs := []any{"kind", d.Kind, "name", d.Display(), "upstream", d.Upstream, "reason", st.Reason, "quarantined", quarantine}
 		switch st.Reason {
 		case ReasonChanged:
 			g.log.Warn("definition differs from the lockfile", append(attrs, "diff", st.Diff, "detail", st.Detail)...)
@@ -177,6 +191,8 @@ func (g *Guard) Vet(defs []Def) (withheld []bool) {
 			g.log.Warn("definition absent from the lockfile", append(attrs, "detail", st.Detail)...)
 		case ReasonSuspicious:
 			g.log.Warn("definition carries suspicious text", append(attrs, "detail", st.Detail)...)
+		case ReasonUnreadable:
+			g.log.Warn("definition has no canonical form", append(attrs, "detail", st.Detail)...)
 		}
 	}
 	// A definition back to its pinned form (or approved) is forgotten:
@@ -203,12 +219,15 @@ func (g *Guard) Vet(defs []Def) (withheld []bool) {
 // new) and suspicious is reported for the change, with the suspicious
 // text as detail, and quarantined if either says so.
 func (g *Guard) check(d Def, dg digest) (*Status, string, bool) {
-	if dg.hash == "" {
-		return nil, "", false
-	}
-	st := &Status{Kind: d.Kind, Name: d.Name, Upstream: d.Upstream, Detail: dg.suspicious}
-	quarantine := dg.suspicious != "" && g.opts.QuarantineSuspicious
 	enforce := g.opts.Mode == ModeEnforce
+	if dg.hash == "" {
+		// Reported by the bytes themselves: each new spelling once.
+		sum := sha256.Sum256([]byte(dg.raw))
+		st := &Status{Kind: d.Kind, Name: d.Display(), Upstream: d.Upstream, Reason: ReasonUnreadable, Detail: dg.unreadable}
+		return st, "raw:" + hex.EncodeToString(sum[:]), enforce || dg.suspicious != "" && g.opts.QuarantineSuspicious
+	}
+	st := &Status{Kind: d.Kind, Name: d.Display(), Upstream: d.Upstream, Detail: dg.suspicious}
+	quarantine := dg.suspicious != "" && g.opts.QuarantineSuspicious
 	e, pinned := g.lock[d.key()]
 	switch {
 	case !pinned && g.opts.QuarantineNew:

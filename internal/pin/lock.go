@@ -2,6 +2,8 @@ package pin
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,11 +11,17 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 )
 
 // LockVersion is the version of the lockfile format this package writes
 // and reads.
-const LockVersion = 1
+//
+// Version 2 knows tools and prompts by their upstream's own names;
+// version 1 knew them by their exposed names, which change with the
+// naming settings and other upstreams, and is refused.
+const LockVersion = 2
 
 // Lock is the lockfile: every reviewed definition, one entry each.
 type Lock struct {
@@ -23,9 +31,14 @@ type Lock struct {
 
 // Entry is one reviewed definition.
 type Entry struct {
-	Kind     Kind   `json:"kind"`
+	Kind Kind `json:"kind"`
+	// Name is the definition's Def.Name: for a tool or prompt, the
+	// upstream's own name.
 	Name     string `json:"name"`
 	Upstream string `json:"upstream"`
+	// Exposed is the name hosts knew a tool or prompt by when it was
+	// pinned, for the reader of the file; it identifies nothing.
+	Exposed string `json:"exposed,omitempty"`
 	// SHA256 is the hex SHA-256 of Definition's canonical form.
 	SHA256 string `json:"sha256"`
 	// Approvals record each accepted change of the definition, oldest
@@ -65,15 +78,26 @@ func ReadLock(path string) (*Lock, error) {
 }
 
 // ParseLock decodes a lockfile and checks every entry: a known kind, a
-// name, a hash that matches its definition, and no entry twice.
+// name, an upstream, a definition in canonical form (only the file's
+// indentation aside) with a hash that matches it, and no entry twice.
+// The file must be one I-JSON value (jsonrpc.CheckIJSON): a repeated
+// member (two "entries", two "definition"s in an entry) is read as its
+// last by encoding/json and may be read as its first by whoever reviews
+// the file, so it is refused, as is data after the value.
 func ParseLock(raw []byte) (*Lock, error) {
+	if err := jsonrpc.CheckIJSON(raw); err != nil {
+		return nil, fmt.Errorf("not a lockfile: %w", err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	var l Lock
 	if err := dec.Decode(&l); err != nil {
 		return nil, fmt.Errorf("not a lockfile: %w", err)
 	}
-	if l.Version != LockVersion {
+	switch {
+	case l.Version == 1:
+		return nil, fmt.Errorf("lockfile version 1 knows tools and prompts by their exposed names, which renames change: run mcp-gateway pin again to write version %d", LockVersion)
+	case l.Version != LockVersion:
 		return nil, fmt.Errorf("lockfile version %d, want %d", l.Version, LockVersion)
 	}
 	seen := map[key]bool{}
@@ -84,17 +108,31 @@ func ParseLock(raw []byte) (*Lock, error) {
 		if e.Name == "" {
 			return nil, fmt.Errorf("entries[%d]: no name", i)
 		}
+		if e.Upstream == "" {
+			return nil, fmt.Errorf("entries[%d] (%s %q): no upstream", i, e.Kind, e.Name)
+		}
 		k := e.key()
 		if seen[k] {
-			return nil, fmt.Errorf("entries[%d]: %s %q listed twice", i, e.Kind, e.Name)
+			return nil, fmt.Errorf("entries[%d]: %s %q of %s listed twice", i, e.Kind, e.Name, e.Upstream)
 		}
 		seen[k] = true
-		h, err := Hash(e.Definition)
+		c, err := Canonical(e.Definition)
 		if err != nil {
 			return nil, fmt.Errorf("entries[%d] (%s %q): %w", i, e.Kind, e.Name, err)
 		}
+		// The file indents the definition; what it holds must otherwise
+		// be the canonical form, byte for byte, so that what a reviewer
+		// reads is what was hashed.
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, e.Definition); err != nil || !bytes.Equal(c, compact.Bytes()) {
+			return nil, fmt.Errorf("entries[%d] (%s %q): definition is not in canonical form (keys sorted, strings without needless escapes; edited by hand? run mcp-gateway pin --approve %s)", i, e.Kind, e.Name, approveName(e))
+		}
+		e.Definition = c
+		l.Entries[i].Definition = c
+		sum := sha256.Sum256(c)
+		h := hex.EncodeToString(sum[:])
 		if h != e.SHA256 {
-			return nil, fmt.Errorf("entries[%d] (%s %q): sha256 does not match the definition (edited by hand? run mcp-gateway pin --approve %s)", i, e.Kind, e.Name, e.Name)
+			return nil, fmt.Errorf("entries[%d] (%s %q): sha256 does not match the definition (edited by hand? run mcp-gateway pin --approve %s)", i, e.Kind, e.Name, approveName(e))
 		}
 	}
 	return &l, nil
@@ -149,14 +187,23 @@ func WriteLock(path string, l *Lock) error {
 	return os.Rename(tmp.Name(), path)
 }
 
+// approveName is a name of e that Approve accepts whatever it is
+// exposed as now.
+func approveName(e Entry) string {
+	if q := qualified(e.Kind, e.Upstream, e.Name); q != "" {
+		return q
+	}
+	return e.Name
+}
+
 // NewEntry is the lock entry of d, without approvals.
 func NewEntry(d Def) (Entry, error) {
 	c, err := Canonical(d.Raw)
 	if err != nil {
-		return Entry{}, fmt.Errorf("%s %q of %s: %w", d.Kind, d.Name, d.Upstream, err)
+		return Entry{}, fmt.Errorf("%s %q of %s: %w", d.Kind, d.Display(), d.Upstream, err)
 	}
 	h, _ := Hash(c)
-	return Entry{Kind: d.Kind, Name: d.Name, Upstream: d.Upstream, SHA256: h, Definition: c}, nil
+	return Entry{Kind: d.Kind, Name: d.Name, Upstream: d.Upstream, Exposed: d.Exposed, SHA256: h, Definition: c}, nil
 }
 
 // Summary counts what Pin changed.
@@ -213,12 +260,18 @@ var ErrUnknownName = errors.New("no such tool, prompt, resource or upstream")
 
 // Approve returns prev with the live definitions of names (every kind a
 // name has) recorded as approved by by at at; other entries are kept as
-// they are. A name that no definition in defs has is an error wrapping
-// ErrUnknownName, and nothing is approved.
+// they are. A tool or prompt is named by its exposed name or as
+// upstream/name (its upstream's own name); a resource by its URI, a
+// template by its URI template, instructions by their upstream. A name
+// that no definition in defs has is an error wrapping ErrUnknownName,
+// and nothing is approved.
 func Approve(prev *Lock, defs []Def, names []string, by string, at time.Time) (*Lock, []Entry, error) {
 	byName := map[string][]Def{}
 	for _, d := range defs {
-		byName[d.Name] = append(byName[d.Name], d)
+		byName[d.Display()] = append(byName[d.Display()], d)
+		if q := qualified(d.Kind, d.Upstream, d.Name); q != "" && q != d.Display() {
+			byName[q] = append(byName[q], d)
+		}
 	}
 	var unknown []string
 	for _, n := range names {

@@ -9,7 +9,7 @@ import (
 )
 
 // SpaceRun is the length of a run of whitespace (spaces, tabs, line
-// breaks) after which more text makes a definition suspicious: text
+// breaks, and the blanks U+2800 and U+3164 that render as spaces) after which more text makes a definition suspicious: text
 // pushed out of sight of a person reading it in a narrow window.
 const SpaceRun = 40
 
@@ -23,6 +23,12 @@ const SpaceRun = 40
 //   - zero-width characters: U+200B, U+200C, U+200D, U+2060, U+FEFF;
 //   - bidirectional controls: U+202A to U+202E, U+2066 to U+2069, U+200E,
 //     U+200F, U+061C;
+//   - variation selectors: U+FE00 to U+FE0F, U+E0100 to U+E01EF (which
+//     can carry bytes unseen, one per selector);
+//   - other invisible characters: the invisible operators U+2061 to
+//     U+2064, the soft hyphen U+00AD, U+180E, the Hangul fillers U+115F,
+//     U+1160 and U+3164, the interlinear annotation controls U+FFF9 to
+//     U+FFFB;
 //   - HTML comments ("<!--"), which renderers hide;
 //   - text after SpaceRun or more whitespace characters in a row.
 //
@@ -53,8 +59,12 @@ func suspiciousText(s string) string {
 			return fmt.Sprintf("zero-width character U+%04X at byte %d", r, i)
 		case (r >= 0x202A && r <= 0x202E) || (r >= 0x2066 && r <= 0x2069) || r == 0x200E || r == 0x200F || r == 0x061C:
 			return fmt.Sprintf("bidirectional control U+%04X at byte %d", r, i)
+		case (r >= 0xFE00 && r <= 0xFE0F) || (r >= 0xE0100 && r <= 0xE01EF):
+			return fmt.Sprintf("variation selector U+%04X at byte %d", r, i)
+		case (r >= 0x2061 && r <= 0x2064) || r == 0x00AD || r == 0x180E || r == 0x115F || r == 0x1160 || r == 0x3164 || (r >= 0xFFF9 && r <= 0xFFFB):
+			return fmt.Sprintf("invisible character U+%04X at byte %d", r, i)
 		}
-		if unicode.IsSpace(r) {
+		if unicode.IsSpace(r) || r == 0x2800 || r == 0x3164 {
 			run++
 			continue
 		}

@@ -36,10 +36,20 @@ type catalog struct {
 	// that first finds it, not at every re-list while it lasts.
 	collisions map[uriCollision]bool
 	// defs are the definitions the catalog was built from, quarantined
-	// or not (see Definitions); withheldInstructions are the upstreams
-	// whose instructions pinning leaves out.
-	defs                 []pin.Def
-	withheldInstructions map[string]bool
+	// or not (see Definitions).
+	defs []pin.Def
+	// instructions are the upstreams' instructions the build vetted and
+	// kept, in upstream order: initialize and server/discover render
+	// only these, never what an upstream serves now (which a restart may
+	// have changed before the next build vets it).
+	instructions []upstreamInstructions
+}
+
+// upstreamInstructions are one upstream's instructions as a catalog
+// build read them.
+type upstreamInstructions struct {
+	up   *upstreamState
+	text string // trimmed, not empty
 }
 
 // gatewayScheme starts the gateway form of a resource URI or template,
@@ -240,7 +250,7 @@ func (r *Router) buildCatalog() *catalog {
 			}
 		}
 	}
-	cat := &catalog{views: map[string]*view{}, collisions: map[uriCollision]bool{}, defs: defs, withheldInstructions: kept.instructions}
+	cat := &catalog{views: map[string]*view{}, collisions: map[uriCollision]bool{}, defs: defs, instructions: kept.instructions}
 	// Rules.Views lists the views of teams (and the default) before
 	// those of profiles, each narrowing a view built before it.
 	for _, v := range views {

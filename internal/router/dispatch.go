@@ -984,21 +984,21 @@ func (r *Router) appendServerInfo(out []byte) []byte {
 	return append(out, info...)
 }
 
-// instructions joins the instructions of every serving upstream, each
-// under its upstream's name, so that a model knows which server says what.
+// instructions joins the instructions the last catalog build vetted and
+// kept, of every upstream still serving, each under its upstream's name,
+// so that a model knows which server says what. It never reads an
+// upstream's instructions live: those may have changed since the build
+// (a restart), unvetted.
 func (r *Router) instructions() string {
 	var b strings.Builder
-	withheld := r.catalog().withheldInstructions
-	for _, u := range r.upstreams() {
-		if !u.health().serving() || withheld[u.Name] {
+	for _, in := range r.catalog().instructions {
+		if !in.up.health().serving() {
 			continue
 		}
-		if ins := strings.TrimSpace(u.Client.Instructions()); ins != "" {
-			if b.Len() > 0 {
-				b.WriteString("\n\n")
-			}
-			fmt.Fprintf(&b, "## %s\n%s", u.Name, ins)
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
 		}
+		fmt.Fprintf(&b, "## %s\n%s", in.up.Name, in.text)
 	}
 	return b.String()
 }

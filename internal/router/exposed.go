@@ -122,11 +122,13 @@ func (r *Router) ownerLocked(key string, create bool, now time.Time) *exposed {
 }
 
 // expose adds the tools find_tools found for c (best first) to c's own
-// list, and tells c when its list changed.
-func (r *Router) expose(c *Caller, v *view, names []string) {
+// list, and tells c when its list changed. It reports whether c's list
+// holds any of them now: not for a caller with no list of its own (a
+// legacy caller without a session), nor when every name was skipped.
+func (r *Router) expose(c *Caller, v *view, names []string) (kept bool) {
 	key := exposedKey(c)
 	if key == "" || len(names) == 0 {
-		return
+		return false
 	}
 	perOwner, _, _ := r.exposedLimits()
 	now := r.clock()
@@ -151,6 +153,7 @@ func (r *Router) expose(c *Caller, v *view, names []string) {
 			changed = true
 		}
 		e.names = append(e.names, name)
+		kept = true
 	}
 	if over := len(e.names) - perOwner; over > 0 {
 		// Only a name that joined pushes one out: changed is set.
@@ -161,6 +164,7 @@ func (r *Router) expose(c *Caller, v *view, names []string) {
 	if changed && r.opts.OnChange != nil {
 		r.opts.OnChange(ch)
 	}
+	return kept
 }
 
 // change is the notice of a change of the owner's list, for the owner

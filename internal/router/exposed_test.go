@@ -508,3 +508,30 @@ func TestExposeFoundConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestExposeFoundHintSaysWhatHappened: find_tools says the tools found
+// joined the caller's list only when they did; a legacy caller without
+// a session, whose list cannot hold them, is told to use call_tool.
+func TestExposeFoundHintSaysWhatHappened(t *testing.T) {
+	r, _ := exposeRouter(t, searchFakes(), Options{})
+	hint := func(c *Caller) string {
+		t.Helper()
+		reply := r.Dispatch(context.Background(), c, callReq(toolFind, `{"query":"read a file from disk","limit":1}`, ""))
+		var out struct {
+			StructuredContent struct {
+				Tools []json.RawMessage `json:"tools"`
+				Hint  string            `json:"hint"`
+			} `json:"structuredContent"`
+		}
+		if err := json.Unmarshal(reply.Result, &out); err != nil || len(out.StructuredContent.Tools) == 0 {
+			t.Fatalf("find_tools: %s %v", reply.Result, err)
+		}
+		return out.StructuredContent.Hint
+	}
+	if got := hint(&Caller{ProtocolVersion: "2025-11-25", Session: "s"}); !strings.Contains(got, "now in your tool list") {
+		t.Errorf("hint for a session whose list holds them: %q", got)
+	}
+	if got := hint(&Caller{ProtocolVersion: "2025-11-25"}); strings.Contains(got, "now in your tool list") || !strings.Contains(got, "call_tool") {
+		t.Errorf("hint for a caller without a session, whose list holds nothing: %q, want the call_tool hint", got)
+	}
+}

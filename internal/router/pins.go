@@ -33,8 +33,8 @@ type vetted struct {
 	tools, prompts []*entry
 	resources      []resourceEntry
 	templates      []templateEntry
-	// instructions are the upstreams whose instructions are left out.
-	instructions map[string]bool
+	// instructions are the upstreams' instructions kept.
+	instructions []upstreamInstructions
 }
 
 // vet builds the definitions of a catalog build, in build order, and,
@@ -43,10 +43,10 @@ type vetted struct {
 func (r *Router) vet(v vetted, ups []*upstreamState) (vetted, []pin.Def) {
 	var defs []pin.Def
 	for _, e := range v.tools {
-		defs = append(defs, pin.Def{Kind: pin.KindTool, Name: e.exposed, Upstream: e.up.Name, Raw: e.raw})
+		defs = append(defs, pin.Def{Kind: pin.KindTool, Name: e.original, Upstream: e.up.Name, Exposed: e.exposed, Raw: e.raw})
 	}
 	for _, e := range v.prompts {
-		defs = append(defs, pin.Def{Kind: pin.KindPrompt, Name: e.exposed, Upstream: e.up.Name, Raw: e.raw})
+		defs = append(defs, pin.Def{Kind: pin.KindPrompt, Name: e.original, Upstream: e.up.Name, Exposed: e.exposed, Raw: e.raw})
 	}
 	for _, re := range v.resources {
 		defs = append(defs, pin.Def{Kind: pin.KindResource, Name: re.uri, Upstream: re.up.Name, Raw: re.raw})
@@ -54,18 +54,21 @@ func (r *Router) vet(v vetted, ups []*upstreamState) (vetted, []pin.Def) {
 	for _, t := range v.templates {
 		defs = append(defs, pin.Def{Kind: pin.KindTemplate, Name: t.original, Upstream: t.up.Name, Raw: t.raw})
 	}
-	var insUps []string
+	// Each upstream's instructions are read once, here: what is vetted
+	// is what the catalog keeps and initialize renders.
+	var ins []upstreamInstructions
 	for _, u := range ups {
 		if !u.health().serving() {
 			continue
 		}
-		if ins := strings.TrimSpace(u.Client.Instructions()); ins != "" {
-			raw, _ := json.Marshal(ins)
+		if text := strings.TrimSpace(u.Client.Instructions()); text != "" {
+			raw, _ := json.Marshal(text)
 			defs = append(defs, pin.Def{Kind: pin.KindInstructions, Name: u.Name, Upstream: u.Name, Raw: raw})
-			insUps = append(insUps, u.Name)
+			ins = append(ins, upstreamInstructions{up: u, text: text})
 		}
 	}
 	if r.opts.Pins == nil {
+		v.instructions = ins
 		return v, defs
 	}
 	withheld := r.opts.Pins.Vet(defs)
@@ -92,12 +95,9 @@ func (r *Router) vet(v vetted, ups []*upstreamState) (vetted, []pin.Def) {
 			out.templates = append(out.templates, t)
 		}
 	}
-	for _, name := range insUps {
-		if !keep() {
-			if out.instructions == nil {
-				out.instructions = map[string]bool{}
-			}
-			out.instructions[name] = true
+	for _, in := range ins {
+		if keep() {
+			out.instructions = append(out.instructions, in)
 		}
 	}
 	return out, defs
@@ -105,7 +105,8 @@ func (r *Router) vet(v vetted, ups []*upstreamState) (vetted, []pin.Def) {
 
 // Definitions returns every definition the catalog was last built from,
 // quarantined or not, as `mcp-gateway pin` writes them to the lockfile:
-// tools and prompts by exposed name, resources by URI and templates by
+// tools and prompts by their upstream's own name (with the exposed name
+// for display), resources by URI and templates by
 // URI template as their upstream lists them, and each serving upstream's
 // instructions.
 func (r *Router) Definitions() []pin.Def {

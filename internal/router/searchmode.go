@@ -298,16 +298,17 @@ func (r *Router) findTools(c *Caller, v *view, args toolArgs) *Reply {
 		f.Annotations, _ = jsonrpc.Field(e.def, "annotations")
 		out.Tools = append(out.Tools, f)
 	}
+	kept := false
 	if v.exposing() {
 		names := make([]string, len(hits))
 		for i, h := range hits {
 			names[i] = v.tools.entries[h.Doc].exposed
 		}
-		r.expose(c, v, names)
+		kept = r.expose(c, v, names)
 	}
 	if len(hits) == 0 {
 		out.Hint = "No tool matched. Search again with other or fewer words, or without upstream."
-	} else if v.exposing() {
+	} else if kept {
 		out.Hint = "These tools are now in your tool list too: call one directly by its name, or with call_tool, with arguments that match its inputSchema."
 	} else {
 		out.Hint = "Run one with call_tool, giving its exact name and arguments that match its inputSchema."
