@@ -863,12 +863,12 @@ func listTools(ctx context.Context, cfg *config.Config, team string, mode config
 	}
 	for _, s := range rt.Status() {
 		if s.State != router.PhaseReady {
-			fmt.Fprintf(stderr, "upstream %s: %s: %s\n", s.Name, s.State, s.Error)
+			fmt.Fprintf(stderr, "upstream %s: %s: %s\n", s.Name, s.State, printable(s.Error, 0))
 		}
 	}
 	if rep, on := rt.Pinning(); on {
 		for _, q := range rep.Quarantined {
-			fmt.Fprintf(stderr, "quarantined %s %s of %s: %s\n", q.Kind, q.Name, q.Upstream, q.Reason)
+			fmt.Fprintf(stderr, "quarantined %s %s of %s: %s\n", q.Kind, printable(q.Name, 0), q.Upstream, q.Reason)
 		}
 	}
 	return exitOK

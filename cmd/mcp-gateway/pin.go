@@ -163,7 +163,7 @@ func pinCommand(ctx context.Context, configPath string, cfg *config.Config, a pi
 	down := 0
 	for _, s := range status {
 		if s.State != router.PhaseReady && s.State != router.PhaseDegraded {
-			fmt.Fprintf(stderr, "upstream %s: %s: %s\n", s.Name, s.State, s.Error)
+			fmt.Fprintf(stderr, "upstream %s: %s: %s\n", s.Name, s.State, printable(s.Error, 0))
 			down++
 		}
 	}
@@ -174,7 +174,7 @@ func pinCommand(ctx context.Context, configPath string, cfg *config.Config, a pi
 	}
 	for _, d := range defs {
 		if why := pin.Suspicious(d.Raw); why != "" {
-			fmt.Fprintf(stderr, "warning: %s %s of %s: suspicious: %s\n", d.Kind, d.Display(), d.Upstream, why)
+			fmt.Fprintf(stderr, "warning: %s %s of %s: suspicious: %s\n", d.Kind, printable(d.Display(), 0), d.Upstream, printable(why, 0))
 		}
 	}
 	now := time.Now().UTC().Truncate(time.Second)
@@ -192,7 +192,7 @@ func pinCommand(ctx context.Context, configPath string, cfg *config.Config, a pi
 			return exitError
 		}
 		for _, e := range approved {
-			fmt.Fprintf(stdout, "approved %s %s of %s (sha256 %.12s) by %s\n", e.Kind, e.Display(), e.Upstream, e.SHA256, a.by)
+			fmt.Fprintf(stdout, "approved %s %s of %s (sha256 %.12s) by %s\n", e.Kind, printable(e.Display(), 0), e.Upstream, e.SHA256, printable(a.by, 0))
 		}
 		fmt.Fprintf(stdout, "wrote %s: %d approved\n", lockfile, len(approved))
 		return exitOK
@@ -218,9 +218,9 @@ func pinCheck(lock *pin.Lock, defs []pin.Def, lockfile string, down int, stdout 
 	g.Vet(defs)
 	rep := g.Report()
 	for _, s := range rep.Quarantined {
-		fmt.Fprintf(stdout, "%s %s %s of %s", s.Reason, s.Kind, s.Name, s.Upstream)
+		fmt.Fprintf(stdout, "%s %s %s of %s", s.Reason, s.Kind, printable(s.Name, 0), s.Upstream)
 		if s.Detail != "" {
-			fmt.Fprintf(stdout, ": %s", s.Detail)
+			fmt.Fprintf(stdout, ": %s", printable(s.Detail, 0))
 		}
 		fmt.Fprintln(stdout)
 		if s.Diff != "" {
@@ -229,7 +229,7 @@ func pinCheck(lock *pin.Lock, defs []pin.Def, lockfile string, down int, stdout 
 	}
 	removed := pin.Removed(lock, defs)
 	for _, e := range removed {
-		fmt.Fprintf(stdout, "removed %s %s of %s\n", e.Kind, e.Display(), e.Upstream)
+		fmt.Fprintf(stdout, "removed %s %s of %s\n", e.Kind, printable(e.Display(), 0), e.Upstream)
 	}
 	if n := len(rep.Quarantined) + len(removed) + down; n > 0 {
 		fmt.Fprintf(stdout, "%s: %d differences\n", lockfile, n)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -228,5 +230,26 @@ func TestConfigWatchLockfileElsewhere(t *testing.T) {
 			t.Fatal(err)
 		}
 		expectApply(t, applied, "after the lockfile was written ("+body+")")
+	}
+}
+
+// TestPinCheckPrintsNoTerminalControls: what pin --check prints of an
+// upstream's definitions (a resource's URI, the suspicious text found,
+// the diff) reaches a terminal with every control character escaped, so
+// an upstream cannot move the cursor, retitle the window or hide a line.
+func TestPinCheckPrintsNoTerminalControls(t *testing.T) {
+	hostile := "file:///x\x1b]0;owned\x07\x1b[2J\u009b1A"
+	defs := []pin.Def{
+		{Kind: pin.KindResource, Name: hostile, Upstream: "up", Raw: json.RawMessage(`{"uri":"file:///x\u001b]0;owned\u0007\u009b1A","description":"hi\u200b"}`)},
+	}
+	var out bytes.Buffer
+	if code := pinCheck(&pin.Lock{Version: pin.LockVersion}, defs, "tools.lock", 0, &out); code != exitError {
+		t.Fatalf("pin --check of a definition new to the lock: exit %d, want %d", code, exitError)
+	}
+	if i := strings.IndexFunc(out.String(), func(r rune) bool { return r != '\n' && !unicode.IsPrint(r) }); i >= 0 {
+		t.Errorf("pin --check printed a raw control character at %d: %q", i, out.String())
+	}
+	if !strings.Contains(out.String(), `\u{1B}`) {
+		t.Errorf("pin --check does not show the escape it hid: %q", out.String())
 	}
 }

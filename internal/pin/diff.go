@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -98,8 +99,10 @@ func lineDiff(a, b []string) []string {
 }
 
 // clip shortens a line to diffMaxLineChars characters and shows the
-// characters a reader could not see (controls, format characters such as
-// tags, zero-width and bidi controls) as \u escapes.
+// characters a reader could not see or a terminal would act on (controls,
+// DEL and the C1 controls, format characters such as tags, zero-width
+// and bidi controls, and anything else unicode.IsPrint refuses) as \u
+// escapes.
 func clip(l string) string {
 	var b strings.Builder
 	n := 0
@@ -108,7 +111,7 @@ func clip(l string) string {
 			b.WriteString("...")
 			break
 		}
-		if r == utf8.RuneError || r < 0x20 || isInvisible(r) {
+		if r == utf8.RuneError || !unicode.IsPrint(r) || isInvisible(r) {
 			fmt.Fprintf(&b, "\\u{%X}", r)
 		} else {
 			b.WriteRune(r)

@@ -423,6 +423,23 @@ func TestDiffIsBounded(t *testing.T) {
 	}
 }
 
+// TestDiffEscapesTerminalControls: a diff is printed to a terminal by
+// pin --check and written to logs, so no character of a definition that
+// a terminal acts on (DEL, the C1 controls such as CSI) reaches it raw.
+func TestDiffEscapesTerminalControls(t *testing.T) {
+	old, _ := NewEntry(Def{Raw: json.RawMessage(`{"description":"plain"}`)})
+	live, _ := NewEntry(Def{Raw: json.RawMessage(`{"description":"a\u007fb\u009b2Jc\u0085d"}`)})
+	d := Diff(old, live)
+	for _, want := range []string{`\u{7F}`, `\u{9B}`, `\u{85}`} {
+		if !strings.Contains(d, want) {
+			t.Errorf("diff lacks %s:\n%s", want, d)
+		}
+	}
+	if strings.ContainsAny(d, "\u007f\u009b\u0085") {
+		t.Errorf("diff carries a raw terminal control: %q", d)
+	}
+}
+
 // TestChangedAndSuspiciousIsQuarantined: a rug pull that also hides text
 // is quarantined in enforce mode though suspicious text is only flagged.
 func TestChangedAndSuspiciousIsQuarantined(t *testing.T) {
