@@ -824,3 +824,28 @@ func (e *entry) asTask() (json.RawMessage, bool) {
 	}
 	return def, true
 }
+
+// unambiguous returns the items of an upstream's list that every JSON
+// parser reads the same way (I-JSON: no repeated member, valid UTF-8, no
+// lone surrogate; jsonrpc.CheckIJSON), and logs each one it leaves out.
+// The gateway reads a definition's first "name" or "description", a host
+// may read the last: what the views, trimming and pinning check must be
+// what the host reads, so such a definition reaches no host.
+func (r *Router) unambiguous(upstream, method string, items []json.RawMessage) []json.RawMessage {
+	out := items
+	for i, raw := range items {
+		err := jsonrpc.CheckIJSON(raw)
+		if err == nil {
+			if len(out) < len(items) {
+				out = append(out, raw)
+			}
+			continue
+		}
+		if len(out) == len(items) {
+			out = append(make([]json.RawMessage, 0, len(items)), items[:i]...)
+		}
+		r.log.Warn("upstream definition left out: JSON parsers could read it differently",
+			keyUpstream, upstream, keyMethod, method, keyErr, err)
+	}
+	return out
+}

@@ -650,6 +650,7 @@ func (r *Router) refresh(ctx context.Context, u *upstreamState) {
 			listCtx, cancel := context.WithTimeout(ctx, u.Timeout)
 			defer cancel()
 			l.items, l.err = u.Client.List(listCtx, l.method, l.key)
+			l.items = r.unambiguous(u.Name, l.method, l.items)
 		})
 	}
 	wg.Wait()
