@@ -783,17 +783,22 @@ type toolRow struct {
 // listTools starts the upstreams, waits for their first start, and prints
 // the catalog a caller of the view sees, with each tool's size in tokens
 // before and after trimming, the totals, and what limits cut.
-func listTools(ctx context.Context, cfg *config.Config, team string, mode config.ViewMode, asJSON bool, stdout, stderr io.Writer) int {
+func listTools(ctx context.Context, cfg *config.Config, team, profile string, mode config.ViewMode, asJSON bool, stdout, stderr io.Writer) int {
 	log := newLogger(cfg, stderr)
 	if !hasTeam(cfg, team) {
 		fmt.Fprintf(stderr, "mcp-gateway tools: no team %q in the config\n", team)
 		return exitUsage
 	}
+	if profile != "" && !slices.ContainsFunc(cfg.Profiles, func(p config.Profile) bool { return p.Name == profile }) {
+		fmt.Fprintf(stderr, "mcp-gateway tools: no profile %q in the config\n", profile)
+		return exitUsage
+	}
 	if mode != "" {
-		if code := setViewMode(cfg, team, mode, stderr); code != exitOK {
+		if code := setViewMode(cfg, team, profile, mode, stderr); code != exitOK {
 			return code
 		}
 	}
+	key := policy.ViewKey(team, profile)
 	// The catalog a session would see: pinning leaves out what it
 	// quarantines here too.
 	guard, err := newGuard(cfg, log)
@@ -811,7 +816,7 @@ func listTools(ctx context.Context, cfg *config.Config, team string, mode config
 	if err := rt.WaitStarted(ctx); err != nil {
 		return exitError
 	}
-	view, _ := rt.Tools(team)
+	view, _ := rt.Tools(key)
 	rows := make([]toolRow, 0, len(view.Tools))
 	before, after := 0, 0
 	for _, t := range view.Tools {
@@ -842,7 +847,7 @@ func listTools(ctx context.Context, cfg *config.Config, team string, mode config
 			ListedTokens int                     `json:"listed_tokens"`
 			Cut          []policy.Cut            `json:"cut"`
 			Upstreams    []router.UpstreamStatus `json:"upstreams"`
-		}{team, view.Mode, rows, before, after, listed, view.Cut, rt.Status()})
+		}{key, view.Mode, rows, before, after, listed, view.Cut, rt.Status()})
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
@@ -875,17 +880,25 @@ func listTools(ctx context.Context, cfg *config.Config, team string, mode config
 }
 
 // setViewMode sets the mode of the view `mcp-gateway tools --mode` shows
-// and validates the config again (mode auto needs a max_tokens).
-func setViewMode(cfg *config.Config, team string, mode config.ViewMode, stderr io.Writer) int {
+// (the profile's, when one is named) and validates the config again (mode
+// auto needs a max_tokens).
+func setViewMode(cfg *config.Config, team, profile string, mode config.ViewMode, stderr io.Writer) int {
 	if mode != config.ModeFull && mode != config.ModeSearch && mode != config.ModeAuto {
 		fmt.Fprintf(stderr, "mcp-gateway tools: --mode must be full, search or auto, not %q\n", mode)
 		return exitUsage
 	}
-	if team == "" {
+	switch {
+	case profile != "":
+		for i := range cfg.Profiles {
+			if cfg.Profiles[i].Name == profile {
+				cfg.Profiles[i].Mode = mode
+			}
+		}
+	case team == "":
 		cfg.Policy.Mode = mode
 	}
 	for i := range cfg.Teams {
-		if cfg.Teams[i].Name == team {
+		if profile == "" && cfg.Teams[i].Name == team {
 			cfg.Teams[i].Mode = mode
 		}
 	}

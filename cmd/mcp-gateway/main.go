@@ -6,7 +6,7 @@
 //	mcp-gateway [serve] [--config gateway.yaml] [--listen ADDR]
 //	mcp-gateway stdio [--config F] [--team T]
 //	mcp-gateway validate [--config F]
-//	mcp-gateway tools [--config F] [--team T] [--mode full|search|auto] [--json]
+//	mcp-gateway tools [--config F] [--team T] [--profile P] [--mode full|search|auto] [--json]
 //	mcp-gateway pin [--config F] [--check | --approve [--by WHO] NAME...]
 //	mcp-gateway status [--config F | --url U] [--json] [--timeout D]
 //	mcp-gateway version
@@ -49,7 +49,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs := flag.NewFlagSet("mcp-gateway "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "gateway.yaml", "path of the config file (gateway.yaml, or a claude_desktop_config.json)")
-	var listen, team, mode *string
+	var listen, team, profile, mode *string
 	var asJSON, approve, check *bool
 	var by, statusURL *string
 	var timeout *time.Duration
@@ -59,6 +59,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "tools":
 		asJSON = fs.Bool("json", false, "print JSON instead of a table")
 		team = fs.String("team", "", "show the catalog of this team's view (default: the policy view)")
+		profile = fs.String("profile", "", "show the view as served on this profile's path, <endpoint>/<profile> (default: the endpoint's)")
 		mode = fs.String("mode", "", "list the view as in this mode: full, search or auto (default: the view's configured mode)")
 	case "stdio":
 		team = fs.String("team", "", "serve this team's view (default: the policy view)")
@@ -119,7 +120,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "stdio":
 		return serveStdio(ctx, cfg, *team, stdin, stdout, stderr)
 	case "tools":
-		return listTools(ctx, cfg, *team, config.ViewMode(*mode), *asJSON, stdout, stderr)
+		return listTools(ctx, cfg, *team, *profile, config.ViewMode(*mode), *asJSON, stdout, stderr)
 	case "pin":
 		return pinCommand(ctx, *configPath, cfg, pinArgs{approve: *approve, check: *check, by: *by, names: fs.Args()}, stdout, stderr)
 	case "status":
@@ -134,7 +135,8 @@ func usage(w io.Writer) {
   mcp-gateway stdio [--config F] [--team T]                     serve the catalog over stdin/stdout
   mcp-gateway validate [--config F]                             check the config; every problem on its own line
   mcp-gateway tools [--config F] [--team T] [--json]            start the upstreams, print the catalog and its tokens
-                    [--mode full|search|auto]                   and what tools/list costs in the view's mode (or this one)
+                    [--mode full|search|auto]                   and what tools/list costs in the view's mode (or this one),
+                    [--profile P]                               on the endpoint or on a profile's path
   mcp-gateway pin [--config F] [--check]                        start the upstreams, write (or check) the lockfile of definitions
   mcp-gateway pin --approve [--by WHO] NAME...                  accept the live definitions of NAMEs into the lockfile
   mcp-gateway status [--config F | --url U] [--json]            print a running gateway's /readyz as tables; exit 1

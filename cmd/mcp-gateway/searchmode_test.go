@@ -483,3 +483,44 @@ func TestCallToolSmuggling(t *testing.T) {
 		t.Errorf("the upstream got tools/calls %q (Mcp-Name, Mcp-Param-Region), want %q: the two plain calls only", regions, want)
 	}
 }
+
+// TestToolsCommandProfile: mcp-gateway tools --profile shows the view as
+// served on the profile's path: its own allow list and mode, and a
+// profile not in the config is a usage error.
+func TestToolsCommandProfile(t *testing.T) {
+	path := writeConfig(t, map[string]any{"profiles": []any{
+		map[string]any{"name": "none", "allow": []any{"nothing__*"}},
+		map[string]any{"name": "finder", "mode": "search"},
+	}}, "echo")
+	list := func(args ...string) (mode string, tools int) {
+		t.Helper()
+		code, out, errOut := runCLI(t, append([]string{"tools", "--config", path, "--json"}, args...)...)
+		if code != exitOK {
+			t.Fatalf("tools %v: exit %d, stderr %s", args, code, errOut)
+		}
+		var l struct {
+			View  string
+			Mode  string
+			Tools []struct{ Name string }
+		}
+		if err := json.Unmarshal([]byte(out), &l); err != nil {
+			t.Fatalf("tools %v --json output %q: %v", args, out, err)
+		}
+		return l.Mode, len(l.Tools)
+	}
+	if mode, n := list(); mode != "full" || n == 0 {
+		t.Fatalf("tools on the endpoint: mode %s, %d tools", mode, n)
+	}
+	if _, n := list("--profile", "none"); n != 0 {
+		t.Errorf("tools --profile none: %d tools, want none (its allow list matches nothing)", n)
+	}
+	if mode, n := list("--profile", "finder"); mode != "search" || n == 0 {
+		t.Errorf("tools --profile finder: mode %s, %d tools, want search mode over the catalog", mode, n)
+	}
+	if mode, _ := list("--profile", "finder", "--mode", "full"); mode != "full" {
+		t.Errorf("tools --profile finder --mode full: mode %s", mode)
+	}
+	if code, _, errOut := runCLI(t, "tools", "--config", path, "--profile", "nope"); code != exitUsage || !strings.Contains(errOut, `no profile "nope"`) {
+		t.Errorf("tools --profile nope: exit %d, stderr %s", code, errOut)
+	}
+}
