@@ -230,6 +230,33 @@ func TestStdioCommand(t *testing.T) {
 	}
 }
 
+// TestStdioCommandProfile: `mcp-gateway stdio --profile P` serves the
+// view of P's path: a tool outside the profile is unknown there.
+func TestStdioCommandProfile(t *testing.T) {
+	path := writeConfig(t, map[string]any{"profiles": []any{map[string]any{"name": "plain", "allow": []any{"echo__*"}}}}, "echo", "echo-legacy")
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			client := mcp.NewClient(&mcp.Implementation{Name: "stdio-host", Version: "1"}, nil)
+			cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: gatewayCommand(t, "stdio", "--config", path, "--profile", "plain")}, &mcp.ClientSessionOptions{ProtocolVersion: era})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			if got, err := callText(ctx, cs, "echo__echo", map[string]any{"text": "in"}); err != nil || got != "in" {
+				t.Errorf("echo__echo = %q, %v", got, err)
+			}
+			if got, err := callText(ctx, cs, "echo_legacy__echo", map[string]any{"text": "out"}); err == nil {
+				t.Errorf("echo_legacy__echo, outside the profile, answered %q", got)
+			}
+		})
+	}
+	if code, _, errOut := runCLI(t, "stdio", "--config", path, "--profile", "nope"); code != exitUsage || !strings.Contains(errOut, `no profile "nope"`) {
+		t.Errorf("stdio --profile nope: exit %d, stderr %s", code, errOut)
+	}
+}
+
 // TestDefaultConfigIsValid keeps the README's first command working: the
 // gateway.yaml at the top of the repository must load.
 func TestDefaultConfigIsValid(t *testing.T) {

@@ -719,10 +719,14 @@ func isLoopbackAddr(listen string) bool {
 // serveStdio serves the catalog to one host over stdin and stdout, in the
 // view of team (empty: the default view). Logs go to stderr, as the
 // stdio transport allows.
-func serveStdio(ctx context.Context, cfg *config.Config, team string, stdin io.Reader, stdout, stderr io.Writer) int {
+func serveStdio(ctx context.Context, cfg *config.Config, team, profile string, stdin io.Reader, stdout, stderr io.Writer) int {
 	log := newLogger(cfg, stderr)
 	if !hasTeam(cfg, team) {
 		fmt.Fprintf(stderr, "mcp-gateway stdio: no team %q in the config\n", team)
+		return exitUsage
+	}
+	if !hasProfile(cfg, profile) {
+		fmt.Fprintf(stderr, "mcp-gateway stdio: no profile %q in the config\n", profile)
 		return exitUsage
 	}
 	rec, stopRecorders, err := newRecorders(ctx, cfg, log, stderr, false)
@@ -742,7 +746,7 @@ func serveStdio(ctx context.Context, cfg *config.Config, team string, stdin io.R
 		log.Error("invalid upstream", telemetry.KeyErr, err)
 		return exitError
 	}
-	host = server.NewStdio(dispatcher(rt, rec.obs), stdout, &server.StdioOptions{View: team, Logger: log})
+	host = server.NewStdio(dispatcher(rt, rec.obs), stdout, &server.StdioOptions{View: policy.ViewKey(team, profile), Logger: log})
 	rt.Start(ctx)
 	err = host.Serve(ctx, stdin)
 	if cerr := rt.Close(); cerr != nil {
@@ -754,6 +758,12 @@ func serveStdio(ctx context.Context, cfg *config.Config, team string, stdin io.R
 		return exitError
 	}
 	return exitOK
+}
+
+// hasProfile reports whether the config has the profile ("" is the
+// endpoint itself).
+func hasProfile(cfg *config.Config, profile string) bool {
+	return profile == "" || slices.ContainsFunc(cfg.Profiles, func(p config.Profile) bool { return p.Name == profile })
 }
 
 func hasTeam(cfg *config.Config, team string) bool {
@@ -789,7 +799,7 @@ func listTools(ctx context.Context, cfg *config.Config, team, profile string, mo
 		fmt.Fprintf(stderr, "mcp-gateway tools: no team %q in the config\n", team)
 		return exitUsage
 	}
-	if profile != "" && !slices.ContainsFunc(cfg.Profiles, func(p config.Profile) bool { return p.Name == profile }) {
+	if !hasProfile(cfg, profile) {
 		fmt.Fprintf(stderr, "mcp-gateway tools: no profile %q in the config\n", profile)
 		return exitUsage
 	}

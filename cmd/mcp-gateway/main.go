@@ -4,7 +4,7 @@
 // Usage:
 //
 //	mcp-gateway [serve] [--config gateway.yaml] [--listen ADDR]
-//	mcp-gateway stdio [--config F] [--team T]
+//	mcp-gateway stdio [--config F] [--team T] [--profile P]
 //	mcp-gateway validate [--config F]
 //	mcp-gateway tools [--config F] [--team T] [--profile P] [--mode full|search|auto] [--json]
 //	mcp-gateway pin [--config F] [--check | --approve [--by WHO] NAME...]
@@ -63,6 +63,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		mode = fs.String("mode", "", "list the view as in this mode: full, search or auto (default: the view's configured mode)")
 	case "stdio":
 		team = fs.String("team", "", "serve this team's view (default: the policy view)")
+		profile = fs.String("profile", "", "serve the view of this profile's path (default: the endpoint's)")
 	case "pin":
 		approve = fs.Bool("approve", false, "record the live definitions of the NAMEs given as approved, leaving the rest of the lockfile as it is")
 		check = fs.Bool("check", false, "compare the live definitions with the lockfile; exit 1 and print the differences if any")
@@ -118,7 +119,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		return serve(ctx, *configPath, cfg, stderr)
 	case "stdio":
-		return serveStdio(ctx, cfg, *team, stdin, stdout, stderr)
+		return serveStdio(ctx, cfg, *team, *profile, stdin, stdout, stderr)
 	case "tools":
 		return listTools(ctx, cfg, *team, *profile, config.ViewMode(*mode), *asJSON, stdout, stderr)
 	case "pin":
@@ -132,7 +133,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 func usage(w io.Writer) {
 	fmt.Fprint(w, `Usage:
   mcp-gateway [serve] [--config gateway.yaml] [--listen ADDR]   run the gateway (default)
-  mcp-gateway stdio [--config F] [--team T]                     serve the catalog over stdin/stdout
+  mcp-gateway stdio [--config F] [--team T] [--profile P]       serve the catalog over stdin/stdout
   mcp-gateway validate [--config F]                             check the config; every problem on its own line
   mcp-gateway tools [--config F] [--team T] [--json]            start the upstreams, print the catalog and its tokens
                     [--mode full|search|auto]                   and what tools/list costs in the view's mode (or this one),
