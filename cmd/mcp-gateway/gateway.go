@@ -478,6 +478,11 @@ type gateway struct {
 	// both as the gateway started: a reload re-reads the file.
 	guard    *pin.Guard
 	lockfile string
+
+	// approvalsMu guards approvals: what pin --approve recorded in the
+	// shared store (state.store redis), applied over the lockfile.
+	approvalsMu sync.Mutex
+	approvals   []pin.Entry
 }
 
 // sharedState is what replicas share: the keys that seal session ids and
@@ -529,6 +534,7 @@ func newGateway(cfg *config.Config, rec recorders) (*gateway, error) {
 	// The router tells the server of changes; the server is made after
 	// the router, and the router sends nothing before it starts.
 	var srv *server.Server
+	var g *gateway // for the store's Approved, which it calls once started
 	onChange := func(c router.Change) { srv.Deliver(c) }
 	limits := routerLimits(cfg, rec)
 	guard, err := newGuard(cfg, rec.log)
@@ -575,12 +581,15 @@ func newGateway(cfg *config.Config, rec recorders) (*gateway, error) {
 		Telemetry:          rec.tel,
 		Shared:             shared.store,
 		ServePeer:          rt.ServePeer,
+		Approved:           func() { g.applyApprovals(rec.log) },
 		Logger:             rec.log,
 	})
-	g := &gateway{router: rt, server: srv, onChange: onChange, rec: rec, auth: auth, shared: shared, guard: guard}
+	g = &gateway{router: rt, server: srv, onChange: onChange, rec: rec, auth: auth, shared: shared, guard: guard}
 	if cfg.Pinning != nil {
 		g.lockfile = cfg.Pinning.Lockfile
 	}
+	// A replica starting reads the approvals the others share.
+	g.applyApprovals(rec.log)
 	return g, nil
 }
 
