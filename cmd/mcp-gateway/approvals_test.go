@@ -90,6 +90,9 @@ func TestSharedApprovalsEndToEnd(t *testing.T) {
 	echo := func(names []string) bool { return slices.Equal(names, []string{"up__echo"}) }
 	awaitTools(cctx, t, hostA, changedA, "the approved tool back on replica A", echo)
 	awaitTools(cctx, t, hostB, changedB, "the approved tool back on replica B", echo)
+	if code, stdout, stderr := runCmd(t, "tools", "--config", path); code != exitOK || !strings.Contains(stdout, "up__echo") {
+		t.Errorf("mcp-gateway tools after the shared approval: exit %d\n%s\n%s", code, stdout, stderr)
+	}
 	if now, _ := os.ReadFile(lockPath); !bytes.Equal(now, pinned) {
 		t.Error("pin --approve under state.store redis wrote the lockfile")
 	}

@@ -745,6 +745,7 @@ func serveStdio(ctx context.Context, cfg *config.Config, team string, stdin io.R
 		log.Error("cannot start the gateway", telemetry.KeyErr, err)
 		return exitError
 	}
+	applySharedOnce(ctx, cfg, guard, log)
 	var host *server.Stdio
 	rt, err := newRouter(cfg, rec, func(c router.Change) { host.Deliver(c) }, routerLimits(cfg, rec), nil, guard)
 	if err != nil {
@@ -815,6 +816,7 @@ func listTools(ctx context.Context, cfg *config.Config, team, profile string, mo
 		log.Error("cannot start the gateway", telemetry.KeyErr, err)
 		return exitError
 	}
+	applySharedOnce(ctx, cfg, guard, log)
 	rt, err := newRouter(cfg, recorders{log: log}, nil, nil, nil, guard)
 	if err != nil {
 		log.Error("invalid upstream", telemetry.KeyErr, err)

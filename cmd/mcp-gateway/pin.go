@@ -90,6 +90,34 @@ func (g *gateway) applyApprovals(log *slog.Logger) {
 	g.reloadLock(log)
 }
 
+// applySharedOnce applies the approvals shared in Redis (state.store
+// redis) to guard, once: for mcp-gateway tools and stdio, which do not
+// hear of later ones. Redis down, the lockfile alone applies, with a
+// warning.
+func applySharedOnce(ctx context.Context, cfg *config.Config, guard *pin.Guard, log *slog.Logger) {
+	if guard == nil || cfg.State.Store != config.StoreRedis {
+		return
+	}
+	store, err := openShared(cfg, log)
+	if err != nil {
+		log.Warn("cannot read the shared approvals: the lockfile alone applies", telemetry.KeyErr, err)
+		return
+	}
+	defer store.Close()
+	rctx, cancel := context.WithTimeout(ctx, sharedReadTimeout)
+	defer cancel()
+	shared, err := sharedApprovals(rctx, store, log)
+	if err != nil {
+		log.Warn("cannot read the shared approvals: the lockfile alone applies", telemetry.KeyErr, err)
+		return
+	}
+	lock, err := pin.ReadLock(cfg.Pinning.Lockfile)
+	if err != nil && !errors.Is(err, pin.ErrNoLockfile) {
+		return // newGuard read it a moment ago; the lock it made stays
+	}
+	guard.SetLock(pin.Overlay(lock, shared))
+}
+
 // sharedApprovals reads the entries pin --approve recorded in the store.
 // One that does not decode, or names another definition than its field,
 // is left out with a warning (the store already refused what is not
