@@ -478,6 +478,11 @@ type gateway struct {
 	// both as the gateway started: a reload re-reads the file.
 	guard    *pin.Guard
 	lockfile string
+
+	// approvalsMu guards approvals: what pin --approve recorded in the
+	// shared store (state.store redis), applied over the lockfile.
+	approvalsMu sync.Mutex
+	approvals   []pin.Entry
 }
 
 // sharedState is what replicas share: the keys that seal session ids and
@@ -529,6 +534,7 @@ func newGateway(cfg *config.Config, rec recorders) (*gateway, error) {
 	// The router tells the server of changes; the server is made after
 	// the router, and the router sends nothing before it starts.
 	var srv *server.Server
+	var g *gateway // for the store's Approved, which it calls once started
 	onChange := func(c router.Change) { srv.Deliver(c) }
 	limits := routerLimits(cfg, rec)
 	guard, err := newGuard(cfg, rec.log)
@@ -575,12 +581,15 @@ func newGateway(cfg *config.Config, rec recorders) (*gateway, error) {
 		Telemetry:          rec.tel,
 		Shared:             shared.store,
 		ServePeer:          rt.ServePeer,
+		Approved:           func() { g.applyApprovals(rec.log) },
 		Logger:             rec.log,
 	})
-	g := &gateway{router: rt, server: srv, onChange: onChange, rec: rec, auth: auth, shared: shared, guard: guard}
+	g = &gateway{router: rt, server: srv, onChange: onChange, rec: rec, auth: auth, shared: shared, guard: guard}
 	if cfg.Pinning != nil {
 		g.lockfile = cfg.Pinning.Lockfile
 	}
+	// A replica starting reads the approvals the others share.
+	g.applyApprovals(rec.log)
 	return g, nil
 }
 
@@ -740,6 +749,7 @@ func serveStdio(ctx context.Context, cfg *config.Config, team, profile string, s
 		log.Error("cannot start the gateway", telemetry.KeyErr, err)
 		return exitError
 	}
+	applySharedOnce(ctx, cfg, guard, log)
 	var host *server.Stdio
 	rt, err := newRouter(cfg, rec, func(c router.Change) { host.Deliver(c) }, routerLimits(cfg, rec), nil, guard)
 	if err != nil {
@@ -816,6 +826,7 @@ func listTools(ctx context.Context, cfg *config.Config, team, profile string, mo
 		log.Error("cannot start the gateway", telemetry.KeyErr, err)
 		return exitError
 	}
+	applySharedOnce(ctx, cfg, guard, log)
 	rt, err := newRouter(cfg, recorders{log: log}, nil, nil, nil, guard)
 	if err != nil {
 		log.Error("invalid upstream", telemetry.KeyErr, err)

@@ -7,7 +7,7 @@
 //	mcp-gateway stdio [--config F] [--team T] [--profile P]
 //	mcp-gateway validate [--config F]
 //	mcp-gateway tools [--config F] [--team T] [--profile P] [--mode full|search|auto] [--json]
-//	mcp-gateway pin [--config F] [--check | --approve [--by WHO] NAME...]
+//	mcp-gateway pin [--config F] [--check | --approve [--by WHO] NAME... | --export [--output F]]
 //	mcp-gateway status [--config F | --url U] [--json] [--timeout D]
 //	mcp-gateway version
 package main
@@ -50,7 +50,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.SetOutput(stderr)
 	configPath := fs.String("config", "gateway.yaml", "path of the config file (gateway.yaml, or a claude_desktop_config.json)")
 	var listen, team, profile, mode *string
-	var asJSON, approve, check *bool
+	var asJSON, approve, check, export *bool
+	var output *string
 	var by, statusURL *string
 	var timeout *time.Duration
 	switch cmd {
@@ -68,6 +69,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		approve = fs.Bool("approve", false, "record the live definitions of the NAMEs given as approved, leaving the rest of the lockfile as it is")
 		check = fs.Bool("check", false, "compare the live definitions with the lockfile; exit 1 and print the differences if any")
 		by = fs.String("by", approver(), "who approves, recorded in the lockfile (default: the user running the command)")
+		export = fs.Bool("export", false, "write the lockfile in force (the file, with the approvals shared in Redis under state.store redis) to stdout or --output")
+		output = fs.String("output", "", "with --export, write to this file instead of stdout")
 	case "status":
 		statusURL = fs.String("url", "", "the gateway's URL, its base or its /readyz (default: the config's listen address, https when it sets tls)")
 		asJSON = fs.Bool("json", false, "print the /readyz JSON instead of tables")
@@ -123,7 +126,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "tools":
 		return listTools(ctx, cfg, *team, *profile, config.ViewMode(*mode), *asJSON, stdout, stderr)
 	case "pin":
-		return pinCommand(ctx, *configPath, cfg, pinArgs{approve: *approve, check: *check, by: *by, names: fs.Args()}, stdout, stderr)
+		return pinCommand(ctx, *configPath, cfg, pinArgs{approve: *approve, check: *check, export: *export, output: *output, by: *by, names: fs.Args()}, stdout, stderr)
 	case "status":
 		return statusCommand(ctx, statusArgs{cfg: cfg, asJSON: *asJSON, timeout: *timeout}, stdout, stderr)
 	}
@@ -139,7 +142,8 @@ func usage(w io.Writer) {
                     [--mode full|search|auto]                   and what tools/list costs in the view's mode (or this one),
                     [--profile P]                               on the endpoint or on a profile's path
   mcp-gateway pin [--config F] [--check]                        start the upstreams, write (or check) the lockfile of definitions
-  mcp-gateway pin --approve [--by WHO] NAME...                  accept the live definitions of NAMEs into the lockfile
+  mcp-gateway pin --approve [--by WHO] NAME...                  accept the live definitions of NAMEs into the lockfile (into Redis under state.store redis)
+  mcp-gateway pin --export [--output F]                         write the lockfile in force: the file with the shared approvals
   mcp-gateway status [--config F | --url U] [--json]            print a running gateway's /readyz as tables; exit 1
                      [--timeout D]                              when it is not ready or cannot be read
   mcp-gateway version                                           print version information

@@ -2,19 +2,23 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/config"
 	"github.com/mcp-gateway/mcp-gateway/internal/pin"
 	"github.com/mcp-gateway/mcp-gateway/internal/router"
+	"github.com/mcp-gateway/mcp-gateway/internal/state"
 	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
 )
 
@@ -48,13 +52,117 @@ func (g *gateway) reloadLock(log *slog.Logger) {
 	if g.guard == nil {
 		return
 	}
+	// Held while the lock is made and set, so that of two at once (a
+	// SIGHUP, an approval) the later approvals win.
+	g.approvalsMu.Lock()
 	lock, err := pin.ReadLock(g.lockfile)
 	if err != nil {
+		g.approvalsMu.Unlock()
 		log.Error("lockfile reload rejected: the lock in force stays", "lockfile", g.lockfile, telemetry.KeyErr, err)
 		return
 	}
-	g.guard.SetLock(lock)
+	g.guard.SetLock(pin.Overlay(lock, g.approvals))
+	g.approvalsMu.Unlock()
 	g.router.Rebuild()
+}
+
+// sharedReadTimeout bounds a read of the shared approvals.
+const sharedReadTimeout = 5 * time.Second
+
+// applyApprovals reads the approvals shared in Redis (state.store redis)
+// and applies them over the lockfile, rebuilding the catalog: at start,
+// and when pin --approve tells the replicas. Redis down, the approvals
+// already applied stay.
+func (g *gateway) applyApprovals(log *slog.Logger) {
+	if g.guard == nil || g.shared == nil || g.shared.store == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sharedReadTimeout)
+	defer cancel()
+	approvals, err := sharedApprovals(ctx, g.shared.store, log)
+	if err != nil {
+		log.Error("cannot read the shared approvals: those applied stay", telemetry.KeyErr, err)
+		return
+	}
+	g.approvalsMu.Lock()
+	g.approvals = approvals
+	g.approvalsMu.Unlock()
+	g.reloadLock(log)
+}
+
+// applySharedOnce applies the approvals shared in Redis (state.store
+// redis) to guard, once: for mcp-gateway tools and stdio, which do not
+// hear of later ones. Redis down, the lockfile alone applies, with a
+// warning.
+func applySharedOnce(ctx context.Context, cfg *config.Config, guard *pin.Guard, log *slog.Logger) {
+	if guard == nil || cfg.State.Store != config.StoreRedis {
+		return
+	}
+	store, err := openShared(cfg, log)
+	if err != nil {
+		log.Warn("cannot read the shared approvals: the lockfile alone applies", telemetry.KeyErr, err)
+		return
+	}
+	defer store.Close()
+	rctx, cancel := context.WithTimeout(ctx, sharedReadTimeout)
+	defer cancel()
+	shared, err := sharedApprovals(rctx, store, log)
+	if err != nil {
+		log.Warn("cannot read the shared approvals: the lockfile alone applies", telemetry.KeyErr, err)
+		return
+	}
+	lock, err := pin.ReadLock(cfg.Pinning.Lockfile)
+	if err != nil && !errors.Is(err, pin.ErrNoLockfile) {
+		return // newGuard read it a moment ago; the lock it made stays
+	}
+	guard.SetLock(pin.Overlay(lock, shared))
+}
+
+// sharedApprovals reads the entries pin --approve recorded in the store.
+// One that does not decode, or names another definition than its field,
+// is left out with a warning (the store already refused what is not
+// sealed with state.key).
+func sharedApprovals(ctx context.Context, store *state.Store, log *slog.Logger) ([]pin.Entry, error) {
+	raw, err := store.Approvals(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []pin.Entry
+	for _, field := range slices.Sorted(maps.Keys(raw)) {
+		var e pin.Entry
+		if err := json.Unmarshal(raw[field], &e); err != nil || e.ID() != field {
+			telemetry.Discard(log).Warn("ignored a shared approval that does not read", "field", field)
+			continue
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// storeApprovals records approved in the store and tells every replica.
+func storeApprovals(ctx context.Context, store *state.Store, approved []pin.Entry) error {
+	m := make(map[string][]byte, len(approved))
+	for _, e := range approved {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return err
+		}
+		m[e.ID()] = b
+	}
+	return store.Approve(ctx, m)
+}
+
+// openShared opens cfg's shared store for a pin command; nil under
+// state.store memory.
+func openShared(cfg *config.Config, log *slog.Logger) (*state.Store, error) {
+	if cfg.State.Store != config.StoreRedis {
+		return nil, nil
+	}
+	st, err := newSharedState(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	return st.store, nil
 }
 
 // observePinning registers pinning's gauge and counter.
@@ -117,9 +225,9 @@ func validLockfile(configPath string, cfg *config.Config, w io.Writer) bool {
 }
 
 type pinArgs struct {
-	approve, check bool
-	by             string
-	names          []string
+	approve, check, export bool
+	by, output             string
+	names                  []string
 }
 
 // pinCommand starts the upstreams and writes the lockfile of their live
@@ -129,8 +237,11 @@ func pinCommand(ctx context.Context, configPath string, cfg *config.Config, a pi
 	log := newLogger(cfg, stderr)
 	lockfile := lockfileOf(configPath, cfg)
 	switch {
-	case a.approve && a.check:
-		fmt.Fprintln(stderr, "mcp-gateway pin: --approve and --check do not go together")
+	case a.approve && a.check, a.export && (a.approve || a.check):
+		fmt.Fprintln(stderr, "mcp-gateway pin: --approve, --check and --export do not go together")
+		return exitUsage
+	case a.output != "" && !a.export:
+		fmt.Fprintln(stderr, "mcp-gateway pin: --output goes with --export")
 		return exitUsage
 	case a.approve && len(a.names) == 0:
 		fmt.Fprintln(stderr, "mcp-gateway pin --approve: name the tools (prompts, resources, upstreams) to approve")
@@ -143,6 +254,28 @@ func pinCommand(ctx context.Context, configPath string, cfg *config.Config, a pi
 	if err != nil && (a.approve || a.check || !errors.Is(err, pin.ErrNoLockfile)) {
 		fmt.Fprintf(stderr, "mcp-gateway pin: %v\n", err)
 		return exitError
+	}
+	// Under state.store redis, approvals live in Redis and apply over
+	// the file (which may be read-only): read first, so that a Redis that
+	// does not answer fails before the upstreams start.
+	store, err := openShared(cfg, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-gateway pin: %v\n", err)
+		return exitError
+	}
+	if store != nil {
+		defer store.Close()
+		rctx, cancel := context.WithTimeout(ctx, sharedReadTimeout)
+		shared, err := sharedApprovals(rctx, store, log)
+		cancel()
+		if err != nil {
+			fmt.Fprintf(stderr, "mcp-gateway pin: reading the shared approvals (state.store redis): %v\n", err)
+			return exitError
+		}
+		prev = pin.Overlay(prev, shared)
+	}
+	if a.export {
+		return pinExport(prev, a.output, stdout, stderr)
 	}
 
 	rt, err := newRouter(cfg, recorders{log: log}, nil, nil, nil, nil)
@@ -187,6 +320,17 @@ func pinCommand(ctx context.Context, configPath string, cfg *config.Config, a pi
 			fmt.Fprintf(stderr, "mcp-gateway pin --approve: %v\n", err)
 			return exitError
 		}
+		if store != nil {
+			if err := storeApprovals(ctx, store, approved); err != nil {
+				fmt.Fprintf(stderr, "mcp-gateway pin --approve: recording in Redis (state.store redis): %v\n", err)
+				return exitError
+			}
+			for _, e := range approved {
+				fmt.Fprintf(stdout, "approved %s %s of %s (sha256 %.12s) by %s\n", e.Kind, printable(e.Display(), 0), e.Upstream, e.SHA256, printable(a.by, 0))
+			}
+			fmt.Fprintf(stdout, "recorded in Redis for every replica: %d approved (pin --export writes the lockfile to commit)\n", len(approved))
+			return exitOK
+		}
 		if err := pin.WriteLock(lockfile, next); err != nil {
 			fmt.Fprintf(stderr, "mcp-gateway pin: %v\n", err)
 			return exitError
@@ -208,6 +352,30 @@ func pinCommand(ctx context.Context, configPath string, cfg *config.Config, a pi
 	}
 	fmt.Fprintf(stdout, "wrote %s: %d definitions (%d added, %d changed, %d removed, %d unchanged)\n",
 		lockfile, len(next.Entries), sum.Added, sum.Changed, sum.Removed, sum.Unchanged)
+	return exitOK
+}
+
+// pinExport writes lock (the file with the shared approvals) to output,
+// or stdout when "".
+func pinExport(lock *pin.Lock, output string, stdout, stderr io.Writer) int {
+	if lock == nil {
+		lock = &pin.Lock{Version: pin.LockVersion}
+	}
+	if output != "" {
+		if err := pin.WriteLock(output, lock); err != nil {
+			fmt.Fprintf(stderr, "mcp-gateway pin --export: %v\n", err)
+			return exitError
+		}
+		return exitOK
+	}
+	raw, err := lock.Marshal()
+	if err == nil {
+		_, err = stdout.Write(raw)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-gateway pin --export: %v\n", err)
+		return exitError
+	}
 	return exitOK
 }
 

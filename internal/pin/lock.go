@@ -331,3 +331,34 @@ func Removed(lock *Lock, defs []Def) []Entry {
 	}
 	return out
 }
+
+// ID names the definition e is about (kind, upstream, name): the field
+// of e in the approvals the replicas share.
+func (e Entry) ID() string {
+	b, _ := json.Marshal([]string{string(e.Kind), e.Upstream, e.Name}) // strings always marshal
+	return string(b)
+}
+
+// Overlay returns file (nil: no lockfile) with each of shared in place
+// of file's entry for the same definition, or added: the lock a replica
+// applies under state.store redis, where pin --approve records in the
+// shared store, not in the file.
+func Overlay(file *Lock, shared []Entry) *Lock {
+	l := &Lock{Version: LockVersion}
+	idx := map[key]int{}
+	if file != nil {
+		for _, e := range file.Entries {
+			idx[e.key()] = len(l.Entries)
+			l.Entries = append(l.Entries, e)
+		}
+	}
+	for _, e := range shared {
+		if i, ok := idx[e.key()]; ok {
+			l.Entries[i] = e
+			continue
+		}
+		idx[e.key()] = len(l.Entries)
+		l.Entries = append(l.Entries, e)
+	}
+	return l
+}

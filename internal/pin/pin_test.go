@@ -515,3 +515,36 @@ func TestGuardUnreadableFailsClosed(t *testing.T) {
 		})
 	}
 }
+
+// TestOverlay: a shared entry replaces the file's entry for the same
+// definition (kind, upstream, name) and is added when the file has none;
+// the file's other entries stay; entries differing in any part of the key
+// have distinct IDs.
+func TestOverlay(t *testing.T) {
+	file := &Lock{Version: LockVersion, Entries: []Entry{
+		{Kind: KindTool, Name: "echo", Upstream: "up", SHA256: "old"},
+		{Kind: KindTool, Name: "add", Upstream: "up", SHA256: "keep"},
+	}}
+	shared := []Entry{
+		{Kind: KindTool, Name: "echo", Upstream: "up", SHA256: "new"},
+		{Kind: KindTool, Name: "echo", Upstream: "other", SHA256: "added"},
+	}
+	got := Overlay(file, shared)
+	want := []Entry{
+		{Kind: KindTool, Name: "echo", Upstream: "up", SHA256: "new"},
+		{Kind: KindTool, Name: "add", Upstream: "up", SHA256: "keep"},
+		{Kind: KindTool, Name: "echo", Upstream: "other", SHA256: "added"},
+	}
+	if diff := cmp.Diff(want, got.Entries); diff != "" {
+		t.Errorf("Overlay (-want +got):\n%s", diff)
+	}
+	if file.Entries[0].SHA256 != "old" {
+		t.Error("Overlay changed the file's lock")
+	}
+	if diff := cmp.Diff(shared, Overlay(nil, shared).Entries); diff != "" {
+		t.Errorf("Overlay of no file (-want +got):\n%s", diff)
+	}
+	if shared[0].ID() == shared[1].ID() || (Entry{Kind: KindTool, Name: "a/b", Upstream: "c"}).ID() == (Entry{Kind: KindTool, Name: "b", Upstream: "c/a"}).ID() {
+		t.Error("distinct definitions share an ID")
+	}
+}

@@ -159,6 +159,9 @@ type Options struct {
 	// ServePeer answers another replica's request (router.ServePeer);
 	// used with Shared.
 	ServePeer func(ctx context.Context, payload []byte) []byte
+	// Approved, if set, is called when another replica (or pin
+	// --approve) changed the shared approvals; used with Shared.
+	Approved func()
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
 }

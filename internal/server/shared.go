@@ -48,6 +48,7 @@ func (s *Server) startShared() {
 		return
 	}
 	s.opts.Shared.Start(state.Handlers{
+		Approved: s.opts.Approved,
 		Revoked: func(id string) {
 			s.mu.Lock()
 			s.revokedLocked(id)

@@ -52,7 +52,7 @@ const (
 	keyPrefix     = "mcpgw:"
 	sessionPrefix = keyPrefix + "s:"
 	// broadcast carries what every replica hears: a session revoked, its
-	// log level changed.
+	// log level changed, the shared approvals changed.
 	broadcast = keyPrefix + "all"
 	// inboxPrefix + a replica's id is that replica's own channel.
 	inboxPrefix = keyPrefix + "r:"
@@ -104,6 +104,9 @@ type Handlers struct {
 	Told func(id, what string, payload []byte)
 	// Call runs another replica's request and returns its answer.
 	Call func(ctx context.Context, payload []byte) []byte
+	// Approved: the shared approvals changed (Approve); read them again
+	// with Approvals.
+	Approved func()
 }
 
 // Store is the Redis-backed state of a gateway replica.
@@ -568,6 +571,10 @@ func (s *Store) receive(ctx context.Context, raw []byte) {
 		}
 	case kindCall:
 		s.serve(ctx, m)
+	case kindApproved:
+		if s.handlers.Approved != nil {
+			s.handlers.Approved()
+		}
 	}
 }
 

@@ -445,3 +445,69 @@ func TestCallWhileRedisStops(t *testing.T) {
 		t.Fatal("Call still waits a minute after Redis stopped")
 	}
 }
+
+// TestSharedApprovals: an approval one replica records reaches the
+// others (Approved, then Approvals); a value written to the approvals
+// hash without the key, or a genuine one moved to another field, is
+// left out; with Redis down Approve fails with ErrUnavailable.
+func TestSharedApprovals(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	told := make(chan struct{}, 4)
+	a, b := pair(t, srv, state.Handlers{}, state.Handlers{
+		Approved: func() { told <- struct{}{} },
+		Call:     func(_ context.Context, p []byte) []byte { return p },
+	})
+	ctx := context.Background()
+	if err := a.Approve(ctx, map[string][]byte{"tool/up/echo": []byte(`{"sha256":"aa"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	<-told
+	got, err := b.Approvals(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || string(got["tool/up/echo"]) != `{"sha256":"aa"}` {
+		t.Fatalf("Approvals = %q", got)
+	}
+
+	// Forgeries: plain text, sealed under another key, a genuine value
+	// moved to another field; and a forged "approved" message.
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rdb.Close()
+	genuine, err := rdb.HGet(ctx, "mcpgw:approvals", "tool/up/echo").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := sealer(t, key(9))
+	rdb.HSet(ctx, "mcpgw:approvals",
+		"tool/up/plain", `{"sha256":"bb"}`,
+		"tool/up/otherkey", other.SealBytes("mcpgw-approval:tool/up/otherkey", []byte(`{"sha256":"cc"}`)),
+		"tool/up/moved", genuine)
+	rdb.Publish(ctx, "mcpgw:all", `{"k":"approved"}`)
+	got, err = b.Approvals(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got["tool/up/echo"] == nil {
+		t.Errorf("Approvals took a forged entry: %q", got)
+	}
+	// The forged message was dropped: b takes its messages in order, so
+	// once it answered a call sent after it, it has handled it.
+	if _, err := a.Call(ctx, b.Replica(), []byte("barrier")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-told:
+		t.Error("a forged approved message was taken")
+	default:
+	}
+
+	srv.Stop()
+	if err := a.Approve(ctx, map[string][]byte{"x": []byte(`{}`)}); !errors.Is(err, state.ErrUnavailable) {
+		t.Errorf("Approve with Redis down: %v", err)
+	}
+	if _, err := a.Approvals(ctx); !errors.Is(err, state.ErrUnavailable) {
+		t.Errorf("Approvals with Redis down: %v", err)
+	}
+}
