@@ -92,23 +92,7 @@ func TestPinEndToEnd(t *testing.T) {
 		t.Errorf("validate with the lockfile: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	ctx, stop := context.WithCancel(context.Background())
-	exited := make(chan int, 1)
-	logs := &mcptest.LogBuffer{}
-	go func() {
-		exited <- run(ctx, []string{"serve", "--config", path, "--listen", addr}, nil, io.Discard, logs)
-	}()
-	defer func() {
-		stop()
-		if code := <-exited; code != exitOK {
-			t.Errorf("serve exited with %d", code)
-		}
-		if t.Failed() {
-			t.Logf("gateway log:\n%s", logs.String())
-		}
-	}()
-	waitReady(t, "http://"+addr+"/readyz")
+	addr, logs := serveInProcess(t, path)
 	url := "http://" + addr + "/mcp"
 	legacy, changed := listChanges(t, url)
 	modern := connect(t, url, eras[1])

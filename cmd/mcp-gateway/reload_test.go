@@ -45,23 +45,7 @@ func writeUpstreams(t *testing.T, path string, names ...string) {
 func TestReloadDuringLoad(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "gateway.yaml")
 	writeUpstreams(t, path, "steady", "old")
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	ctx, stop := context.WithCancel(context.Background())
-	exited := make(chan int, 1)
-	logs := &mcptest.LogBuffer{}
-	go func() {
-		exited <- run(ctx, []string{"serve", "--config", path, "--listen", addr}, nil, io.Discard, logs)
-	}()
-	defer func() {
-		stop()
-		if code := <-exited; code != exitOK {
-			t.Errorf("serve exited with %d", code)
-		}
-		if t.Failed() {
-			t.Logf("gateway log:\n%s", logs.String())
-		}
-	}()
-	waitReady(t, "http://"+addr+"/readyz")
+	addr, _ := serveInProcess(t, path)
 
 	cs, listChanged := listChanges(t, "http://"+addr+"/mcp")
 	cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -108,6 +92,32 @@ func TestReloadDuringLoad(t *testing.T) {
 
 // waitReady polls /readyz until it answers 200: the server is coming up
 // in another goroutine, and there is nothing to wait on but the socket.
+// serveInProcess runs `mcp-gateway serve --config path` in this process
+// on a free loopback port until the test ends, and returns its address,
+// once /readyz answers, and its log (printed if the test failed). The
+// test fails if serve does not exit cleanly.
+func serveInProcess(t *testing.T, path string) (addr string, logs *mcptest.LogBuffer) {
+	t.Helper()
+	addr = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	ctx, stop := context.WithCancel(context.Background())
+	exited := make(chan int, 1)
+	logs = &mcptest.LogBuffer{}
+	go func() {
+		exited <- run(ctx, []string{"serve", "--config", path, "--listen", addr}, nil, io.Discard, logs)
+	}()
+	t.Cleanup(func() {
+		stop()
+		if code := <-exited; code != exitOK {
+			t.Errorf("serve exited with %d", code)
+		}
+		if t.Failed() {
+			t.Logf("gateway log:\n%s", logs.String())
+		}
+	})
+	waitReady(t, "http://"+addr+"/readyz")
+	return addr, logs
+}
+
 func waitReady(t *testing.T, url string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
