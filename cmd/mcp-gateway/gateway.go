@@ -210,6 +210,7 @@ func routerOptions(cfg *config.Config, rec recorders, onChange func(router.Chang
 		creds := upstreamCredentials(u)
 		ups = append(ups, router.UpstreamConfig{
 			Name:        u.Name,
+			Transport:   string(u.Transport),
 			Fingerprint: fingerprint(u, taskAfter),
 			Connect: func(o router.ConnectOptions) (router.Upstream, error) {
 				caps := o.Capabilities
