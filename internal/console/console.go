@@ -115,7 +115,8 @@ type Console struct {
 	sessions sessions
 	failed   *rate.Limiter
 	cookie   string
-	now      func() time.Time
+	// ahead moves the console's clock forward, for tests of expiry.
+	ahead atomic.Int64
 
 	mu      sync.Mutex
 	streams int
@@ -129,13 +130,15 @@ func New(opts Options) *Console {
 		opts.Refresh = time.Second
 	}
 	c := &Console{opts: opts, log: telemetry.Discard(opts.Logger), sessions: sessions{m: map[[sha256.Size]byte]*session{}},
-		failed: rate.NewLimiter(failedLoginRate, failedLoginBurst), cookie: "mcpgw_console", now: time.Now, closing: make(chan struct{})}
+		failed: rate.NewLimiter(failedLoginRate, failedLoginBurst), cookie: "mcpgw_console", closing: make(chan struct{})}
 	if opts.Secure {
 		c.cookie = "__Host-mcpgw_console"
 	}
 	c.SetAuth(opts.Auth)
 	return c
 }
+
+func (c *Console) now() time.Time { return time.Now().Add(time.Duration(c.ahead.Load())) }
 
 // SetAuth replaces how visitors authenticate (a reload); sessions are
 // checked against it at their next use.
