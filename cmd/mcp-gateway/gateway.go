@@ -583,7 +583,7 @@ func newGateway(cfg *config.Config, rec recorders) (*gateway, error) {
 		}
 		con = console.New(opts)
 		consoleHandler = con
-		rec.log.Info("operator console on", "path", config.ConsolePath, "auth", cfg.Auth.Mode, "admins", cfg.Auth.Admins)
+		telemetry.Discard(rec.log).Info("operator console on", "path", config.ConsolePath, "auth", cfg.Auth.Mode, "admins", cfg.Auth.Admins)
 	}
 	srv = server.New(dispatcher(rt, rec.obs, calls), &server.Options{
 		Console:            consoleHandler,
