@@ -576,7 +576,7 @@ func newGateway(cfg *config.Config, rec recorders) (*gateway, error) {
 	var consoleHandler server.Console // nil unless on: a nil *console.Console is not a nil interface
 	if cfg.ConsoleOn() {
 		calls = console.NewCalls(cmp.Or(cfg.Console.RecentCalls, config.DefaultRecentCalls))
-		opts := console.Options{Path: config.ConsolePath, Source: rt, Auth: consoleAuth(cfg, auth), Calls: calls,
+		opts := console.Options{Path: config.ConsolePath, Source: rt, Auth: consoleAuth(cfg, auth), Calls: calls, Sealer: shared.sealer,
 			Secure: cfg.TLS != nil, Logger: rec.log}
 		if guard != nil {
 			opts.Approve = func(ctx context.Context, a console.Approval) error { return g.consoleApprove(ctx, a) }
