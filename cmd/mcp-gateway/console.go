@@ -13,15 +13,27 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 )
 
+// errProfileOnly refuses a console login with a token good only on
+// profiles' paths.
+var errProfileOnly = errors.New("the token's audience is only profiles' paths (<resource>/<profile>), not the gateway")
+
 // consoleAuth is how the console's visitors authenticate under cfg: with
-// the MCP endpoint's credentials, admins being the callers of the teams
-// auth.admins names.
+// the MCP endpoint's credentials good on its main path (an OAuth token
+// whose audience names only profiles' paths opens only those, never the
+// console), admins being the callers of the teams auth.admins names.
 func consoleAuth(cfg *config.Config, auth *authn) console.Auth {
 	admins := slices.Clone(cfg.Auth.Admins)
-	return console.Auth{
-		Identify: auth.identify,
-		Admin:    func(id policy.Identity) bool { return id.Team != "" && slices.Contains(admins, id.Team) },
+	a := console.Auth{Admin: func(id policy.Identity) bool { return id.Team != "" && slices.Contains(admins, id.Team) }}
+	if identify := auth.identify; identify != nil {
+		a.Identify = func(token string) (policy.Identity, error) {
+			id, err := identify(token)
+			if err == nil && !id.AllowsPath("") {
+				return policy.Identity{}, errProfileOnly
+			}
+			return id, err
+		}
 	}
+	return a
 }
 
 // consoleApprove accepts, for the console, the definition an admin was

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/mcp-gateway/mcp-gateway/internal/config"
 	"github.com/mcp-gateway/mcp-gateway/internal/pin"
+	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 )
 
 const (
@@ -308,5 +310,25 @@ func TestConsoleDefaults(t *testing.T) {
 		if served != tc.on || (g.console != nil) != tc.on {
 			t.Errorf("%s enabled=%v auth=%s: /ui/login answered %d, console %v; want on=%v", tc.listen, tc.enabled, tc.auth, resp.StatusCode, g.console != nil, tc.on)
 		}
+	}
+}
+
+// A token whose audience names only profiles' paths opens those paths,
+// never the console (nor its approvals).
+func TestConsoleRefusesProfileOnlyTokens(t *testing.T) {
+	cfg := config.Default()
+	cfg.Auth.Admins = []string{"ops"}
+	a := consoleAuth(cfg, &authn{identify: func(token string) (policy.Identity, error) {
+		if token == "profile-only" {
+			return policy.Identity{Team: "ops", ID: "oauth:x#1", Audience: "coding "}, nil
+		}
+		return policy.Identity{Team: "ops", ID: "oauth:x#2"}, nil
+	}})
+	if _, err := a.Identify("profile-only"); !errors.Is(err, errProfileOnly) {
+		t.Errorf("a profile-only token: %v, want errProfileOnly", err)
+	}
+	id, err := a.Identify("gateway")
+	if err != nil || !a.Admin(id) {
+		t.Errorf("a token for the gateway: %+v, %v; want an admin", id, err)
 	}
 }

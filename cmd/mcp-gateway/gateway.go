@@ -577,7 +577,7 @@ func newGateway(cfg *config.Config, rec recorders) (*gateway, error) {
 	if cfg.ConsoleOn() {
 		calls = console.NewCalls(cmp.Or(cfg.Console.RecentCalls, config.DefaultRecentCalls))
 		opts := console.Options{Path: config.ConsolePath, Source: rt, Auth: consoleAuth(cfg, auth), Calls: calls, Sealer: shared.sealer,
-			Secure: cfg.TLS != nil, Logger: rec.log}
+			Secure: cfg.ConsoleSecure(), Origin: cfg.Console.Origin, Logger: rec.log}
 		if guard != nil {
 			opts.Approve = func(ctx context.Context, a console.Approval) error { return g.consoleApprove(ctx, a) }
 		}

@@ -29,6 +29,17 @@ type Console struct {
 	// tool, upstream, duration, outcome; never arguments or results), in
 	// memory, per replica. Key: recent_calls. Default 200, at most 10000.
 	RecentCalls int
+	// Origin is the console's public origin when a proxy in front of the
+	// gateway terminates TLS, such as https://gw.example.com: browsers
+	// name it in Origin, and an https origin makes the session cookie
+	// Secure. Key: origin. Default: the origin the gateway serves.
+	Origin string
+}
+
+// ConsoleSecure reports whether browsers reach the console over HTTPS:
+// the gateway's own TLS, or an https console.origin.
+func (c *Config) ConsoleSecure() bool {
+	return c.TLS != nil || strings.HasPrefix(c.Console.Origin, "https://")
 }
 
 // ConsoleOn reports whether the console is served: console.enabled, or
@@ -38,16 +49,6 @@ func (c *Config) ConsoleOn() bool {
 		return *c.Console.Enabled
 	}
 	return IsLoopback(c.Listen)
-}
-
-// IsAdmin reports whether a caller of team is a console admin
-// (auth.admins names its team). Without authentication every visitor
-// of the console is one: it is then served on loopback only.
-func (c *Config) IsAdmin(team string) bool {
-	if c.Auth.Mode == AuthNone {
-		return true
-	}
-	return team != "" && slices.Contains(c.Auth.Admins, team)
 }
 
 // IsLoopback reports whether a listen address (host:port) is bound to
@@ -68,6 +69,9 @@ func IsLoopback(listen string) bool {
 func (c *Config) validateConsole(ps *problems) {
 	if c.Console.RecentCalls < 0 || c.Console.RecentCalls > MaxRecentCalls {
 		ps.add("console.recent_calls", "must be between 0 (the default, %d) and %d", DefaultRecentCalls, MaxRecentCalls)
+	}
+	if o := c.Console.Origin; o != "" && (!validOrigin(o) || strings.HasSuffix(o, "/")) {
+		ps.add("console.origin", "must be an origin, scheme://host or scheme://host:port, such as https://gw.example.com")
 	}
 	for i, a := range c.Auth.Admins {
 		if !slices.ContainsFunc(c.Teams, func(t Team) bool { return t.Name == a }) {

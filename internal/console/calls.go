@@ -37,8 +37,16 @@ type Calls struct {
 // NewCalls returns a ring that keeps the last n calls (n >= 1).
 func NewCalls(n int) *Calls { return &Calls{ring: make([]Call, max(n, 1))} }
 
-// Add records c.
+// maxCallField bounds each text of a recorded call: a host names the
+// tool it calls, and a name that no tool has may be as long as a body.
+const maxCallField = 128
+
+// Add records c, each of its texts cut to maxCallField characters but
+// Principal, which tells callers apart (the authenticated identity's,
+// never a host's text).
 func (r *Calls) Add(c Call) {
+	c.View, c.Identity = clip(c.View, maxCallField), clip(c.Identity, maxCallField)
+	c.Tool, c.Upstream, c.Outcome = clip(c.Tool, maxCallField), clip(c.Upstream, maxCallField), clip(c.Outcome, maxCallField)
 	r.mu.Lock()
 	r.ring[r.next] = c
 	r.next++

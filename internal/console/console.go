@@ -23,13 +23,14 @@ import (
 	"errors"
 	"html/template"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/time/rate"
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 	"github.com/mcp-gateway/mcp-gateway/internal/router"
@@ -91,6 +92,11 @@ type Options struct {
 	// Secure says the gateway serves HTTPS: the cookie is then Secure,
 	// with the __Host- prefix.
 	Secure bool
+	// Origin is the console's public origin when a proxy in front of
+	// the gateway terminates TLS (https://gw.example.com): a POST may
+	// name it in Origin, which then differs from what the gateway sees.
+	// "" accepts only the origin of the request's own scheme and Host.
+	Origin string
 	// Refresh is how often a live page is rendered again (and sent when
 	// it changed); 0 means one second.
 	Refresh time.Duration
@@ -99,14 +105,17 @@ type Options struct {
 
 // Bounds of the event streams, and of failed logins.
 const (
-	maxStreams           = 256
-	maxStreamsPerSession = 4
-	keepAlive            = 25 * time.Second
-	writeTimeout         = 30 * time.Second
-	// Failed logins are taken from one shared bucket: a guessing flood
-	// gets 429, and costs only other console logins, never MCP traffic.
+	maxStreams            = 256
+	maxStreamsPerIdentity = 4
+	keepAlive             = 25 * time.Second
+	writeTimeout          = 30 * time.Second
+	// Failed logins are limited per client address (the connection's,
+	// never a header's): a guessing flood gets 429, which costs only that
+	// address's console logins, never MCP traffic; a login that succeeds
+	// is not counted. maxLoginAddrs bounds the addresses remembered.
 	failedLoginRate  = 5
 	failedLoginBurst = 20
+	maxLoginAddrs    = 10000
 	// maxFormBytes bounds a POSTed form.
 	maxFormBytes = 16 << 10
 )
@@ -117,15 +126,16 @@ type Console struct {
 	log      *slog.Logger
 	auth     atomic.Pointer[Auth]
 	sessions sessions
-	failed   *rate.Limiter
+	failed   *lru.Cache[string, *bucket]
 	cookie   string
 	// ahead moves the console's clock forward, for tests of expiry.
 	ahead atomic.Int64
 
-	mu      sync.Mutex
-	streams int
-	closing chan struct{}
-	closed  bool
+	mu        sync.Mutex
+	streams   int
+	streamsBy map[string]int // open streams by streamOwner
+	closing   chan struct{}
+	closed    bool
 }
 
 // New returns the console of opts.
@@ -134,7 +144,8 @@ func New(opts Options) *Console {
 		opts.Refresh = time.Second
 	}
 	c := &Console{opts: opts, log: telemetry.Discard(opts.Logger), sessions: sessions{seal: opts.Sealer, m: map[[sha256.Size]byte]*session{}, ended: map[[sha256.Size]byte]time.Time{}},
-		failed: rate.NewLimiter(failedLoginRate, failedLoginBurst), cookie: "mcpgw_console", closing: make(chan struct{})}
+		cookie: "mcpgw_console", streamsBy: map[string]int{}, closing: make(chan struct{})}
+	c.failed, _ = lru.New[string, *bucket](maxLoginAddrs) // a positive size never fails
 	if opts.Secure {
 		c.cookie = "__Host-mcpgw_console"
 	}
@@ -176,7 +187,9 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "no-referrer")
+	// same-origin, not no-referrer: under no-referrer a browser's form
+	// POST carries "Origin: null", which the origin check refuses.
+	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
 	if !c.sameOrigin(r) {
 		c.log.Warn("console request from another origin refused", "origin", r.Header.Get("Origin"), "path", r.URL.Path)
@@ -187,6 +200,8 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case sub == "" && r.Method == http.MethodGet:
 		c.page(w, r)
+	case sub == "/" && r.Method == http.MethodGet:
+		http.Redirect(w, r, c.opts.Path, http.StatusMovedPermanently)
 	case sub == "/login" && r.Method == http.MethodGet:
 		c.loginPage(w, r, http.StatusOK, "")
 	case sub == "/login" && r.Method == http.MethodPost:
@@ -218,17 +233,19 @@ func allowed(sub string) string {
 }
 
 // sameOrigin reports whether a request may be from the console's own
-// pages: a POST must name the console's origin in Origin (browsers
-// send it on every form POST) or, without it, say same-origin in
-// Sec-Fetch-Site; a non-browser client sends neither and is let through
-// (it holds no cookie a page could abuse; CSRF tokens still apply). A
-// GET may carry no foreign Origin (EventSource sends one).
+// pages. A browser names the page's origin in Origin on every POST (and
+// on an EventSource's GET), which must be the console's own; and in
+// Sec-Fetch-Site, which must say same-origin, or none (an address typed
+// or bookmarked): a cross-site or same-site page is refused whatever the
+// method, so that it cannot make the console render, or start a session,
+// for it. A non-browser client sends neither and is let through: it
+// holds no cookie a page could abuse, and the CSRF tokens still apply.
 func (c *Console) sameOrigin(r *http.Request) bool {
-	if origin := r.Header.Get("Origin"); origin != "" {
-		return origin == c.origin(r)
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+		return false
 	}
-	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && r.Method == http.MethodPost {
-		return site == "same-origin"
+	if origin := r.Header.Get("Origin"); origin != "" {
+		return origin == c.origin(r) || c.opts.Origin != "" && origin == c.opts.Origin
 	}
 	return true
 }
@@ -261,7 +278,7 @@ func (c *Console) visitor(w http.ResponseWriter, r *http.Request) *session {
 		c.setCookie(w, value, int(sessionMax/time.Second))
 		return ns
 	}
-	if !c.recheck(s, a, now) {
+	if !c.recheck(s, a, now, false) {
 		c.sessions.drop(s)
 		c.setCookie(w, "", -1)
 		return nil
@@ -272,9 +289,9 @@ func (c *Console) visitor(w http.ResponseWriter, r *http.Request) *session {
 // recheck checks s's credential again when due: false when it no longer
 // opens the gateway (a reload removed the key, the token expired), or
 // when authentication was turned on or off since the login.
-func (c *Console) recheck(s *session, a *Auth, now time.Time) bool {
+func (c *Console) recheck(s *session, a *Auth, now time.Time, force bool) bool {
 	c.sessions.mu.Lock()
-	due := now.Sub(s.checkedAt) >= recheckEvery
+	due := force || now.Sub(s.checkedAt) >= recheckEvery
 	c.sessions.mu.Unlock()
 	if (a.Identify == nil) != (s.token == "") {
 		return false
@@ -344,9 +361,12 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, c.opts.Path, http.StatusSeeOther)
 		return
 	}
-	if c.failed.Tokens() < 1 {
+	// Taken before the credential is checked (so that guesses sent at
+	// once are limited too), given back if it opens the gateway.
+	limit := c.loginLimit(r)
+	if !limit.take(c.now()) {
 		w.Header().Set("Retry-After", "1")
-		c.loginPage(w, r, http.StatusTooManyRequests, "Too many failed logins: try again in a moment.")
+		c.loginPage(w, r, http.StatusTooManyRequests, "Too many failed logins from your address: try again in a moment.")
 		return
 	}
 	token, ok := formValue(w, r, "token")
@@ -357,16 +377,63 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	}
 	who, err := a.Identify(token)
 	if err != nil {
-		c.failed.Allow() // one taken from the bucket
 		c.log.Warn("console login refused", telemetry.KeyErr, err)
 		c.loginPage(w, r, http.StatusUnauthorized, "That key or token is not accepted.")
 		return
 	}
+	limit.refund()
 	admin := a.Admin != nil && a.Admin(who)
 	value, _ := c.sessions.create(who, admin, token, c.now())
 	c.setCookie(w, value, int(sessionMax/time.Second))
 	c.log.Info("console login", telemetry.KeyTeam, who.Team, "identity", who.Key, "admin", admin)
 	http.Redirect(w, r, c.opts.Path, http.StatusSeeOther)
+}
+
+// loginLimit is the failed-login bucket of the request's client address.
+func (c *Console) loginLimit(r *http.Request) *bucket {
+	addr, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		addr = r.RemoteAddr
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b, ok := c.failed.Get(addr)
+	if !ok {
+		b = &bucket{tokens: failedLoginBurst}
+		c.failed.Add(addr, b)
+	}
+	return b
+}
+
+// bucket is a token bucket of failed logins (failedLoginRate a second,
+// failedLoginBurst at most) whose token a login that succeeds gives
+// back.
+type bucket struct {
+	mu     sync.Mutex
+	tokens float64
+	last   time.Time
+}
+
+// take takes a token, false when there is none.
+func (b *bucket) take(now time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.last.IsZero() {
+		b.tokens = min(failedLoginBurst, b.tokens+now.Sub(b.last).Seconds()*failedLoginRate)
+	}
+	b.last = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}
+
+// refund gives back the token of a login that succeeded.
+func (b *bucket) refund() {
+	b.mu.Lock()
+	b.tokens = min(failedLoginBurst, b.tokens+1)
+	b.mu.Unlock()
 }
 
 func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
@@ -420,6 +487,14 @@ func (c *Console) approve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !c.csrfOK(w, r, s) {
+		return
+	}
+	// Checked again now: a key a reload removed, or a team no longer an
+	// admin, approves nothing even within recheckEvery.
+	if !c.recheck(s, c.auth.Load(), c.now(), true) {
+		c.sessions.drop(s)
+		c.setCookie(w, "", -1)
+		http.Redirect(w, r, c.opts.Path+"/login", http.StatusSeeOther)
 		return
 	}
 	who, admin := c.snapshot(s)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -96,7 +97,7 @@ func newSource() *fakeSource {
 			"dev": {tool("alpha__one", "alpha", hostile)},
 		},
 		pins: &router.PinReport{Quarantined: []router.PinStatus{{Kind: pin.KindTool, Name: "beta__rug", Upstream: "beta", Reason: pin.ReasonChanged,
-			Detail: hostile, Diff: "- old\n+ " + hostile, SHA256: "abc123"}}},
+			Detail: hostile, Diff: "- old\n+ (cut)", ReviewDiff: "- old\n+ " + hostile, Definition: `{"description": "` + hostile + `"}`, SHA256: "abc123"}}},
 	}
 }
 
@@ -515,13 +516,13 @@ func TestEventsNeedASession(t *testing.T) {
 	}
 }
 
-// A session holds at most maxStreamsPerSession streams; Close ends them.
+// An identity holds at most maxStreamsPerIdentity streams; Close ends them.
 func TestStreamBounds(t *testing.T) {
 	f := newFixture(t, true)
 	c := f.browser()
 	f.login(c, "ops-key")
 	var bodies []io.ReadCloser
-	for range maxStreamsPerSession {
+	for range maxStreamsPerIdentity {
 		resp, err := c.Get(f.url("/events"))
 		if err != nil {
 			t.Fatal(err)
@@ -707,5 +708,120 @@ func TestSealedSessionsAcrossReplicas(t *testing.T) {
 	}
 	if code, _ := on(a, cookie.Value); code != http.StatusSeeOther {
 		t.Errorf("the replica that ended the session took it over again: %d", code)
+	}
+}
+
+// What an admin approves from is the whole live definition and the whole
+// diff, never the log's cut diff; a definition the guard could not carry
+// whole gets no approve form.
+func TestQuarantineShowsWhatIsApproved(t *testing.T) {
+	f := newFixture(t, true)
+	f.src.mu.Lock()
+	f.src.pins.Quarantined = append(f.src.pins.Quarantined, router.PinStatus{Kind: pin.KindTool, Name: "beta__huge", Upstream: "beta",
+		Reason: pin.ReasonChanged, Diff: "- a\n+ b", SHA256: "def456"})
+	f.src.mu.Unlock()
+	page := f.login(f.browser(), "ops-key")
+	if strings.Contains(page, "(cut)") || !strings.Contains(page, `<pre class="definition">{&#34;description&#34;: &#34;&lt;script&gt;`) {
+		t.Errorf("the quarantine shows the cut diff, or not the whole definition")
+	}
+	if strings.Count(page, `<form class="approve"`) != 1 || strings.Contains(page, `value="def456"`) || !strings.Contains(page, "Not approvable here") {
+		t.Errorf("a definition not shown whole is offered for approval")
+	}
+}
+
+// A page of another site cannot make the console render for it, nor
+// start a session (Sec-Fetch-Site), whatever the method.
+func TestCrossSiteFetchesRefused(t *testing.T) {
+	f := newFixture(t, false)
+	for _, site := range []string{"cross-site", "same-site"} {
+		req, _ := http.NewRequest(http.MethodGet, f.url(""), nil)
+		req.Header.Set("Sec-Fetch-Site", site)
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden || len(resp.Cookies()) != 0 {
+			t.Errorf("GET with Sec-Fetch-Site %s: %d, cookies %v; want 403, none", site, resp.StatusCode, resp.Cookies())
+		}
+	}
+	for _, site := range []string{"same-origin", "none"} {
+		req, _ := http.NewRequest(http.MethodGet, f.url(""), nil)
+		req.Header.Set("Sec-Fetch-Site", site)
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET with Sec-Fetch-Site %s: %d, want 200", site, resp.StatusCode)
+		}
+	}
+}
+
+// Guesses sent at once are limited as guesses sent one by one, per
+// client address; a good key is not counted.
+func TestFailedLoginsLimitedAtOnce(t *testing.T) {
+	f := newFixture(t, true)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	codes := map[int]int{}
+	for range 3 * failedLoginBurst {
+		wg.Go(func() {
+			resp := f.post(f.browser(), "/login", url.Values{"token": {"guess"}})
+			resp.Body.Close()
+			mu.Lock()
+			codes[resp.StatusCode]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if codes[http.StatusUnauthorized] > failedLoginBurst+2 || codes[http.StatusTooManyRequests] == 0 {
+		t.Fatalf("%d guesses at once: %v; want at most about %d checked, the rest 429", 3*failedLoginBurst, codes, failedLoginBurst)
+	}
+}
+
+func TestGoodLoginsAreNotCounted(t *testing.T) {
+	f := newFixture(t, true)
+	for range 2 * failedLoginBurst {
+		f.login(f.browser(), "ops-key") // fails the test on anything but 303
+	}
+}
+
+// A host's text is bounded in the ring: a name as long as a body costs
+// the console a short string.
+func TestCallsBoundHostText(t *testing.T) {
+	r := NewCalls(1)
+	long := strings.Repeat("A", 3<<20)
+	r.Add(Call{Tool: long, Principal: "key:" + long})
+	got := r.Recent(1, func(*Call) bool { return true })[0]
+	if len([]rune(got.Tool)) > maxCallField+1 {
+		t.Errorf("a tool name of %d bytes kept as %d", len(long), len(got.Tool))
+	}
+	if got.Principal != "key:"+long {
+		t.Error("the principal was cut: callers sharing a prefix would see each other's calls")
+	}
+}
+
+// Long lists (an upstream listing thousands of changed tools, a view
+// cutting thousands) are shown up to a bound, and counted.
+func TestListsAreBounded(t *testing.T) {
+	f := newFixture(t, true)
+	f.src.mu.Lock()
+	for i := range 3 * maxRowsShown {
+		n := fmt.Sprintf("beta__t%d", i)
+		f.src.pins.Quarantined = append(f.src.pins.Quarantined, router.PinStatus{Kind: pin.KindTool, Name: n, Upstream: "beta", Reason: pin.ReasonNew})
+		f.src.views[2].Cut = append(f.src.views[2].Cut, policy.Cut{Name: n, Limit: "max_tools"})
+	}
+	f.src.mu.Unlock()
+	page := f.login(f.browser(), "ops-key")
+	if n := strings.Count(page, `<tr data-kind="tool" data-name=`); n != maxRowsShown {
+		t.Errorf("%d quarantine rows shown, want %d", n, maxRowsShown)
+	}
+	if n := strings.Count(page, `data-cut="beta__t`); n > maxRowsShown {
+		t.Errorf("%d cut rows shown, want at most %d", n, maxRowsShown)
+	}
+	if !strings.Contains(page, fmt.Sprintf("and %d more", 2*maxRowsShown+1)) {
+		t.Errorf("the rows not shown are not counted")
 	}
 }

@@ -12,9 +12,9 @@ import (
 // What a dashboard shows at most: the rest is counted.
 const (
 	maxToolsShown = 200
+	maxRowsShown  = 200 // of each other list: cuts, quarantined, flagged
 	maxCallsShown = 50
 	maxDescChars  = 300
-	maxDiffChars  = 8000
 )
 
 // dashboard is what the live part of the page shows one visitor.
@@ -31,7 +31,9 @@ type dashboard struct {
 	CanApprove  bool
 	Quarantined []pinRow
 	Flagged     []pinRow
-	Calls       []callRow
+	// QuarantinedMore and FlaggedMore count the rows not shown.
+	QuarantinedMore, FlaggedMore int
+	Calls                        []callRow
 }
 
 type whoRow struct {
@@ -61,7 +63,9 @@ type viewRow struct {
 	Listed             int
 	Cut                []policy.Cut
 	ToolList           []toolRow
-	More               int
+	// More and CutMore count the tools and cuts not shown; Cuts is how
+	// many the limits cut.
+	More, CutMore, Cuts int
 }
 
 type toolRow struct {
@@ -70,6 +74,10 @@ type toolRow struct {
 
 type pinRow struct {
 	Kind, Name, Upstream, Reason, Detail, Diff, SHA256 string
+	// Definition is the live definition whole: what approving accepts.
+	// Without it (too large, or unreadable) the console offers no
+	// approval: pin --check and pin --approve do it.
+	Definition string
 }
 
 type callRow struct {
@@ -103,7 +111,11 @@ func (c *Console) dashboard(s *session) dashboard {
 		if !admin && team != who.Team {
 			continue
 		}
-		row := viewRow{Key: v.Name, Team: team, Profile: profile, Mode: string(v.Mode), Tools: v.Tools, Tokens: v.Tokens, Listed: v.ListedTokens, Cut: v.Cut}
+		row := viewRow{Key: v.Name, Team: team, Profile: profile, Mode: string(v.Mode), Tools: v.Tools, Tokens: v.Tokens, Listed: v.ListedTokens,
+			Cut: v.Cut, Cuts: len(v.Cut)}
+		if len(row.Cut) > maxRowsShown {
+			row.Cut, row.CutMore = row.Cut[:maxRowsShown], len(row.Cut)-maxRowsShown
+		}
 		if info, ok := src.Tools(v.Name); ok {
 			for i, t := range info.Tools {
 				behind[t.Upstream] = true
@@ -143,12 +155,8 @@ func (c *Console) dashboard(s *session) dashboard {
 
 	if rep, on := src.Pinning(); on && admin {
 		d.Pinning, d.CanApprove = true, c.opts.Approve != nil
-		for _, st := range rep.Quarantined {
-			d.Quarantined = append(d.Quarantined, pinRowOf(st))
-		}
-		for _, st := range rep.Flagged {
-			d.Flagged = append(d.Flagged, pinRowOf(st))
-		}
+		d.Quarantined, d.QuarantinedMore = pinRows(rep.Quarantined)
+		d.Flagged, d.FlaggedMore = pinRows(rep.Flagged)
 	}
 
 	if c.opts.Calls != nil {
@@ -165,9 +173,24 @@ func (c *Console) dashboard(s *session) dashboard {
 	return d
 }
 
-func pinRowOf(st router.PinStatus) pinRow {
-	return pinRow{Kind: string(st.Kind), Name: st.Name, Upstream: st.Upstream, Reason: string(st.Reason),
-		Detail: clip(st.Detail, maxDescChars), Diff: clip(st.Diff, maxDiffChars), SHA256: st.SHA256}
+// pinRows is at most maxRowsShown rows of list, and how many more it
+// holds.
+func pinRows(list []router.PinStatus) ([]pinRow, int) {
+	more := max(len(list)-maxRowsShown, 0)
+	list = list[:len(list)-more]
+	rows := make([]pinRow, 0, len(list))
+	for _, st := range list {
+		// The whole diff and definition (pin.Status.ReviewDiff,
+		// Definition), never the log's cut one: an approval accepts what
+		// the page showed, all of it.
+		row := pinRow{Kind: string(st.Kind), Name: st.Name, Upstream: st.Upstream, Reason: string(st.Reason),
+			Detail: st.Detail, Diff: st.ReviewDiff, SHA256: st.SHA256, Definition: st.Definition}
+		if row.Definition == "" {
+			row.SHA256 = "" // nothing to approve from: no form
+		}
+		rows = append(rows, row)
+	}
+	return rows, more
 }
 
 // description is a definition's description as hosts see it.

@@ -17,12 +17,13 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Unauthorized: log in at "+c.opts.Path+"/login", http.StatusUnauthorized)
 		return
 	}
-	if !c.takeStream(s) {
+	owner := c.streamOwner(s)
+	if !c.takeStream(owner) {
 		w.Header().Set("Retry-After", "5")
 		http.Error(w, "Too many console streams open", http.StatusTooManyRequests)
 		return
 	}
-	defer c.releaseStream(s)
+	defer c.releaseStream(owner)
 
 	rc := http.NewResponseController(w)
 	h := w.Header()
@@ -46,7 +47,7 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 	defer alive.Stop()
 	var last []byte
 	for {
-		if !c.sessions.alive(s) || !c.recheck(s, c.auth.Load(), c.now()) {
+		if !c.sessions.touch(s, c.now()) || !c.recheck(s, c.auth.Load(), c.now(), false) {
 			c.sessions.drop(s)
 			write([]byte("event: ended\ndata: \n\n"))
 			return
@@ -93,27 +94,33 @@ func sseEvent(name string, data []byte) []byte {
 	return b.Bytes()
 }
 
-func (c *Console) takeStream(s *session) bool {
+// streamOwner is whom a stream counts against: the identity, over all
+// its sessions (so that logging in again and again holds no more), or
+// without authentication the session.
+func (c *Console) streamOwner(s *session) string {
+	who, _ := c.snapshot(s)
+	if who.ID != "" {
+		return who.ID
+	}
+	return string(s.key[:])
+}
+
+func (c *Console) takeStream(owner string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed || c.streams >= maxStreams {
+	if c.closed || c.streams >= maxStreams || c.streamsBy[owner] >= maxStreamsPerIdentity {
 		return false
 	}
-	c.sessions.mu.Lock()
-	defer c.sessions.mu.Unlock()
-	if s.streams >= maxStreamsPerSession {
-		return false
-	}
-	s.streams++
+	c.streamsBy[owner]++
 	c.streams++
 	return true
 }
 
-func (c *Console) releaseStream(s *session) {
+func (c *Console) releaseStream(owner string) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.streams--
-	c.mu.Unlock()
-	c.sessions.mu.Lock()
-	s.streams--
-	c.sessions.mu.Unlock()
+	if c.streamsBy[owner]--; c.streamsBy[owner] == 0 {
+		delete(c.streamsBy, owner)
+	}
 }

@@ -48,7 +48,6 @@ type session struct {
 	admin     bool
 	seen      time.Time
 	checkedAt time.Time
-	streams   int
 	// flash is a message for the next page (an approval's outcome).
 	flash      string
 	flashError bool
@@ -197,11 +196,16 @@ func (ss *sessions) drop(s *session) {
 	ss.ended[s.key] = until
 }
 
-// alive reports whether s is still kept.
-func (ss *sessions) alive(s *session) bool {
+// touch marks s as used (an open event stream is use) and reports
+// whether it is still kept.
+func (ss *sessions) touch(s *session, now time.Time) bool {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	return ss.m[s.key] == s
+	if ss.m[s.key] != s || s.expired(now) {
+		return false
+	}
+	s.seen = now
+	return true
 }
 
 func (s *session) expired(now time.Time) bool {

@@ -25,6 +25,40 @@ const (
 // at most diffMaxLineChars characters each (invisible characters shown
 // as \u escapes), so that it fits in a log line.
 func Diff(old, live Entry) string {
+	out := diffLines(old, live)
+	if len(out) > diffMaxLines {
+		more := len(out) - diffMaxLines
+		out = append(out[:diffMaxLines], fmt.Sprintf("... %d more lines", more))
+	}
+	for i, l := range out {
+		out[i] = clip(l)
+	}
+	return strings.Join(out, "\n")
+}
+
+// FullDiff is Diff with nothing cut: every changed line whole (invisible
+// characters shown as \u escapes), for a reviewer who approves what it
+// shows (the console).
+func FullDiff(old, live Entry) string {
+	out := diffLines(old, live)
+	for i, l := range out {
+		out[i] = Visible(l)
+	}
+	return strings.Join(out, "\n")
+}
+
+// Reviewable is a definition as a reviewer reads it: its canonical form
+// indented, whole, invisible characters shown as \u escapes.
+func Reviewable(def json.RawMessage) string {
+	ls := lines(def)
+	for i, l := range ls {
+		ls[i] = Visible(l)
+	}
+	return strings.Join(ls, "\n")
+}
+
+// diffLines is the changed lines of old to live, prefixed "- " and "+ ".
+func diffLines(old, live Entry) []string {
 	a, b := lines(old.Definition), lines(live.Definition)
 	var out []string
 	if old.Upstream != live.Upstream {
@@ -47,14 +81,7 @@ func Diff(old, live Entry) string {
 	} else {
 		out = append(out, lineDiff(a, b)...)
 	}
-	if len(out) > diffMaxLines {
-		more := len(out) - diffMaxLines
-		out = append(out[:diffMaxLines], fmt.Sprintf("... %d more lines", more))
-	}
-	for i, l := range out {
-		out[i] = clip(l)
-	}
-	return strings.Join(out, "\n")
+	return out
 }
 
 func lines(def json.RawMessage) []string {
@@ -103,11 +130,19 @@ func lineDiff(a, b []string) []string {
 // DEL and the C1 controls, format characters such as tags, zero-width
 // and bidi controls, and anything else unicode.IsPrint refuses) as \u
 // escapes.
-func clip(l string) string {
+func clip(l string) string { return escape(l, diffMaxLineChars) }
+
+// Visible shows the characters of s a reader could not see, or a
+// terminal would act on, as \u escapes, as clip does, cutting nothing.
+func Visible(s string) string { return escape(s, -1) }
+
+// escape is s with its invisible characters escaped, cut after max
+// characters (-1: never).
+func escape(l string, max int) string {
 	var b strings.Builder
 	n := 0
 	for _, r := range l {
-		if n >= diffMaxLineChars {
+		if n == max {
 			b.WriteString("...")
 			break
 		}

@@ -62,7 +62,15 @@ type Status struct {
 	SHA256 string `json:"sha256,omitempty"`
 	// Diff is the change from the locked definition, for reason changed.
 	Diff string `json:"-"`
+	// ReviewDiff is Diff with nothing cut, and Definition the live
+	// definition whole (Reviewable), for whoever approves it from what
+	// it is shown (the console); both "" when the definition is larger
+	// than MaxReviewBytes (review it with pin --check) or unreadable.
+	ReviewDiff, Definition string `json:"-"`
 }
+
+// MaxReviewBytes bounds the definitions a Status carries whole.
+const MaxReviewBytes = 256 << 10
 
 // Report is what the last Vet found.
 type Report struct {
@@ -241,11 +249,19 @@ func (g *Guard) check(d Def, dg digest) (*Status, string, bool) {
 		quarantine = quarantine || enforce
 		if live, err := NewEntry(d); err == nil {
 			st.Diff = Diff(e, live)
+			if len(live.Definition) <= MaxReviewBytes && len(e.Definition) <= MaxReviewBytes {
+				st.ReviewDiff = FullDiff(e, live)
+			}
 		}
 	case dg.suspicious != "":
 		st.Reason = ReasonSuspicious
 	default:
 		return nil, "", false
+	}
+	if len(d.Raw) <= MaxReviewBytes {
+		if c, err := Canonical(d.Raw); err == nil {
+			st.Definition = Reviewable(c)
+		}
 	}
 	return st, dg.hash, quarantine
 }
