@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -509,5 +510,46 @@ func TestSharedApprovals(t *testing.T) {
 	}
 	if _, err := a.Approvals(ctx); !errors.Is(err, state.ErrUnavailable) {
 		t.Errorf("Approvals with Redis down: %v", err)
+	}
+}
+
+// Console sessions: what one replica records another reads, each read
+// gives it more time, an end ends it for all, and a value not sealed
+// with the key for its digest (forged in Redis, or moved from another
+// session's key) opens nothing.
+func TestConsoleSessions(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	a, b := pair(t, srv, state.Handlers{}, state.Handlers{})
+	ctx := context.Background()
+	if err := a.PutConsoleSession(ctx, "d1", []byte(`{"t":"tok"}`), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.ConsoleSession(ctx, "d1", time.Hour)
+	if err != nil || string(got) != `{"t":"tok"}` {
+		t.Fatalf("the other replica read %q, %v", got, err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rdb.Close()
+	if ttl := rdb.TTL(ctx, "mcpgw:console:d1").Val(); ttl < 59*time.Minute {
+		t.Errorf("after a read with an hour, the TTL is %v", ttl)
+	}
+	if raw := rdb.Get(ctx, "mcpgw:console:d1").Val(); strings.Contains(raw, "tok") {
+		t.Error("the session's credential is readable in Redis")
+	}
+	// Moved to another digest: does not open there.
+	rdb.Set(ctx, "mcpgw:console:d2", rdb.Get(ctx, "mcpgw:console:d1").Val(), time.Minute)
+	if _, err := b.ConsoleSession(ctx, "d2", time.Minute); !errors.Is(err, state.ErrNoConsoleSession) {
+		t.Errorf("a session moved to another key: %v, want ErrNoConsoleSession", err)
+	}
+	rdb.Set(ctx, "mcpgw:console:d3", "forged", time.Minute)
+	if _, err := b.ConsoleSession(ctx, "d3", time.Minute); !errors.Is(err, state.ErrNoConsoleSession) {
+		t.Errorf("a forged session: %v, want ErrNoConsoleSession", err)
+	}
+	if err := b.EndConsoleSession(ctx, "d1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.ConsoleSession(ctx, "d1", time.Minute); !errors.Is(err, state.ErrNoConsoleSession) {
+		t.Errorf("an ended session: %v, want ErrNoConsoleSession", err)
 	}
 }
