@@ -576,8 +576,11 @@ func newGateway(cfg *config.Config, rec recorders) (*gateway, error) {
 	var consoleHandler server.Console // nil unless on: a nil *console.Console is not a nil interface
 	if cfg.ConsoleOn() {
 		calls = console.NewCalls(cmp.Or(cfg.Console.RecentCalls, config.DefaultRecentCalls))
-		opts := console.Options{Path: config.ConsolePath, Source: rt, Auth: consoleAuth(cfg, auth), Calls: calls, Sealer: shared.sealer,
+		opts := console.Options{Path: config.ConsolePath, Source: rt, Auth: consoleAuth(cfg, auth), Calls: calls,
 			Secure: cfg.ConsoleSecure(), Origin: cfg.Console.Origin, Logger: rec.log}
+		if shared.store != nil { // a nil *state.Store is not a nil Shared
+			opts.Shared = shared.store
+		}
 		if guard != nil {
 			opts.Approve = func(ctx context.Context, a console.Approval) error { return g.consoleApprove(ctx, a) }
 		}

@@ -85,10 +85,11 @@ type Options struct {
 	Approve func(ctx context.Context, a Approval) error
 	// Calls holds the recent calls shown; nil shows none.
 	Calls *Calls
-	// Sealer, when set, seals each session into its cookie (state.key),
-	// so that behind a load balancer every replica takes over the
-	// sessions of the others; nil keeps them in this process.
-	Sealer Sealer
+	// Shared, when set (state.store redis), keeps the sessions for every
+	// replica, so that behind a load balancer any replica serves a
+	// logged-in browser and a logout ends the session on all; nil keeps
+	// them in this process.
+	Shared Shared
 	// Secure says the gateway serves HTTPS: the cookie is then Secure,
 	// with the __Host- prefix.
 	Secure bool
@@ -143,7 +144,7 @@ func New(opts Options) *Console {
 	if opts.Refresh <= 0 {
 		opts.Refresh = time.Second
 	}
-	c := &Console{opts: opts, log: telemetry.Discard(opts.Logger), sessions: sessions{seal: opts.Sealer, m: map[[sha256.Size]byte]*session{}, ended: map[[sha256.Size]byte]time.Time{}},
+	c := &Console{opts: opts, log: telemetry.Discard(opts.Logger), sessions: sessions{shared: opts.Shared, log: telemetry.Discard(opts.Logger), m: map[[sha256.Size]byte]*session{}},
 		cookie: "mcpgw_console", streamsBy: map[string]int{}, closing: make(chan struct{})}
 	c.failed, _ = lru.New[string, *bucket](maxLoginAddrs) // a positive size never fails
 	if opts.Secure {
@@ -268,18 +269,18 @@ func (c *Console) visitor(w http.ResponseWriter, r *http.Request) *session {
 	a := c.auth.Load()
 	var s *session
 	if ck, err := r.Cookie(c.cookie); err == nil {
-		s = c.sessions.get(ck.Value, now)
+		s = c.sessions.get(r.Context(), ck.Value, now)
 	}
 	if s == nil {
 		if a.Identify != nil {
 			return nil
 		}
-		value, ns := c.sessions.create(policy.Identity{}, true, "", now)
+		value, ns := c.sessions.create(r.Context(), policy.Identity{}, true, "", now)
 		c.setCookie(w, value, int(sessionMax/time.Second))
 		return ns
 	}
-	if !c.recheck(s, a, now, false) {
-		c.sessions.drop(s)
+	if !c.recheck(r.Context(), s, a, now, false) {
+		c.sessions.drop(r.Context(), s)
 		c.setCookie(w, "", -1)
 		return nil
 	}
@@ -289,7 +290,7 @@ func (c *Console) visitor(w http.ResponseWriter, r *http.Request) *session {
 // recheck checks s's credential again when due: false when it no longer
 // opens the gateway (a reload removed the key, the token expired), or
 // when authentication was turned on or off since the login.
-func (c *Console) recheck(s *session, a *Auth, now time.Time, force bool) bool {
+func (c *Console) recheck(ctx context.Context, s *session, a *Auth, now time.Time, force bool) bool {
 	c.sessions.mu.Lock()
 	due := force || now.Sub(s.checkedAt) >= recheckEvery
 	c.sessions.mu.Unlock()
@@ -298,6 +299,9 @@ func (c *Console) recheck(s *session, a *Auth, now time.Time, force bool) bool {
 	}
 	if !due {
 		return true
+	}
+	if !c.sessions.stillShared(ctx, s) {
+		return false
 	}
 	who, admin := policy.Identity{}, true
 	if a.Identify != nil {
@@ -383,7 +387,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	}
 	limit.refund()
 	admin := a.Admin != nil && a.Admin(who)
-	value, _ := c.sessions.create(who, admin, token, c.now())
+	value, _ := c.sessions.create(r.Context(), who, admin, token, c.now())
 	c.setCookie(w, value, int(sessionMax/time.Second))
 	c.log.Info("console login", telemetry.KeyTeam, who.Team, "identity", who.Key, "admin", admin)
 	http.Redirect(w, r, c.opts.Path, http.StatusSeeOther)
@@ -445,7 +449,7 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 	if !c.csrfOK(w, r, s) {
 		return
 	}
-	c.sessions.drop(s)
+	c.sessions.drop(r.Context(), s)
 	c.setCookie(w, "", -1)
 	http.Redirect(w, r, c.opts.Path+"/login", http.StatusSeeOther)
 }
@@ -491,8 +495,8 @@ func (c *Console) approve(w http.ResponseWriter, r *http.Request) {
 	}
 	// Checked again now: a key a reload removed, or a team no longer an
 	// admin, approves nothing even within recheckEvery.
-	if !c.recheck(s, c.auth.Load(), c.now(), true) {
-		c.sessions.drop(s)
+	if !c.recheck(r.Context(), s, c.auth.Load(), c.now(), true) {
+		c.sessions.drop(r.Context(), s)
 		c.setCookie(w, "", -1)
 		http.Redirect(w, r, c.opts.Path+"/login", http.StatusSeeOther)
 		return

@@ -20,6 +20,7 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 	"github.com/mcp-gateway/mcp-gateway/internal/router"
 	"github.com/mcp-gateway/mcp-gateway/internal/state"
+	"github.com/mcp-gateway/mcp-gateway/internal/state/redistest"
 )
 
 // hostile is text an upstream controls, put wherever the console shows
@@ -165,7 +166,7 @@ func (f *fixture) browser() *http.Client {
 
 func (f *fixture) url(p string) string { return f.srv.URL + config.ConsolePath + p }
 
-var _ Sealer = (*state.Sealer)(nil)
+var _ Shared = (*state.Store)(nil)
 
 // post sends a form as the console's own page does (Origin: its own).
 func (f *fixture) post(c *http.Client, p string, form url.Values) *http.Response {
@@ -640,14 +641,33 @@ func BenchmarkCallsAdd(b *testing.B) {
 	})
 }
 
-// Behind a load balancer: a session sealed into its cookie opens on
-// every replica that holds the key (its CSRF token with it), not on one
-// with another key, and not once tampered with; after a logout the
-// replica that ended it does not take it over again.
-func TestSealedSessionsAcrossReplicas(t *testing.T) {
+// Behind a load balancer (state.store redis, a real Redis): a session
+// made on one replica is served by another, its CSRF token with it; the
+// cookie is a random value, the credential unreadable in Redis; a
+// logout on one ends it on all; a replica on another Redis (or none)
+// knows nothing of it.
+func TestSharedSessionsAcrossReplicas(t *testing.T) {
+	srv := redistest.Start(t)
+	store := func() *state.Store {
+		st, err := state.Open(state.Options{URL: srv.URL, Sealer: state.RandomSealer(), SessionTTL: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		return st
+	}
 	sealer := state.RandomSealer()
-	replica := func(s Sealer) *httptest.Server {
-		c := New(Options{Path: "/ui", Source: newSource(), Sealer: s,
+	shared := func() *state.Store {
+		st, err := state.Open(state.Options{URL: srv.URL, Sealer: sealer, SessionTTL: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		return st
+	}
+	consoles := map[*httptest.Server]*Console{}
+	replica := func(s Shared) *httptest.Server {
+		c := New(Options{Path: "/ui", Source: newSource(), Shared: s,
 			Auth: Auth{Identify: func(token string) (policy.Identity, error) {
 				if id, ok := keys[token]; ok {
 					return id, nil
@@ -657,20 +677,25 @@ func TestSealedSessionsAcrossReplicas(t *testing.T) {
 			Approve: func(context.Context, Approval) error { return nil }})
 		srv := httptest.NewServer(c)
 		t.Cleanup(func() { c.Close(); srv.Close() })
+		consoles[srv] = c
 		return srv
 	}
-	a, b, other := replica(sealer), replica(sealer), replica(state.RandomSealer())
+	a, b := replica(shared()), replica(shared())
+	otherKey, local := replica(store()), replica(nil)
 	fa := &fixture{t: t, srv: a}
 	jar := fa.browser()
 	page := fa.login(jar, "ops-key")
 	u, _ := url.Parse(a.URL + "/ui")
 	cookie := jar.Jar.Cookies(u)[0]
-	if !strings.HasPrefix(cookie.Value, sealPrefix) || strings.Contains(cookie.Value, "ops-key") {
-		t.Fatalf("cookie value %q: want a sealed session, the key unreadable", cookie.Value)
+	if len(cookie.Value) > 64 || strings.Contains(cookie.Value, "ops-key") {
+		t.Fatalf("cookie value %q: want a short random value", cookie.Value)
 	}
-	on := func(srv *httptest.Server, value string) (int, string) {
-		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/ui", nil)
-		req.AddCookie(&http.Cookie{Name: cookie.Name, Value: value})
+	on := func(srv *httptest.Server, method, path string, form url.Values) (int, string) {
+		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(form.Encode()))
+		if form != nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		req.AddCookie(&http.Cookie{Name: cookie.Name, Value: cookie.Value})
 		resp, err := http.DefaultTransport.RoundTrip(req)
 		if err != nil {
 			t.Fatal(err)
@@ -679,35 +704,30 @@ func TestSealedSessionsAcrossReplicas(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode, string(body)
 	}
-	code, pageB := on(b, cookie.Value)
+	code, pageB := on(b, http.MethodGet, "/ui", nil)
 	if code != http.StatusOK || !strings.Contains(pageB, `data-admin="true" data-team="ops"`) || csrfOf(t, pageB) != csrfOf(t, page) {
 		t.Fatalf("the session on another replica: %d, or another CSRF token", code)
 	}
-	if code, _ := on(other, cookie.Value); code != http.StatusSeeOther {
-		t.Errorf("a replica with another key took the session: %d", code)
-	}
-	tampered := cookie.Value[:len(cookie.Value)-2] + "AA"
-	if code, _ := on(b, tampered); code != http.StatusSeeOther {
-		t.Errorf("a tampered cookie opened a session: %d", code)
+	for name, srv := range map[string]*httptest.Server{"a replica whose Redis values do not open": otherKey, "a replica without Redis": local} {
+		if code, _ := on(srv, http.MethodGet, "/ui", nil); code != http.StatusSeeOther {
+			t.Errorf("%s took the session: %d", name, code)
+		}
 	}
 	// The form made on one replica posts to the other.
-	req, _ := http.NewRequest(http.MethodPost, b.URL+"/ui/approve", strings.NewReader(url.Values{"csrf": {csrfOf(t, page)}, "kind": {"tool"},
-		"upstream": {"beta"}, "name": {"beta__rug"}, "sha256": {"abc123"}}.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.AddCookie(&http.Cookie{Name: cookie.Name, Value: cookie.Value})
-	resp, err := http.DefaultTransport.RoundTrip(req)
-	if err != nil {
-		t.Fatal(err)
+	form := url.Values{"csrf": {csrfOf(t, page)}, "kind": {"tool"}, "upstream": {"beta"}, "name": {"beta__rug"}, "sha256": {"abc123"}}
+	if code, _ := on(b, http.MethodPost, "/ui/approve", form); code != http.StatusSeeOther {
+		t.Errorf("approval on the other replica: %d", code)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusSeeOther {
-		t.Errorf("approval on the other replica: %d", resp.StatusCode)
+	// A logout on b ends it on a too, at a's next check of it.
+	if code, _ := on(b, http.MethodPost, "/ui/logout", url.Values{"csrf": {csrfOf(t, page)}}); code != http.StatusSeeOther {
+		t.Fatalf("logout: %d", code)
 	}
-	if r := fa.post(jar, "/logout", url.Values{"csrf": {csrfOf(t, page)}}); r.StatusCode != http.StatusSeeOther {
-		t.Fatalf("logout: %d", r.StatusCode)
+	if code, _ := on(b, http.MethodGet, "/ui", nil); code != http.StatusSeeOther {
+		t.Errorf("the replica that ended the session still serves it: %d", code)
 	}
-	if code, _ := on(a, cookie.Value); code != http.StatusSeeOther {
-		t.Errorf("the replica that ended the session took it over again: %d", code)
+	consoles[a].ahead.Store(int64(recheckEvery + time.Second))
+	if code, _ := on(a, http.MethodGet, "/ui", nil); code != http.StatusSeeOther {
+		t.Errorf("the other replica still serves the ended session at its next check: %d", code)
 	}
 }
 

@@ -47,8 +47,14 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 	defer alive.Stop()
 	var last []byte
 	for {
-		if !c.sessions.touch(s, c.now()) || !c.recheck(s, c.auth.Load(), c.now(), false) {
-			c.sessions.drop(s)
+		if !c.sessions.touch(s, c.now()) {
+			// Ended here (a logout, or pushed out by newer sessions):
+			// the browser reconnects, and a session still shared is
+			// taken over again.
+			return
+		}
+		if !c.recheck(r.Context(), s, c.auth.Load(), c.now(), false) {
+			c.sessions.drop(r.Context(), s)
 			write([]byte("event: ended\ndata: \n\n"))
 			return
 		}

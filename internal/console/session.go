@@ -1,37 +1,55 @@
 package console
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
+	"github.com/mcp-gateway/mcp-gateway/internal/state"
+	"github.com/mcp-gateway/mcp-gateway/internal/telemetry"
 )
 
 // Console sessions: a browser cannot send Authorization on an
 // EventSource, so a person logs in once with a key or token and gets a
-// session cookie. The session holds the credential (in memory only) and
-// checks it again as it is used, so that a key removed by a reload, or a
-// token that expired, ends the session at once.
+// session cookie, a random value. The session holds the credential (in
+// memory, and sealed in Redis when shared) and checks it again as it is
+// used, so that a key removed by a reload, or a token that expired, ends
+// the session at once.
 const (
 	// sessionIdle ends a session unused for this long; sessionMax ends
 	// any session this long after its login.
 	sessionIdle = 30 * time.Minute
 	sessionMax  = 12 * time.Hour
-	// maxSessions bounds the sessions kept: a new login past it ends the
-	// least recently used one.
+	// maxSessions bounds the sessions a replica keeps: a new one past it
+	// ends the least recently used one here.
 	maxSessions = 1000
 	// recheckEvery is how often a session's credential is checked again
-	// while it is used (a page, an event stream's refresh).
+	// while it is used (a page, an event stream's refresh), and, when
+	// shared, whether it still is in Redis (ended elsewhere, or expired
+	// unused everywhere), which gives it sessionIdle more there.
 	recheckEvery = 5 * time.Second
-	// maxEnded bounds the ended sessions remembered (sessions.ended):
-	// past it the expired ones are forgotten, then any, so that a flood
-	// of logins and logouts cannot grow it.
-	maxEnded = 10 * maxSessions
+	// sharedTimeout bounds each Redis request of a session.
+	sharedTimeout = 2 * time.Second
 )
+
+// Shared keeps console sessions for every replica (*state.Store under
+// state.store redis): a browser logged in through one replica is served
+// by any, and a logout ends its session on all.
+type Shared interface {
+	PutConsoleSession(ctx context.Context, digest string, value []byte, ttl time.Duration) error
+	// ConsoleSession returns state.ErrNoConsoleSession when the session
+	// is not (or no longer) there.
+	ConsoleSession(ctx context.Context, digest string, ttl time.Duration) ([]byte, error)
+	EndConsoleSession(ctx context.Context, digest string) error
+}
 
 // session is one logged-in browser.
 type session struct {
@@ -47,26 +65,15 @@ type session struct {
 	who       policy.Identity
 	admin     bool
 	seen      time.Time
-	checkedAt time.Time
+	checkedAt time.Time // zero: check at once (a session taken over from Redis)
 	// flash is a message for the next page (an approval's outcome).
 	flash      string
 	flashError bool
 }
 
-// Sealer seals a session into its cookie (*state.Sealer, with
-// state.key), so that every replica opens the cookies of the others.
-type Sealer interface {
-	Seal(prefix string, plain []byte) string
-	Open(prefix, text string) ([]byte, bool)
-}
-
-// sealPrefix starts a sealed session cookie's value, and is the purpose
-// it is sealed for.
-const sealPrefix = "mcpgw-console."
-
-// sealed is what a session's cookie carries, sealed: what another
-// replica needs to take the session over.
-type sealed struct {
+// record is what Redis keeps of a session: what another replica needs to
+// take it over.
+type record struct {
 	Token   string `json:"t"`
 	CSRF    string `json:"c"`
 	Created int64  `json:"at"`
@@ -74,16 +81,11 @@ type sealed struct {
 
 // sessions holds the console's sessions.
 type sessions struct {
-	// seal, when set, seals each session into its cookie; nil keeps
-	// sessions in this process, the cookie a random key to them.
-	seal Sealer
+	shared Shared // nil: this process's only
+	log    *slog.Logger
 
 	mu sync.Mutex
 	m  map[[sha256.Size]byte]*session
-	// ended holds the sessions ended here (logout, a credential that no
-	// longer opens), until they would have expired, so that their
-	// sealed cookies are not taken over again.
-	ended map[[sha256.Size]byte]time.Time
 }
 
 // newToken returns 32 random bytes, base64url: a cookie value or a CSRF
@@ -94,25 +96,32 @@ func newToken() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
+func (s *session) digest() string { return hex.EncodeToString(s.key[:]) }
+
 // create makes a session for who, logged in with token, and returns the
-// cookie's value.
-func (ss *sessions) create(who policy.Identity, admin bool, token string, now time.Time) (string, *session) {
-	csrf := newToken()
+// cookie's value. Shared, it is recorded in Redis too; Redis down, it
+// works on this replica only (logged).
+func (ss *sessions) create(ctx context.Context, who policy.Identity, admin bool, token string, now time.Time) (string, *session) {
 	value := newToken()
-	if ss.seal != nil {
-		plain, _ := json.Marshal(sealed{Token: token, CSRF: csrf, Created: now.Unix()}) // strings and a number always marshal
-		value = ss.seal.Seal(sealPrefix, plain)
-	}
-	s := &session{key: sha256.Sum256([]byte(value)), csrf: csrf, token: token, created: now,
+	s := &session{key: sha256.Sum256([]byte(value)), csrf: newToken(), token: token, created: now,
 		who: who, admin: admin, seen: now, checkedAt: now}
+	if ss.shared != nil {
+		rec, _ := json.Marshal(record{Token: token, CSRF: s.csrf, Created: now.Unix()}) // strings and a number always marshal
+		ctx, cancel := context.WithTimeout(ctx, sharedTimeout)
+		err := ss.shared.PutConsoleSession(ctx, s.digest(), rec, sessionIdle)
+		cancel()
+		if err != nil {
+			ss.log.Warn("console session not shared with the other replicas: it works on this one only", telemetry.KeyErr, err)
+		}
+	}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	ss.keep(s, now)
 	return value, s
 }
 
-// keep adds s, ending the least recently used session when full; ss.mu
-// is held.
+// keep adds s, ending here the least recently used session when full;
+// ss.mu is held.
 func (ss *sessions) keep(s *session, now time.Time) {
 	ss.expire(now)
 	if len(ss.m) >= maxSessions {
@@ -127,73 +136,86 @@ func (ss *sessions) keep(s *session, now time.Time) {
 	ss.m[s.key] = s
 }
 
-// adopt takes over the session sealed in a cookie's value (made by
-// another replica, or by this one before a restart): its credential is
-// checked at once (checkedAt is zero). nil when the value is not a
-// sealed session, is too old, or ended here.
-func (ss *sessions) adopt(value string, k [sha256.Size]byte, now time.Time) *session {
-	if ss.seal == nil {
-		return nil
-	}
-	if _, gone := ss.ended[k]; gone {
-		return nil
-	}
-	plain, ok := ss.seal.Open(sealPrefix, value)
-	if !ok {
-		return nil
-	}
-	var sl sealed
-	if json.Unmarshal(plain, &sl) != nil || sl.CSRF == "" {
-		return nil
-	}
-	s := &session{key: k, csrf: sl.CSRF, token: sl.Token, created: time.Unix(sl.Created, 0), seen: now}
-	if now.Sub(s.created) > sessionMax || s.created.After(now.Add(time.Minute)) {
-		return nil
-	}
-	ss.keep(s, now)
-	return s
-}
-
-// get returns the live session of a cookie's value, marked as used.
-func (ss *sessions) get(value string, now time.Time) *session {
+// get returns the live session of a cookie's value, marked as used:
+// this replica's, or one another replica recorded in Redis, taken over
+// (its credential then checked at once).
+func (ss *sessions) get(ctx context.Context, value string, now time.Time) *session {
 	if value == "" {
 		return nil
 	}
 	k := sha256.Sum256([]byte(value))
 	ss.mu.Lock()
-	defer ss.mu.Unlock()
 	s := ss.m[k]
-	if s == nil {
-		if s = ss.adopt(value, k, now); s == nil {
-			return nil
+	if s != nil {
+		if s.expired(now) {
+			delete(ss.m, k)
+			s = nil
+		} else {
+			s.seen = now
 		}
 	}
-	if s.expired(now) {
-		delete(ss.m, k)
+	ss.mu.Unlock()
+	if s != nil || ss.shared == nil {
+		return s
+	}
+	ctx, cancel := context.WithTimeout(ctx, sharedTimeout)
+	defer cancel()
+	raw, err := ss.shared.ConsoleSession(ctx, hex.EncodeToString(k[:]), sessionIdle)
+	if err != nil {
+		if !errors.Is(err, state.ErrNoConsoleSession) {
+			ss.log.Warn("cannot read a console session from Redis", telemetry.KeyErr, err)
+		}
 		return nil
 	}
-	s.seen = now
+	var rec record
+	if json.Unmarshal(raw, &rec) != nil || rec.CSRF == "" {
+		return nil
+	}
+	s = &session{key: k, csrf: rec.CSRF, token: rec.Token, created: time.Unix(rec.Created, 0), seen: now}
+	if now.Sub(s.created) > sessionMax {
+		return nil
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if o := ss.m[k]; o != nil { // taken over at the same time
+		return o
+	}
+	ss.keep(s, now)
 	return s
 }
 
-// drop ends s; its cookie is not taken over here again.
-func (ss *sessions) drop(s *session) {
+// stillShared reports whether a shared session is still in Redis (not
+// ended on another replica, not expired unused everywhere), giving it
+// sessionIdle more there. Redis down, the session goes on here.
+func (ss *sessions) stillShared(ctx context.Context, s *session) bool {
+	if ss.shared == nil {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(ctx, sharedTimeout)
+	defer cancel()
+	_, err := ss.shared.ConsoleSession(ctx, s.digest(), sessionIdle)
+	if err != nil && !errors.Is(err, state.ErrNoConsoleSession) {
+		ss.log.Warn("cannot check a console session in Redis: it goes on here", telemetry.KeyErr, err)
+		return true
+	}
+	return err == nil
+}
+
+// drop ends s, on every replica when shared.
+func (ss *sessions) drop(ctx context.Context, s *session) {
 	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	delete(ss.m, s.key)
-	if ss.seal == nil {
+	if ss.m[s.key] == s {
+		delete(ss.m, s.key)
+	}
+	ss.mu.Unlock()
+	if ss.shared == nil {
 		return
 	}
-	until := s.created.Add(sessionMax)
-	if len(ss.ended) >= maxEnded {
-		now := time.Now()
-		for k, t := range ss.ended {
-			if t.Before(now) || len(ss.ended) >= maxEnded {
-				delete(ss.ended, k)
-			}
-		}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
+	defer cancel()
+	if err := ss.shared.EndConsoleSession(ctx, s.digest()); err != nil {
+		ss.log.Warn("cannot end a console session in Redis: the other replicas end it when it expires there", telemetry.KeyErr, err)
 	}
-	ss.ended[s.key] = until
 }
 
 // touch marks s as used (an open event stream is use) and reports
