@@ -16,12 +16,12 @@ import (
 	"reflect"
 	"runtime/debug"
 	"slices"
-	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
 
 	"github.com/mcp-gateway/mcp-gateway/internal/config"
+	"github.com/mcp-gateway/mcp-gateway/internal/console"
 	"github.com/mcp-gateway/mcp-gateway/internal/namespace"
 	"github.com/mcp-gateway/mcp-gateway/internal/pin"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
@@ -210,6 +210,7 @@ func routerOptions(cfg *config.Config, rec recorders, onChange func(router.Chang
 		creds := upstreamCredentials(u)
 		ups = append(ups, router.UpstreamConfig{
 			Name:        u.Name,
+			Transport:   string(u.Transport),
 			Fingerprint: fingerprint(u, taskAfter),
 			Connect: func(o router.ConnectOptions) (router.Upstream, error) {
 				caps := o.Capabilities
@@ -483,6 +484,12 @@ type gateway struct {
 	// shared store (state.store redis), applied over the lockfile.
 	approvalsMu sync.Mutex
 	approvals   []pin.Entry
+
+	// console is the operator console (nil when off); consoleMu makes
+	// its approvals one at a time, each reading the lock the previous
+	// one wrote.
+	console   *console.Console
+	consoleMu sync.Mutex
 }
 
 // sharedState is what replicas share: the keys that seal session ids and
@@ -564,13 +571,28 @@ func newGateway(cfg *config.Config, rec recorders) (*gateway, error) {
 	if len(hosts) == 0 {
 		hosts = server.ListenerHosts(cfg.Listen)
 	}
-	srv = server.New(dispatcher(rt, rec.obs), &server.Options{
+	var calls *console.Calls
+	var con *console.Console
+	var consoleHandler server.Console // nil unless on: a nil *console.Console is not a nil interface
+	if cfg.ConsoleOn() {
+		calls = console.NewCalls(cmp.Or(cfg.Console.RecentCalls, config.DefaultRecentCalls))
+		opts := console.Options{Path: config.ConsolePath, Source: rt, Auth: consoleAuth(cfg, auth), Calls: calls,
+			Secure: cfg.TLS != nil, Logger: rec.log}
+		if guard != nil {
+			opts.Approve = func(ctx context.Context, a console.Approval) error { return g.consoleApprove(ctx, a) }
+		}
+		con = console.New(opts)
+		consoleHandler = con
+		rec.log.Info("operator console on", "path", config.ConsolePath, "auth", cfg.Auth.Mode, "admins", cfg.Auth.Admins)
+	}
+	srv = server.New(dispatcher(rt, rec.obs, calls), &server.Options{
+		Console:            consoleHandler,
 		Identify:           auth.identify,
 		ResourceMetadata:   auth.meta,
 		Endpoint:           cfg.Endpoint,
 		Profiles:           profileNames(cfg),
 		AllowedOrigins:     cfg.AllowedOrigins,
-		Loopback:           isLoopbackAddr(cfg.Listen),
+		Loopback:           config.IsLoopback(cfg.Listen),
 		AllowedHosts:       hosts,
 		MaxBodyBytes:       cfg.MaxBodyBytes,
 		MaxSessions:        cfg.Limits.MaxSessions,
@@ -584,7 +606,7 @@ func newGateway(cfg *config.Config, rec recorders) (*gateway, error) {
 		Approved:           func() { g.applyApprovals(rec.log) },
 		Logger:             rec.log,
 	})
-	g = &gateway{router: rt, server: srv, onChange: onChange, rec: rec, auth: auth, shared: shared, guard: guard}
+	g = &gateway{router: rt, server: srv, onChange: onChange, rec: rec, auth: auth, shared: shared, guard: guard, console: con}
 	if cfg.Pinning != nil {
 		g.lockfile = cfg.Pinning.Lockfile
 	}
@@ -713,18 +735,6 @@ func shutdownHTTP(ctx context.Context, srv *http.Server, timeout time.Duration, 
 	}
 }
 
-func isLoopbackAddr(listen string) bool {
-	host, _, err := net.SplitHostPort(listen)
-	if err != nil || host == "" {
-		return false
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 // serveStdio serves the catalog to one host over stdin and stdout, in the
 // view of team (empty: the default view). Logs go to stderr, as the
 // stdio transport allows.
@@ -756,7 +766,7 @@ func serveStdio(ctx context.Context, cfg *config.Config, team, profile string, s
 		log.Error("invalid upstream", telemetry.KeyErr, err)
 		return exitError
 	}
-	host = server.NewStdio(dispatcher(rt, rec.obs), stdout, &server.StdioOptions{View: policy.ViewKey(team, profile), Logger: log})
+	host = server.NewStdio(dispatcher(rt, rec.obs, nil), stdout, &server.StdioOptions{View: policy.ViewKey(team, profile), Logger: log})
 	rt.Start(ctx)
 	err = host.Serve(ctx, stdin)
 	if cerr := rt.Close(); cerr != nil {

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"time"
 
+	"github.com/mcp-gateway/mcp-gateway/internal/console"
 	"github.com/mcp-gateway/mcp-gateway/internal/jsonrpc"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 	"github.com/mcp-gateway/mcp-gateway/internal/router"
@@ -24,24 +26,45 @@ import (
 // subscriptions, completions). The router itself records nothing: what
 // ran comes back in its Reply.
 
-// observedDispatcher is the router with each host request observed.
+// observedDispatcher is the router with each host request observed:
+// by telemetry when it records (obs), and in the console's recent calls
+// when the console is on (calls).
 type observedDispatcher struct {
 	*router.Router
-	obs *telemetry.Observer
+	obs   *telemetry.Observer // nil: telemetry records nothing
+	calls *console.Calls      // nil: no console
 }
 
 // dispatcher returns what the server dispatches to: rt, observed when
-// anything records.
-func dispatcher(rt *router.Router, obs *telemetry.Observer) server.Dispatcher {
-	if obs == nil || !obs.On() {
+// anything records (telemetry, or the console's recent calls).
+func dispatcher(rt *router.Router, obs *telemetry.Observer, calls *console.Calls) server.Dispatcher {
+	if obs != nil && !obs.On() {
+		obs = nil
+	}
+	if obs == nil && calls == nil {
 		return rt
 	}
-	return observedDispatcher{Router: rt, obs: obs}
+	return observedDispatcher{Router: rt, obs: obs, calls: calls}
 }
 
 // Dispatch answers req as the router does, observed. The span ends and
 // the counters balance even if the router panics.
 func (d observedDispatcher) Dispatch(ctx context.Context, c *router.Caller, req *jsonrpc.Request) (reply *router.Reply) {
+	if d.calls != nil && req.Method == "tools/call" {
+		start := time.Now()
+		defer func() {
+			call := console.Call{At: start, View: c.View, Principal: c.Principal, Identity: c.Identity, Tool: req.Name,
+				Duration: time.Since(start), Outcome: string(telemetry.OutcomeError)}
+			if reply != nil {
+				call.Upstream = reply.Upstream
+				call.Outcome = string(hostResult(ctx, req, reply).Outcome)
+			}
+			d.calls.Add(call)
+		}()
+	}
+	if d.obs == nil {
+		return d.Router.Dispatch(ctx, c, req)
+	}
 	team, _ := policy.SplitViewKey(c.View) // the team's name on every path: metrics keep their labels
 	hr := &telemetry.HostRequest{
 		Method: req.Method, Target: hostTarget(req), ProtocolVersion: c.ProtocolVersion,

@@ -312,7 +312,7 @@ func observedFake(t *testing.T) (server.Dispatcher, *fakeClient, *tracetest.Span
 	if err := rt.WaitStarted(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	return dispatcher(rt, obs), fake, spans, reader, &audit
+	return dispatcher(rt, obs, nil), fake, spans, reader, &audit
 }
 
 func hostRequest(t *testing.T, method, params string) *jsonrpc.Request {

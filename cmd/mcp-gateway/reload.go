@@ -207,6 +207,11 @@ func (g *gateway) reload(path string, current *config.Config, log *slog.Logger) 
 		log.Warn("pinning changes take effect at the next start (the lockfile's contents apply at once)")
 		next.Pinning = current.Pinning
 	}
+	if g.console != nil && next.Auth.Mode == config.AuthNone && !config.IsLoopback(current.Listen) {
+		// The file was checked with its own listen address.
+		log.Error("config reload rejected", "problem", "auth.mode none would open the console to whoever reaches "+current.Listen+": keep authentication, or set console.enabled: false and restart")
+		return current
+	}
 	auth, err := newAuthn(next, log, g.auth)
 	if err != nil {
 		log.Error("config reload rejected", "problem", err.Error())
@@ -221,6 +226,13 @@ func (g *gateway) reload(path string, current *config.Config, log *slog.Logger) 
 	g.server.SetProfiles(profileNames(next))
 	g.server.SetResourceMetadata(auth.meta)
 	g.server.SetIdentify(auth.identify, auth.team)
+	if g.console != nil {
+		g.console.SetAuth(consoleAuth(next, auth))
+	}
+	if !reflect.DeepEqual(next.Console, current.Console) {
+		log.Warn("console changes take effect at the next start (auth.admins applies at once)")
+		next.Console = current.Console
+	}
 	g.auth = auth
 	return next
 }

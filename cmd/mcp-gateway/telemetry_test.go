@@ -848,7 +848,7 @@ func BenchmarkTelemetryGateway(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		srv = server.New(dispatcher(rt, rec.obs), &server.Options{Endpoint: cfg.Endpoint, Loopback: true, Telemetry: tel, Logger: rec.log})
+		srv = server.New(dispatcher(rt, rec.obs, nil), &server.Options{Endpoint: cfg.Endpoint, Loopback: true, Telemetry: tel, Logger: rec.log})
 		ctx := context.Background()
 		rt.Start(ctx)
 		b.Cleanup(func() {

@@ -278,6 +278,9 @@ type Config struct {
 	// Pinning checks definitions against a reviewed lockfile and flags
 	// suspicious text. Key: pinning. Default: not set, off.
 	Pinning *Pinning
+
+	// Console configures the operator console at /ui. Key: console.
+	Console Console
 }
 
 // StoreKind names where shared state lives.
@@ -1010,6 +1013,10 @@ type Auth struct {
 	// OAuth configures the gateway as an OAuth 2.1 resource server
 	// (auth.mode oauth). Key: oauth.
 	OAuth OAuth
+	// Admins are the teams whose callers are console admins: they see
+	// every upstream, view and call, and may approve changed
+	// definitions. Any other caller sees only its own view. Key: admins.
+	Admins []string
 }
 
 // Defaults and bounds of auth.oauth.

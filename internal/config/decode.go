@@ -474,8 +474,9 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 			},
 			"auth": func(p string, v *yaml.Node) {
 				d.object(p, v, schema{fields: map[string]field{
-					"mode":  func(p string, v *yaml.Node) { c.Auth.Mode = AuthMode(d.str(p, v)) },
-					"oauth": func(p string, v *yaml.Node) { d.oauth(p, v, &c.Auth.OAuth) },
+					"mode":   func(p string, v *yaml.Node) { c.Auth.Mode = AuthMode(d.str(p, v)) },
+					"oauth":  func(p string, v *yaml.Node) { d.oauth(p, v, &c.Auth.OAuth) },
+					"admins": func(p string, v *yaml.Node) { c.Auth.Admins = d.strings(p, v) },
 				}, hints: map[string]string{"modes": "use mode: oauth, which accepts the teams' api_keys too"}})
 			},
 			"limits": func(p string, v *yaml.Node) { d.limits(p, v, &c.Limits) },
@@ -514,6 +515,16 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 					"suspicious": func(p string, v *yaml.Node) { pn.Suspicious = SuspiciousAction(d.str(p, v)) },
 				}})
 				c.Pinning = pn
+			},
+			"console": func(p string, v *yaml.Node) {
+				d.object(p, v, schema{fields: map[string]field{
+					"enabled": func(p string, v *yaml.Node) {
+						var on bool
+						d.boolean(p, v, &on)
+						c.Console.Enabled = &on
+					},
+					"recent_calls": func(p string, v *yaml.Node) { d.integer(p, v, &c.Console.RecentCalls) },
+				}})
 			},
 			"shutdown": func(p string, v *yaml.Node) {
 				d.object(p, v, schema{fields: map[string]field{

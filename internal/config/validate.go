@@ -181,6 +181,7 @@ func (c *Config) Validate() error {
 	c.State.validate(&ps)
 	c.Shutdown.validate(&ps)
 	c.Pinning.validate(&ps)
+	c.validateConsole(&ps)
 
 	switch c.Auth.Mode {
 	case AuthNone:

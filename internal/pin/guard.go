@@ -57,6 +57,9 @@ type Status struct {
 	// Detail says what is suspicious (for any reason), or why a
 	// definition has no canonical form (for reason unreadable).
 	Detail string `json:"detail,omitempty"`
+	// SHA256 is the hash of the definition listed now, which approving
+	// it records; "" for reason unreadable (it has none).
+	SHA256 string `json:"sha256,omitempty"`
 	// Diff is the change from the locked definition, for reason changed.
 	Diff string `json:"-"`
 }
@@ -226,7 +229,7 @@ func (g *Guard) check(d Def, dg digest) (*Status, string, bool) {
 		st := &Status{Kind: d.Kind, Name: d.Display(), Upstream: d.Upstream, Reason: ReasonUnreadable, Detail: dg.unreadable}
 		return st, "raw:" + hex.EncodeToString(sum[:]), enforce || dg.suspicious != "" && g.opts.QuarantineSuspicious
 	}
-	st := &Status{Kind: d.Kind, Name: d.Display(), Upstream: d.Upstream, Detail: dg.suspicious}
+	st := &Status{Kind: d.Kind, Name: d.Display(), Upstream: d.Upstream, Detail: dg.suspicious, SHA256: dg.hash}
 	quarantine := dg.suspicious != "" && g.opts.QuarantineSuspicious
 	e, pinned := g.lock[d.key()]
 	switch {

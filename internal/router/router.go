@@ -94,6 +94,9 @@ type UpstreamConfig struct {
 	// derived from it (an mcpServers key such as "my.server"); "" when
 	// Name is that name. Status shows it.
 	Key string
+	// Transport is how the gateway reaches it (config.Transport: stdio,
+	// streamable-http, sse), for Status.
+	Transport string
 	// Relay lists the client capabilities whose server requests the
 	// upstream may send hosts (sampling, elicitation, roots); a request
 	// of any other is answered with an error naming the relay key, and a
@@ -864,15 +867,16 @@ type UpstreamStatus struct {
 	Name string `json:"name"`
 	// Key is the mcpServers key the name was derived from, when it is not
 	// the name itself.
-	Key      string    `json:"key,omitempty"`
-	State    Phase     `json:"state"`
-	Required bool      `json:"required"`
-	Era      string    `json:"era,omitempty"`
-	Protocol string    `json:"protocol_version,omitempty"`
-	Tools    int       `json:"tools"`
-	Prompts  int       `json:"prompts"`
-	Error    string    `json:"error,omitempty"`
-	Since    time.Time `json:"since"`
+	Key       string    `json:"key,omitempty"`
+	Transport string    `json:"transport,omitempty"`
+	State     Phase     `json:"state"`
+	Required  bool      `json:"required"`
+	Era       string    `json:"era,omitempty"`
+	Protocol  string    `json:"protocol_version,omitempty"`
+	Tools     int       `json:"tools"`
+	Prompts   int       `json:"prompts"`
+	Error     string    `json:"error,omitempty"`
+	Since     time.Time `json:"since"`
 	// RetryAt is when an upstream that is down is tried again.
 	RetryAt *time.Time `json:"retry_at,omitempty"`
 	// Restarts counts the connections made after the first (a crashed
@@ -888,7 +892,7 @@ func (r *Router) Status() []UpstreamStatus {
 	out := make([]UpstreamStatus, 0, len(ups))
 	for _, u := range ups {
 		h := u.health()
-		s := UpstreamStatus{Name: u.Name, Key: u.Key, State: h.phase, Required: u.Required, Since: h.since, Restarts: h.restarts}
+		s := UpstreamStatus{Name: u.Name, Key: u.Key, Transport: u.Transport, State: h.phase, Required: u.Required, Since: h.since, Restarts: h.restarts}
 		if h.err != nil {
 			s.Error = h.err.Error()
 		}

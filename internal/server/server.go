@@ -15,6 +15,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -162,8 +163,23 @@ type Options struct {
 	// Approved, if set, is called when another replica (or pin
 	// --approve) changed the shared approvals; used with Shared.
 	Approved func()
+	// Console, if set, is served at ConsolePath and below (the operator
+	// console, internal/console), behind the same Host check as the MCP
+	// endpoint; it checks Origin itself (its own pages post to it) and
+	// Drain ends its streams.
+	Console Console
+	// ConsolePath is where Console is served; "" means
+	// config.ConsolePath.
+	ConsolePath string
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
+}
+
+// Console is the operator console's handler (*console.Console).
+type Console interface {
+	http.Handler
+	// Close ends its event streams.
+	Close()
 }
 
 // Server serves MCP over Streamable HTTP.
@@ -308,7 +324,43 @@ func (s *Server) Handler() http.Handler {
 		w.Header().Set("Allow", "GET, POST, DELETE")
 		writeError(w, http.StatusMethodNotAllowed, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "Method not allowed: %s", r.Method))
 	})
-	return s.guard(m)
+	mcp := s.guard(m)
+	if s.opts.Console == nil {
+		return mcp
+	}
+	console := s.consoleGuard(s.opts.Console)
+	base := cmp.Or(s.opts.ConsolePath, config.ConsolePath)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.Path; p == base || strings.HasPrefix(p, base+"/") {
+			console.ServeHTTP(w, r)
+			return
+		}
+		mcp.ServeHTTP(w, r)
+	})
+}
+
+// consoleGuard is guard for the console: the same deadlines and the
+// same Host check as the MCP endpoint (a rebinding page sends its own
+// name), but not its Origin list: the console's own pages post to it
+// from its own origin, which the console checks.
+func (s *Server) consoleGuard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		now := time.Now()
+		_ = rc.SetWriteDeadline(now.Add(s.opts.WriteTimeout))
+		if r.Body != nil && r.Body != http.NoBody {
+			_ = rc.SetReadDeadline(now.Add(s.opts.BodyTimeout))
+		}
+		if !s.hostAllowed(r.Host) {
+			s.log.Warn("console request with a foreign Host rejected", "host", r.Host)
+			http.Error(w, fmt.Sprintf("Forbidden: Host %q is not allowed (list it in allowed_hosts)", r.Host), http.StatusForbidden)
+			return
+		}
+		if s.draining.Load() {
+			w.Header().Set("Connection", "close")
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Leave marks the server as leaving: /readyz answers 503 and every answer
@@ -322,6 +374,9 @@ func (s *Server) Leave() { s.draining.Store(true) }
 // refuses new sessions, but lets requests in progress finish. Close
 // ends the rest. Both may be called more than once.
 func (s *Server) Drain() {
+	if s.opts.Console != nil {
+		s.opts.Console.Close()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.closed {
