@@ -49,8 +49,9 @@ func sorted(s []string) []string { s = slices.Clone(s); slices.Sort(s); return s
 
 var rgb = regexp.MustCompile(`^rgba?\((\d+), (\d+), (\d+)(?:, ([\d.]+))?\)$`)
 
-// reddish says whether a computed CSS colour is a visible red: red well
-// above green and blue.
+// reddish says whether a computed CSS colour is a visible red, pale or
+// not: red the largest channel, well above green and blue, and a hue
+// within 20 degrees of red (not orange, not pink-violet).
 func reddish(c string) bool {
 	m := rgb.FindStringSubmatch(c)
 	if m == nil {
@@ -64,18 +65,27 @@ func reddish(c string) bool {
 			return false
 		}
 	}
-	return r >= 120 && r-g >= 40 && r-b >= 40
+	lo := min(g, b)
+	if r < 120 || r-g < 30 || r-b < 30 {
+		return false
+	}
+	hue := 60 * float64(g-b) / float64(r-lo) // degrees from red
+	return hue >= -20 && hue <= 20
 }
 
 func TestReddish(t *testing.T) {
 	for c, want := range map[string]bool{
 		"rgb(255, 0, 0)":         true,
-		"rgb(248, 215, 218)":     false, // too pale to tell from white
+		"rgb(248, 208, 208)":     true, // #f8d0d0, a pale red
+		"rgb(248, 215, 218)":     true,
 		"rgb(220, 53, 69)":       true,
 		"rgba(220, 53, 69, 0.3)": true,
+		"rgba(220, 53, 69, 0)":   false,
 		"rgba(0, 0, 0, 0)":       false,
-		"rgb(212, 237, 218)":     false,
-		"rgb(255, 243, 205)":     false,
+		"rgb(255, 255, 255)":     false,
+		"rgb(230, 244, 234)":     false, // pale green
+		"rgb(255, 244, 206)":     false, // amber
+		"rgb(255, 165, 0)":       false, // orange: green too close to red
 		"transparent":            false,
 	} {
 		if got := reddish(c); got != want {
@@ -133,7 +143,7 @@ func TestAdminDashboard(t *testing.T) {
 		t.Fatal(err)
 	}
 	if r.Status != http.StatusUnauthorized {
-		t.Errorf("login with a wrong key: status %d, want 401", r.Status)
+		t.Fatalf("login with a wrong key: status %d, want 401", r.Status)
 	}
 	do(t, ctx, chromedp.WaitVisible(css(`p#error`)), chromedp.WaitVisible(css(`form#login input[name="token"]`)))
 	if n := count(t, ctx, `header#who`); n != 0 {
@@ -141,12 +151,8 @@ func TestAdminDashboard(t *testing.T) {
 	}
 
 	// The right key.
-	do(t, ctx,
-		chromedp.SendKeys(css(`form#login input[name="token"]`), g.opsKey),
-		chromedp.Click(css(`form#login button[type="submit"]`)),
-		chromedp.WaitVisible(css(`header#who`)),
-	)
-	waitLive(t, ctx)
+	do(t, ctx, chromedp.SendKeys(css(`form#login input[name="token"]`), g.opsKey))
+	submitLogin(t, ctx)
 	if p := eval[string](t, ctx, `location.pathname`); p != "/ui" {
 		t.Errorf("after login the page is %s, want /ui", p)
 	}
@@ -156,6 +162,30 @@ func TestAdminDashboard(t *testing.T) {
 	}
 	if strings.Contains(c.Value, g.opsKey) {
 		t.Errorf("the session cookie holds the API key")
+	}
+	if strings.Contains(eval[string](t, ctx, `document.documentElement.outerHTML`), g.opsKey) {
+		t.Errorf("the dashboard shows the API key")
+	}
+
+	// The page runs only the console's own script file.
+	if n := count(t, ctx, `script:not([src])`); n != 0 {
+		t.Errorf("%d inline scripts on the dashboard", n)
+	}
+	if got := attrs(t, ctx, `script[src]`, "src"); !slices.Equal(got, []string{"/ui/assets/console.js"}) {
+		t.Errorf("scripts %q, want only /ui/assets/console.js", got)
+	}
+	for _, path := range []string{"/ui/login", "/ui"} {
+		req, _ := http.NewRequest(http.MethodGet, g.base+path, nil)
+		req.AddCookie(&http.Cookie{Name: c.Name, Value: c.Value})
+		resp, err := plain.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		csp := resp.Header.Get("Content-Security-Policy")
+		if !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-") {
+			t.Errorf("GET %s: Content-Security-Policy %q, want script-src 'self' and nothing unsafe", path, csp)
+		}
 	}
 
 	who := eval[map[string]string](t, ctx, `({admin: document.querySelector('header#who').dataset.admin, team: document.querySelector('header#who').dataset.team})`)
@@ -179,7 +209,7 @@ func TestAdminDashboard(t *testing.T) {
 		t.Errorf("upstream rows %q, want fixture and flaky", names)
 	}
 
-	// Views: the ones /readyz lists, with their tools.
+	// Views: the ones /readyz lists, with their tools and cuts.
 	rz, err := g.readyz()
 	if err != nil {
 		t.Fatal(err)
@@ -187,21 +217,37 @@ func TestAdminDashboard(t *testing.T) {
 	var wantViews []string
 	for _, v := range rz.Views {
 		wantViews = append(wantViews, v.View)
+		var want []string
+		for _, c := range v.Cut {
+			want = append(want, c.Name+" "+c.Limit)
+		}
+		sel := fmt.Sprintf(`#views [data-view-details=%s] li[data-cut]`, jsString(v.View))
+		got := eval[[]string](t, ctx, fmt.Sprintf(`[...document.querySelectorAll(%s)].map(e => e.dataset.cut + " " + e.dataset.limit)`, jsString(sel)))
+		if !slices.Equal(sorted(got), sorted(want)) {
+			t.Errorf("view %q: cuts on the page %q, /readyz says %q", v.View, got, want)
+		}
+	}
+	if !slices.Contains(wantViews, "tiny") || !slices.Contains(wantViews, "dev/coding") {
+		t.Fatalf("/readyz's views %q lack tiny or dev/coding: the config did not apply", wantViews)
 	}
 	if got := attrs(t, ctx, `#views tr[data-view]`, "data-view"); !slices.Equal(sorted(got), sorted(wantViews)) {
 		t.Errorf("view rows %q, want /readyz's views %q", got, wantViews)
 	}
 	all := []string{"fixture__echo", "fixture__fail", "fixture__markup", "fixture__other", "flaky__ping"}
 	for view, want := range map[string][]string{
-		"ops": all,
-		"dev": all[:4],
+		"ops":        all,
+		"dev":        all[:4],
+		"dev/coding": {"fixture__echo", "fixture__other"},
 	} {
-		got := attrs(t, ctx, fmt.Sprintf(`#views tr[data-view=%s] li[data-tool]`, jsString(view)), "data-tool")
+		got := attrs(t, ctx, fmt.Sprintf(`#views [data-view-tools=%s] li[data-tool]`, jsString(view)), "data-tool")
 		if !slices.Equal(sorted(got), want) {
 			t.Errorf("view %s lists tools %q, want %q", view, got, want)
 		}
 	}
-	desc := eval[string](t, ctx, `(document.querySelector('#views tr[data-view="ops"] li[data-tool="fixture__echo"] .desc') || {}).textContent`)
+	if got := attrs(t, ctx, `#views [data-view-details="tiny"] li[data-cut]`, "data-limit"); !slices.Equal(got, []string{"max_tools", "max_tools", "max_tools"}) {
+		t.Errorf("tiny's cuts: limits %q, want three max_tools", got)
+	}
+	desc := eval[string](t, ctx, `(document.querySelector('#views [data-view-tools="ops"] li[data-tool="fixture__echo"] .desc') || {}).textContent`)
 	if desc != fixtureTools()["echo"] {
 		t.Errorf("fixture__echo's description on the page: %q, want %q", desc, fixtureTools()["echo"])
 	}
@@ -276,6 +322,10 @@ func TestUpstreamDown(t *testing.T) {
 		t.Errorf("flaky__ping is still listed in %d views while flaky is down", n)
 	}
 	screenshot(t, ctx, "upstream-down.png")
+
+	// The gateway itself goes away: the page says it is not live.
+	g.stop()
+	waitJS(t, ctx, `off live (body[data-live="off"]) once the gateway stopped`, `document.body.dataset.live === "off"`)
 }
 
 // TestRugPull changes a pinned tool's description in the fixture: the
@@ -368,6 +418,9 @@ func TestRugPull(t *testing.T) {
 		chromedp.Click(css(row+` form.approve button[type="submit"]`)),
 		chromedp.WaitVisible(css(`p#flash`)),
 	)
+	if cls := eval[string](t, ctx, `document.querySelector('p#flash').className`); strings.Contains(cls, "error") {
+		t.Errorf("after Approve the flash is an error: %q", eval[string](t, ctx, `document.querySelector('p#flash').textContent`))
+	}
 	if p := eval[string](t, ctx, `location.pathname`); p != "/ui" {
 		t.Errorf("after Approve the page is %s, want /ui", p)
 	}
@@ -375,8 +428,8 @@ func TestRugPull(t *testing.T) {
 	waitJS(t, ctx, "fixture__echo out of #quarantine", fmt.Sprintf(`!document.querySelector(%s)`, jsString(row)))
 	g.waitReadyz(t, "nothing quarantined", func(r readyz) bool { return len(r.Quarantined) == 0 })
 	g.waitTools(t, g.opsKey, "fixture__echo back with the new description", func(m map[string]string) bool { return m["fixture__echo"] == pulled })
-	waitJS(t, ctx, "fixture__echo back in the ops view", `!!document.querySelector('#views tr[data-view="ops"] li[data-tool="fixture__echo"]')`)
-	if d := eval[string](t, ctx, `document.querySelector('#views tr[data-view="ops"] li[data-tool="fixture__echo"] .desc').textContent`); d != pulled {
+	waitJS(t, ctx, "fixture__echo back in the ops view", `!!document.querySelector('#views [data-view-tools="ops"] li[data-tool="fixture__echo"]')`)
+	if d := eval[string](t, ctx, `document.querySelector('#views [data-view-tools="ops"] li[data-tool="fixture__echo"] .desc').textContent`); d != pulled {
 		t.Errorf("fixture__echo's description on the page: %q, want the approved %q", d, pulled)
 	}
 	if v := eval[string](t, ctx, `typeof window.__pwned`); v != "undefined" {
@@ -471,11 +524,14 @@ func TestNonAdmin(t *testing.T) {
 	if who["admin"] != "false" || who["team"] != "dev" {
 		t.Errorf("header#who: data-admin %q data-team %q, want false and dev", who["admin"], who["team"])
 	}
-	if got := attrs(t, ctx, `#views tr[data-view]`, "data-view"); !slices.Equal(got, []string{"dev"}) {
-		t.Errorf("dev sees views %q, want only its own, dev", got)
+	if got := attrs(t, ctx, `#views tr[data-view]`, "data-view"); !slices.Equal(sorted(got), []string{"dev", "dev/coding"}) {
+		t.Errorf("dev sees views %q, want only its own: dev and dev/coding", got)
 	}
-	if got := sorted(attrs(t, ctx, `#views li[data-tool]`, "data-tool")); !slices.Equal(got, []string{"fixture__echo", "fixture__fail", "fixture__markup"}) {
+	if got := sorted(attrs(t, ctx, `#views [data-view-tools="dev"] li[data-tool]`, "data-tool")); !slices.Equal(got, []string{"fixture__echo", "fixture__fail", "fixture__markup"}) {
 		t.Errorf("dev's view lists %q, want fixture__echo, fixture__fail, fixture__markup (fixture__other is quarantined)", got)
+	}
+	if n := count(t, ctx, `#views li[data-tool="flaky__ping"]`); n != 0 {
+		t.Errorf("dev sees flaky__ping, which only ops' views hold")
 	}
 	if got := attrs(t, ctx, `#upstreams tr[data-upstream]`, "data-upstream"); !slices.Equal(got, []string{"fixture"}) {
 		t.Errorf("dev sees upstreams %q, want only fixture (behind its view's tools)", got)

@@ -110,7 +110,9 @@ func fixtureTools() map[string]string {
 // gateway is a running mcp-gateway serve with two fixture upstreams:
 // fixture (tools echo, other, fail, markup) and flaky (tool ping), which
 // exits when the file down exists, with restart.crash_limit 1 so that one
-// crash is a crash loop: state failed.
+// crash is a crash loop: state failed. Teams: ops (the admins, every
+// tool), dev (fixture's tools), tiny (fixture's, max_tools 1: three are
+// cut); the profile coding narrows each view to echo and other.
 type gateway struct {
 	base           string // http://127.0.0.1:PORT
 	dir            string
@@ -118,7 +120,9 @@ type gateway struct {
 	descs          string // fixture's descriptions file
 	down           string // flaky goes down when this file exists
 	opsKey, devKey string
+	tinyKey        string
 	log            *syncBuffer
+	stop           func() // stops the gateway (once; also at the test's end)
 }
 
 var configTemplate = `listen: 127.0.0.1:%d
@@ -132,6 +136,12 @@ teams:
   - name: dev
     api_keys: ["${DEV_KEY}"]
     allow: ["fixture__*"]
+  - name: tiny
+    api_keys: ["${TINY_KEY}"]
+    allow: ["fixture__*"]
+    max_tools: 1
+profiles:
+  - {name: coding, allow: ["fixture__echo", "fixture__other"]}
 pinning: {lockfile: %s, mode: enforce}
 upstreams:
   - name: fixture
@@ -161,18 +171,19 @@ func startGateway(t *testing.T) *gateway {
 	gwBin, fxBin := binaries(t)
 	dir := t.TempDir()
 	g := &gateway{
-		dir:    dir,
-		config: filepath.Join(dir, "gateway.yaml"),
-		descs:  filepath.Join(dir, "fixture.json"),
-		down:   filepath.Join(dir, "flaky.down"),
-		opsKey: randomKey(t),
-		devKey: randomKey(t),
-		log:    &syncBuffer{},
+		dir:     dir,
+		config:  filepath.Join(dir, "gateway.yaml"),
+		descs:   filepath.Join(dir, "fixture.json"),
+		down:    filepath.Join(dir, "flaky.down"),
+		opsKey:  randomKey(t),
+		devKey:  randomKey(t),
+		tinyKey: randomKey(t),
+		log:     &syncBuffer{},
 	}
 	g.writeDescs(t, fixtureTools())
 	flakyDescs := filepath.Join(dir, "flaky.json")
 	writeJSON(t, flakyDescs, map[string]string{"ping": "Answers ping."})
-	env := append(os.Environ(), "OPS_KEY="+g.opsKey, "DEV_KEY="+g.devKey)
+	env := append(os.Environ(), "OPS_KEY="+g.opsKey, "DEV_KEY="+g.devKey, "TINY_KEY="+g.tinyKey)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("gateway log:\n%s", g.log.String())
@@ -204,7 +215,7 @@ func startGateway(t *testing.T) *gateway {
 		}
 		exited := make(chan struct{})
 		go func() { cmd.Wait(); close(exited) }()
-		stop := func() {
+		stop := sync.OnceFunc(func() {
 			cmd.Process.Signal(syscall.SIGTERM)
 			select {
 			case <-exited:
@@ -212,9 +223,10 @@ func startGateway(t *testing.T) *gateway {
 				cmd.Process.Kill()
 				<-exited
 			}
-		}
+		})
 		err := waitHealthy(g.base, exited)
 		if err == nil {
+			g.stop = stop
 			t.Cleanup(stop)
 			break
 		}
@@ -314,6 +326,10 @@ type readyz struct {
 	} `json:"upstreams"`
 	Views []struct {
 		View string `json:"view"`
+		Cut  []struct {
+			Name  string `json:"name"`
+			Limit string `json:"limit"`
+		} `json:"cut"`
 	} `json:"views"`
 	Quarantined []definition `json:"quarantined"`
 	Flagged     []definition `json:"flagged"`
@@ -588,11 +604,26 @@ func login(t *testing.T, ctx context.Context, g *gateway, key string) {
 	if loc := eval[string](t, ctx, `location.pathname`); loc != "/ui/login" {
 		t.Fatalf("/ui without a session went to %s, want /ui/login", loc)
 	}
-	do(t, ctx,
-		chromedp.SendKeys(css(`form#login input[name="token"]`), key),
-		chromedp.Click(css(`form#login button[type="submit"]`)),
-		chromedp.WaitVisible(css(`header#who`)),
-	)
+	do(t, ctx, chromedp.SendKeys(css(`form#login input[name="token"]`), key))
+	submitLogin(t, ctx)
+}
+
+// submitLogin clicks the login form's button and waits for the dashboard,
+// failing at once, with the page's text, when the answer is not a 200
+// page (after the 303 to /ui).
+func submitLogin(t *testing.T, ctx context.Context) {
+	t.Helper()
+	tctx, cancel := context.WithTimeout(ctx, waitFor)
+	defer cancel()
+	resp, err := chromedp.RunResponse(tctx, chromedp.Click(css(`form#login button[type="submit"]`)))
+	if err != nil {
+		t.Fatalf("login: %v", err)
+	}
+	if resp.Status != http.StatusOK || !strings.HasSuffix(resp.URL, "/ui") {
+		text, _ := chromedp.Run(tctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
+		t.Fatalf("login: %d at %s, want the dashboard (303 to /ui, 200); the page says: %q", resp.Status, resp.URL, text)
+	}
+	do(t, ctx, chromedp.WaitVisible(css(`header#who`)))
 	waitLive(t, ctx)
 }
 
