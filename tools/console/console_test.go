@@ -262,6 +262,8 @@ func TestAdminDashboard(t *testing.T) {
 	if n := count(t, ctx, `#flagged tr[data-name]`); n != 0 {
 		t.Errorf("%d flagged rows, want none", n)
 	}
+	// Each view's tool list opened, for the picture.
+	eval[chromedp.Void](t, ctx, `document.querySelectorAll('#views details').forEach(d => d.open = true); undefined`)
 	screenshot(t, ctx, "dashboard.png")
 
 	// Sign out: the session is gone, /ui asks for a key again.
@@ -553,6 +555,8 @@ func TestNonAdmin(t *testing.T) {
 			t.Errorf("a call's argument is on the page")
 		}
 	}
+
+	screenshot(t, ctx, "non-admin.png")
 
 	// dev forges an approval: refused, still quarantined.
 	cookie := consoleCookie(t, ctx, g)
