@@ -125,7 +125,7 @@ type gateway struct {
 	stop           func() // stops the gateway (once; also at the test's end)
 }
 
-var configTemplate = `listen: 127.0.0.1:%d
+const configTemplate = `listen: 127.0.0.1:%d
 console: {enabled: true}
 auth:
   mode: api_key
