@@ -28,6 +28,7 @@ var allowedImports = map[string][]string{
 	"pin":       {"jsonrpc"},
 	"router":    {"upstream", "namespace", "policy", "search", "jsonrpc", "mcpheader", "config", "state", "pin"},
 	"server":    {"router", "jsonrpc", "policy", "telemetry", "mcpheader", "config", "state"},
+	"console":   {"router", "policy", "jsonrpc", "telemetry"},
 	"mcptest":   {"jsonrpc"},
 }
 

@@ -576,14 +576,14 @@ func newGateway(cfg *config.Config, rec recorders) (*gateway, error) {
 	var consoleHandler server.Console // nil unless on: a nil *console.Console is not a nil interface
 	if cfg.ConsoleOn() {
 		calls = console.NewCalls(cmp.Or(cfg.Console.RecentCalls, config.DefaultRecentCalls))
-		opts := console.Options{Path: config.ConsolePath, Source: rt, Auth: consoleAuth(cfg, auth), Calls: calls,
+		opts := console.Options{Path: config.ConsolePath, Source: rt, Auth: consoleAuth(cfg, auth), Calls: calls, Sealer: shared.sealer,
 			Secure: cfg.TLS != nil, Logger: rec.log}
 		if guard != nil {
 			opts.Approve = func(ctx context.Context, a console.Approval) error { return g.consoleApprove(ctx, a) }
 		}
 		con = console.New(opts)
 		consoleHandler = con
-		rec.log.Info("operator console on", "path", config.ConsolePath, "auth", cfg.Auth.Mode, "admins", cfg.Auth.Admins)
+		telemetry.Discard(rec.log).Info("operator console on", "path", config.ConsolePath, "auth", cfg.Auth.Mode, "admins", cfg.Auth.Admins)
 	}
 	srv = server.New(dispatcher(rt, rec.obs, calls), &server.Options{
 		Console:            consoleHandler,

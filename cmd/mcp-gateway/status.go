@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -251,7 +252,7 @@ func writeStatus(w io.Writer, target string, r *server.Readiness, colour bool) {
 	}
 	fmt.Fprintf(w, "%s: %s\n\n", target, paint(colour, style, verdict))
 
-	rows := [][]string{{"UPSTREAM", "STATE", "REQUIRED", "ERA", "TOOLS", "PROMPTS", "RESTARTS", "BREAKER", "ERROR"}}
+	rows := [][]string{{"UPSTREAM", "STATE", "REQUIRED", "ERA", "TRANSPORT", "TOOLS", "PROMPTS", "RESTARTS", "BREAKER", "ERROR"}}
 	styles := []string{styleHead}
 	for _, u := range r.Upstreams {
 		state := string(u.State)
@@ -273,7 +274,7 @@ func writeStatus(w io.Writer, target string, r *server.Readiness, colour bool) {
 		if u.Required {
 			required = "yes"
 		}
-		rows = append(rows, []string{printable(u.Name, 0), printable(state, 0), required, printable(era, 0),
+		rows = append(rows, []string{printable(u.Name, 0), printable(state, 0), required, printable(era, 0), printable(cmp.Or(u.Transport, "-"), 0),
 			strconv.Itoa(u.Tools), strconv.Itoa(u.Prompts), strconv.FormatUint(u.Restarts, 10), breaker, printable(u.Error, maxErrorChars)})
 		styles = append(styles, upstreamStyle(u.State))
 	}

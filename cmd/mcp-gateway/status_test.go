@@ -150,17 +150,17 @@ func TestStatus(t *testing.T) {
 			if want := base + "/readyz: " + tc.verdict + "\n"; !strings.HasPrefix(out, want) {
 				t.Errorf("first line: want %q", want)
 			}
-			if got, want := row(out, "UPSTREAM"), []string{"UPSTREAM", "STATE", "REQUIRED", "ERA", "TOOLS", "PROMPTS", "RESTARTS", "BREAKER", "ERROR"}; !cmp.Equal(got, want) {
+			if got, want := row(out, "UPSTREAM"), []string{"UPSTREAM", "STATE", "REQUIRED", "ERA", "TRANSPORT", "TOOLS", "PROMPTS", "RESTARTS", "BREAKER", "ERROR"}; !cmp.Equal(got, want) {
 				t.Errorf("upstreams header (-want +got):\n%s", cmp.Diff(want, got))
 			}
 			up := row(out, "up")
-			if len(up) != 8 || up[1] != "ready" || up[2] != "no" || !strings.HasPrefix(up[3], "modern ") && !strings.HasPrefix(up[3], "legacy ") ||
-				up[4] != "1" || up[6] != "0" || up[7] != "closed" {
-				t.Errorf("row of up: %q, want up ready, not required, an era, 1 tool, no restarts, breaker closed, no error", up)
+			if len(up) != 9 || up[1] != "ready" || up[2] != "no" || !strings.HasPrefix(up[3], "modern ") && !strings.HasPrefix(up[3], "legacy ") ||
+				up[4] != "streamable-http" || up[5] != "1" || up[7] != "0" || up[8] != "closed" {
+				t.Errorf("row of up: %q, want up ready, not required, an era, streamable-http, 1 tool, no restarts, breaker closed, no error", up)
 			}
 			bad := row(out, "bad")
-			if len(bad) != 9 || bad[1] == "ready" || bad[2] != fmt.Sprint(map[bool]string{true: "yes", false: "no"}[tc.required]) || bad[3] != "-" || bad[4] != "0" ||
-				!strings.Contains(bad[8], `boom \u{1B}]0;owned\u{7}\u{1B}[2J\u{9B}2J`) {
+			if len(bad) != 10 || bad[1] == "ready" || bad[2] != fmt.Sprint(map[bool]string{true: "yes", false: "no"}[tc.required]) || bad[3] != "-" || bad[4] != "streamable-http" || bad[5] != "0" ||
+				!strings.Contains(bad[9], `boom \u{1B}]0;owned\u{7}\u{1B}[2J\u{9B}2J`) {
 				t.Errorf("row of bad: %q, want it down, no era, no tools, its error escaped", bad)
 			}
 			if v := row(out, "(default)"); len(v) != 6 || v[1] != "full" || v[2] != "1" || v[5] != "0" {

@@ -84,6 +84,10 @@ type Options struct {
 	Approve func(ctx context.Context, a Approval) error
 	// Calls holds the recent calls shown; nil shows none.
 	Calls *Calls
+	// Sealer, when set, seals each session into its cookie (state.key),
+	// so that behind a load balancer every replica takes over the
+	// sessions of the others; nil keeps them in this process.
+	Sealer Sealer
 	// Secure says the gateway serves HTTPS: the cookie is then Secure,
 	// with the __Host- prefix.
 	Secure bool
@@ -129,7 +133,7 @@ func New(opts Options) *Console {
 	if opts.Refresh <= 0 {
 		opts.Refresh = time.Second
 	}
-	c := &Console{opts: opts, log: telemetry.Discard(opts.Logger), sessions: sessions{m: map[[sha256.Size]byte]*session{}},
+	c := &Console{opts: opts, log: telemetry.Discard(opts.Logger), sessions: sessions{seal: opts.Sealer, m: map[[sha256.Size]byte]*session{}, ended: map[[sha256.Size]byte]time.Time{}},
 		failed: rate.NewLimiter(failedLoginRate, failedLoginBurst), cookie: "mcpgw_console", closing: make(chan struct{})}
 	if opts.Secure {
 		c.cookie = "__Host-mcpgw_console"

@@ -18,6 +18,7 @@ import (
 	"github.com/mcp-gateway/mcp-gateway/internal/pin"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
 	"github.com/mcp-gateway/mcp-gateway/internal/router"
+	"github.com/mcp-gateway/mcp-gateway/internal/state"
 )
 
 // hostile is text an upstream controls, put wherever the console shows
@@ -162,6 +163,8 @@ func (f *fixture) browser() *http.Client {
 }
 
 func (f *fixture) url(p string) string { return f.srv.URL + config.ConsolePath + p }
+
+var _ Sealer = (*state.Sealer)(nil)
 
 // post sends a form as the console's own page does (Origin: its own).
 func (f *fixture) post(c *http.Client, p string, form url.Values) *http.Response {
@@ -619,5 +622,90 @@ func TestSSEEventLines(t *testing.T) {
 	got := string(sseEvent("update", []byte("a\nb\rc")))
 	if got != "event: update\ndata: a\ndata: b&#13;c\n\n" {
 		t.Fatalf("sseEvent = %q", got)
+	}
+}
+
+// BenchmarkCallsAdd is what the console adds to each tools/call: two
+// clock reads and one record in the ring, from every core at once.
+func BenchmarkCallsAdd(b *testing.B) {
+	r := NewCalls(config.DefaultRecentCalls)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			start := time.Now()
+			r.Add(Call{At: start, View: "ops", Principal: "key:ops", Identity: "sha256:opsopsopsops", Tool: "up__echo", Upstream: "up",
+				Duration: time.Since(start), Outcome: "ok"})
+		}
+	})
+}
+
+// Behind a load balancer: a session sealed into its cookie opens on
+// every replica that holds the key (its CSRF token with it), not on one
+// with another key, and not once tampered with; after a logout the
+// replica that ended it does not take it over again.
+func TestSealedSessionsAcrossReplicas(t *testing.T) {
+	sealer := state.RandomSealer()
+	replica := func(s Sealer) *httptest.Server {
+		c := New(Options{Path: "/ui", Source: newSource(), Sealer: s,
+			Auth: Auth{Identify: func(token string) (policy.Identity, error) {
+				if id, ok := keys[token]; ok {
+					return id, nil
+				}
+				return policy.Identity{}, policy.ErrInvalidCredentials
+			}, Admin: func(id policy.Identity) bool { return id.Team == "ops" }},
+			Approve: func(context.Context, Approval) error { return nil }})
+		srv := httptest.NewServer(c)
+		t.Cleanup(func() { c.Close(); srv.Close() })
+		return srv
+	}
+	a, b, other := replica(sealer), replica(sealer), replica(state.RandomSealer())
+	fa := &fixture{t: t, srv: a}
+	jar := fa.browser()
+	page := fa.login(jar, "ops-key")
+	u, _ := url.Parse(a.URL + "/ui")
+	cookie := jar.Jar.Cookies(u)[0]
+	if !strings.HasPrefix(cookie.Value, sealPrefix) || strings.Contains(cookie.Value, "ops-key") {
+		t.Fatalf("cookie value %q: want a sealed session, the key unreadable", cookie.Value)
+	}
+	on := func(srv *httptest.Server, value string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/ui", nil)
+		req.AddCookie(&http.Cookie{Name: cookie.Name, Value: value})
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, string(body)
+	}
+	code, pageB := on(b, cookie.Value)
+	if code != http.StatusOK || !strings.Contains(pageB, `data-admin="true" data-team="ops"`) || csrfOf(t, pageB) != csrfOf(t, page) {
+		t.Fatalf("the session on another replica: %d, or another CSRF token", code)
+	}
+	if code, _ := on(other, cookie.Value); code != http.StatusSeeOther {
+		t.Errorf("a replica with another key took the session: %d", code)
+	}
+	tampered := cookie.Value[:len(cookie.Value)-2] + "AA"
+	if code, _ := on(b, tampered); code != http.StatusSeeOther {
+		t.Errorf("a tampered cookie opened a session: %d", code)
+	}
+	// The form made on one replica posts to the other.
+	req, _ := http.NewRequest(http.MethodPost, b.URL+"/ui/approve", strings.NewReader(url.Values{"csrf": {csrfOf(t, page)}, "kind": {"tool"},
+		"upstream": {"beta"}, "name": {"beta__rug"}, "sha256": {"abc123"}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.AddCookie(&http.Cookie{Name: cookie.Name, Value: cookie.Value})
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("approval on the other replica: %d", resp.StatusCode)
+	}
+	if r := fa.post(jar, "/logout", url.Values{"csrf": {csrfOf(t, page)}}); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("logout: %d", r.StatusCode)
+	}
+	if code, _ := on(a, cookie.Value); code != http.StatusSeeOther {
+		t.Errorf("the replica that ended the session took it over again: %d", code)
 	}
 }

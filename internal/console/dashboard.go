@@ -122,9 +122,12 @@ func (c *Console) dashboard(s *session) dashboard {
 			continue
 		}
 		row := upstreamRow{Name: u.Name, Key: u.Key, Transport: u.Transport, State: string(u.State), Class: stateClass(u.State),
-			Era: u.Era, Protocol: u.Protocol, Tools: u.Tools, Prompts: u.Prompts, Restarts: u.Restarts, Required: u.Required, Breaker: "closed"}
-		if u.State == router.PhaseUnavailable {
+			Era: u.Era, Protocol: u.Protocol, Tools: u.Tools, Prompts: u.Prompts, Restarts: u.Restarts, Required: u.Required, Breaker: "–"}
+		switch u.State {
+		case router.PhaseUnavailable:
 			row.Breaker = "open"
+		case router.PhaseReady, router.PhaseDegraded:
+			row.Breaker = "closed"
 		}
 		if admin {
 			row.Error = clip(u.Error, maxDescChars)

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/json"
 	"sync"
 	"time"
 
@@ -26,6 +27,10 @@ const (
 	// recheckEvery is how often a session's credential is checked again
 	// while it is used (a page, an event stream's refresh).
 	recheckEvery = 5 * time.Second
+	// maxEnded bounds the ended sessions remembered (sessions.ended):
+	// past it the expired ones are forgotten, then any, so that a flood
+	// of logins and logouts cannot grow it.
+	maxEnded = 10 * maxSessions
 )
 
 // session is one logged-in browser.
@@ -49,10 +54,37 @@ type session struct {
 	flashError bool
 }
 
+// Sealer seals a session into its cookie (*state.Sealer, with
+// state.key), so that every replica opens the cookies of the others.
+type Sealer interface {
+	Seal(prefix string, plain []byte) string
+	Open(prefix, text string) ([]byte, bool)
+}
+
+// sealPrefix starts a sealed session cookie's value, and is the purpose
+// it is sealed for.
+const sealPrefix = "mcpgw-console."
+
+// sealed is what a session's cookie carries, sealed: what another
+// replica needs to take the session over.
+type sealed struct {
+	Token   string `json:"t"`
+	CSRF    string `json:"c"`
+	Created int64  `json:"at"`
+}
+
 // sessions holds the console's sessions.
 type sessions struct {
+	// seal, when set, seals each session into its cookie; nil keeps
+	// sessions in this process, the cookie a random key to them.
+	seal Sealer
+
 	mu sync.Mutex
 	m  map[[sha256.Size]byte]*session
+	// ended holds the sessions ended here (logout, a credential that no
+	// longer opens), until they would have expired, so that their
+	// sealed cookies are not taken over again.
+	ended map[[sha256.Size]byte]time.Time
 }
 
 // newToken returns 32 random bytes, base64url: a cookie value or a CSRF
@@ -66,11 +98,23 @@ func newToken() string {
 // create makes a session for who, logged in with token, and returns the
 // cookie's value.
 func (ss *sessions) create(who policy.Identity, admin bool, token string, now time.Time) (string, *session) {
+	csrf := newToken()
 	value := newToken()
-	s := &session{key: sha256.Sum256([]byte(value)), csrf: newToken(), token: token, created: now,
+	if ss.seal != nil {
+		plain, _ := json.Marshal(sealed{Token: token, CSRF: csrf, Created: now.Unix()}) // strings and a number always marshal
+		value = ss.seal.Seal(sealPrefix, plain)
+	}
+	s := &session{key: sha256.Sum256([]byte(value)), csrf: csrf, token: token, created: now,
 		who: who, admin: admin, seen: now, checkedAt: now}
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	ss.keep(s, now)
+	return value, s
+}
+
+// keep adds s, ending the least recently used session when full; ss.mu
+// is held.
+func (ss *sessions) keep(s *session, now time.Time) {
 	ss.expire(now)
 	if len(ss.m) >= maxSessions {
 		var oldest *session
@@ -82,7 +126,33 @@ func (ss *sessions) create(who policy.Identity, admin bool, token string, now ti
 		delete(ss.m, oldest.key)
 	}
 	ss.m[s.key] = s
-	return value, s
+}
+
+// adopt takes over the session sealed in a cookie's value (made by
+// another replica, or by this one before a restart): its credential is
+// checked at once (checkedAt is zero). nil when the value is not a
+// sealed session, is too old, or ended here.
+func (ss *sessions) adopt(value string, k [sha256.Size]byte, now time.Time) *session {
+	if ss.seal == nil {
+		return nil
+	}
+	if _, gone := ss.ended[k]; gone {
+		return nil
+	}
+	plain, ok := ss.seal.Open(sealPrefix, value)
+	if !ok {
+		return nil
+	}
+	var sl sealed
+	if json.Unmarshal(plain, &sl) != nil || sl.CSRF == "" {
+		return nil
+	}
+	s := &session{key: k, csrf: sl.CSRF, token: sl.Token, created: time.Unix(sl.Created, 0), seen: now}
+	if now.Sub(s.created) > sessionMax || s.created.After(now.Add(time.Minute)) {
+		return nil
+	}
+	ss.keep(s, now)
+	return s
 }
 
 // get returns the live session of a cookie's value, marked as used.
@@ -95,7 +165,9 @@ func (ss *sessions) get(value string, now time.Time) *session {
 	defer ss.mu.Unlock()
 	s := ss.m[k]
 	if s == nil {
-		return nil
+		if s = ss.adopt(value, k, now); s == nil {
+			return nil
+		}
 	}
 	if s.expired(now) {
 		delete(ss.m, k)
@@ -105,11 +177,24 @@ func (ss *sessions) get(value string, now time.Time) *session {
 	return s
 }
 
-// drop ends s.
+// drop ends s; its cookie is not taken over here again.
 func (ss *sessions) drop(s *session) {
 	ss.mu.Lock()
+	defer ss.mu.Unlock()
 	delete(ss.m, s.key)
-	ss.mu.Unlock()
+	if ss.seal == nil {
+		return
+	}
+	until := s.created.Add(sessionMax)
+	if len(ss.ended) >= maxEnded {
+		now := time.Now()
+		for k, t := range ss.ended {
+			if t.Before(now) || len(ss.ended) >= maxEnded {
+				delete(ss.ended, k)
+			}
+		}
+	}
+	ss.ended[s.key] = until
 }
 
 // alive reports whether s is still kept.

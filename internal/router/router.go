@@ -867,12 +867,14 @@ type UpstreamStatus struct {
 	Name string `json:"name"`
 	// Key is the mcpServers key the name was derived from, when it is not
 	// the name itself.
-	Key       string    `json:"key,omitempty"`
+	Key      string `json:"key,omitempty"`
+	State    Phase  `json:"state"`
+	Required bool   `json:"required"`
+	Era      string `json:"era,omitempty"`
+	Protocol string `json:"protocol_version,omitempty"`
+	// Transport is how the gateway reaches it: stdio, streamable-http
+	// or sse.
 	Transport string    `json:"transport,omitempty"`
-	State     Phase     `json:"state"`
-	Required  bool      `json:"required"`
-	Era       string    `json:"era,omitempty"`
-	Protocol  string    `json:"protocol_version,omitempty"`
 	Tools     int       `json:"tools"`
 	Prompts   int       `json:"prompts"`
 	Error     string    `json:"error,omitempty"`
