@@ -8,9 +8,12 @@
 #      for interop/idp, the test OpenID Provider's own module, and
 #      tools/image, which builds the container image and runs it, and
 #      tools/helm, which lints and renders the Helm chart (charts/mcp-gateway)
-#      and checks the manifests and the gateway.yaml it writes; the replica
-#      tests (cmd/mcp-gateway/replicas_test.go) and internal/state's tests
-#      need redis-server and haproxy, which .ci/run installs
+#      and checks the manifests and the gateway.yaml it writes, and
+#      tools/console, the operator console's browser tests in headless
+#      Chromium (/usr/bin/chromium), whose screenshots are kept under
+#      $ARTIFACTS (default artifacts/); the replica tests
+#      (cmd/mcp-gateway/replicas_test.go) and internal/state's tests need
+#      redis-server and haproxy, which .ci/run installs with chromium
 #   3. search recall with the held-out half's floors (RECALL_HELDOUT=1), and
 #      the differential fuzz target of the strict decoder, for 30 s
 #   4. the interop harness's own tests
@@ -27,6 +30,8 @@
 #      fails the run, except those in interop/tasks-exclusions.txt
 set -euo pipefail
 cd "$(dirname "$0")"
+# Files the tests keep (go test -artifacts): the console's screenshots.
+ARTIFACTS="${ARTIFACTS:-$PWD/artifacts}"
 
 echo "== setup: npm test peers, the Go SDK conformance server and the test IdP"
 interop/setup.sh
@@ -46,6 +51,10 @@ echo "== go test: the container image (tools/image, its own module)"
 
 echo "== go test: the Helm chart (tools/helm, its own module)"
 (cd tools/helm && GOWORK=off go vet ./... && GOWORK=off go test -race -count=1 ./...)
+
+echo "== go test: the operator console in headless Chromium (tools/console, its own module)"
+mkdir -p "$ARTIFACTS"
+(cd tools/console && GOWORK=off go vet ./... && MCP_GATEWAY_TEST_PEERS=require GOWORK=off go test -race -count=1 -artifacts -outputdir "$ARTIFACTS" ./...)
 
 echo "== search recall: the held-out half's floors too (docs/context.md)"
 RECALL_HELDOUT=1 go test ./internal/search -run '^TestRecall$' -count=1
