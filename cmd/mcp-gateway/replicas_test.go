@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -439,4 +441,78 @@ func (v *violations) report() {
 	}
 	const shown = 5
 	v.t.Errorf("%d calls %s (by host: %v); the first ones:\n%s", len(v.calls), v.rule, v.byHost, strings.Join(v.calls[:min(shown, len(v.calls))], "\n"))
+}
+
+var metaCSRF = regexp.MustCompile(`<meta name="csrf" content="([^"]+)">`)
+
+// TestReplicasShareConsoleSessions: a console session made on one
+// replica is served by the others (the same session: its CSRF token),
+// and a logout on one ends it on all, each within its next check.
+func TestReplicasShareConsoleSessions(t *testing.T) {
+	replicaPeer(t, "redis-server")
+	up := startReplicaUpstream(t)
+	rs := startReplicas(t, writeReplicaConfig(t, up.url, startRedis(t)), 3)
+	r := rs.replicas
+	// The replicas listen on loopback without authentication: the
+	// console is on, and a visitor gets a session at once.
+	get := func(i int, cookie *http.Cookie) (*http.Response, string) {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+r[i].addr+"/ui", nil)
+		if cookie != nil {
+			req.AddCookie(cookie)
+		}
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, string(b)
+	}
+	csrf := func(page string) string {
+		m := metaCSRF.FindStringSubmatch(page)
+		if m == nil {
+			t.Fatalf("no CSRF token in:\n%s", page)
+		}
+		return m[1]
+	}
+	resp, page := get(0, nil)
+	cookies := resp.Cookies()
+	if resp.StatusCode != http.StatusOK || len(cookies) != 1 {
+		t.Fatalf("the console on %s: %d, %d cookies", r[0].name, resp.StatusCode, len(cookies))
+	}
+	cookie, token := cookies[0], csrf(page)
+	for _, i := range []int{1, 2} {
+		resp, page := get(i, cookie)
+		if resp.StatusCode != http.StatusOK || len(resp.Cookies()) != 0 || csrf(page) != token {
+			t.Fatalf("%s did not take over the session made on %s", r[i].name, r[0].name)
+		}
+	}
+	form := url.Values{"csrf": {token}}
+	req, _ := http.NewRequest(http.MethodPost, "http://"+r[2].addr+"/ui/logout", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.AddCookie(cookie)
+	out, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Body.Close()
+	if out.StatusCode != http.StatusSeeOther {
+		t.Fatalf("logout on %s: %d", r[2].name, out.StatusCode)
+	}
+	// Each replica checks a session in Redis every few seconds: then
+	// it refuses the cookie (303: the browser starts again at the
+	// login, which without authentication makes a new session).
+	deadline := time.Now().Add(30 * time.Second)
+	for _, i := range []int{0, 1} {
+		for {
+			resp, page := get(i, cookie)
+			if resp.StatusCode == http.StatusSeeOther || resp.StatusCode == http.StatusOK && csrf(page) != token {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s still serves the session logged out on %s", r[i].name, r[2].name)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
 }
