@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net"
+	"net/url"
 	"slices"
 	"strings"
 )
@@ -34,6 +35,32 @@ type Console struct {
 	// name it in Origin, and an https origin makes the session cookie
 	// Secure. Key: origin. Default: the origin the gateway serves.
 	Origin string
+}
+
+// NormalOrigin is an origin as browsers serialize it: scheme and host in
+// lower case, without the scheme's default port (https://GW.example.com:443
+// is https://gw.example.com); s unchanged when it is not an origin.
+func NormalOrigin(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return s
+	}
+	scheme, host := strings.ToLower(u.Scheme), strings.ToLower(u.Hostname())
+	port := u.Port()
+	if scheme == "https" && port == "443" || scheme == "http" && port == "80" {
+		port = ""
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	out := scheme + "://" + host
+	if port != "" {
+		out += ":" + port
+	}
+	if u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return s // not an origin: validation says so
+	}
+	return out
 }
 
 // ConsoleSecure reports whether browsers reach the console over HTTPS:

@@ -524,7 +524,7 @@ func (d *decoder) config(root *yaml.Node, c *Config) {
 						c.Console.Enabled = &on
 					},
 					"recent_calls": func(p string, v *yaml.Node) { d.integer(p, v, &c.Console.RecentCalls) },
-					"origin":       func(p string, v *yaml.Node) { c.Console.Origin = d.str(p, v) },
+					"origin":       func(p string, v *yaml.Node) { c.Console.Origin = NormalOrigin(d.str(p, v)) },
 				}})
 			},
 			"shutdown": func(p string, v *yaml.Node) {

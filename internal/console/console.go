@@ -25,6 +25,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -144,7 +145,7 @@ func New(opts Options) *Console {
 	if opts.Refresh <= 0 {
 		opts.Refresh = time.Second
 	}
-	c := &Console{opts: opts, log: telemetry.Discard(opts.Logger), sessions: sessions{shared: opts.Shared, log: telemetry.Discard(opts.Logger), m: map[[sha256.Size]byte]*session{}},
+	c := &Console{opts: opts, log: telemetry.Discard(opts.Logger), sessions: sessions{shared: opts.Shared, log: telemetry.Discard(opts.Logger), m: map[[sha256.Size]byte]*session{}, ended: map[[sha256.Size]byte]time.Time{}},
 		cookie: "mcpgw_console", streamsBy: map[string]int{}, closing: make(chan struct{})}
 	c.failed, _ = lru.New[string, *bucket](maxLoginAddrs) // a positive size never fails
 	if opts.Secure {
@@ -393,12 +394,10 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, c.opts.Path, http.StatusSeeOther)
 }
 
-// loginLimit is the failed-login bucket of the request's client address.
+// loginLimit is the failed-login bucket of the request's client address
+// (addressKey).
 func (c *Console) loginLimit(r *http.Request) *bucket {
-	addr, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		addr = r.RemoteAddr
-	}
+	addr := addressKey(r.RemoteAddr)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	b, ok := c.failed.Get(addr)
@@ -407,6 +406,30 @@ func (c *Console) loginLimit(r *http.Request) *bucket {
 		c.failed.Add(addr, b)
 	}
 	return b
+}
+
+// addressKey is whose failed logins a connection's address counts as:
+// all of loopback is one (any local user may pick any 127/8 address), an
+// IPv6 address counts as its /64 (what one host is given), an IPv4
+// address as itself.
+func addressKey(remote string) string {
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
+	}
+	ip = ip.Unmap()
+	switch {
+	case ip.IsLoopback():
+		return "loopback"
+	case ip.Is6():
+		p, _ := ip.Prefix(64) // a /64 of an IPv6 address is always valid
+		return p.String()
+	}
+	return ip.String()
 }
 
 // bucket is a token bucket of failed logins (failedLoginRate a second,

@@ -845,3 +845,136 @@ func TestListsAreBounded(t *testing.T) {
 		t.Errorf("the rows not shown are not counted")
 	}
 }
+
+// One page carries at most maxReviewBytes of whole definitions: an
+// upstream listing many large changed definitions cannot make every
+// render of the page huge; the rows past it have no form.
+func TestReviewBudget(t *testing.T) {
+	f := newFixture(t, true)
+	big := strings.Repeat("x", 200<<10)
+	f.src.mu.Lock()
+	f.src.pins.Quarantined = nil
+	for i := range 10 {
+		f.src.pins.Quarantined = append(f.src.pins.Quarantined, router.PinStatus{Kind: pin.KindTool, Name: fmt.Sprintf("beta__big%d", i), Upstream: "beta",
+			Reason: pin.ReasonChanged, Diff: "- a\n+ (cut)", ReviewDiff: "- a\n+ " + big, Definition: big, SHA256: fmt.Sprintf("h%d", i)})
+	}
+	f.src.mu.Unlock()
+	page := f.login(f.browser(), "ops-key")
+	forms := strings.Count(page, `<form class="approve"`)
+	if forms == 0 || forms > maxReviewBytes/(400<<10)+1 || len(page) > 2*maxReviewBytes {
+		t.Errorf("%d approve forms in a page of %d bytes; want some, within %d bytes of definitions", forms, len(page), maxReviewBytes)
+	}
+	if !strings.Contains(page, "(cut)") {
+		t.Errorf("the rows past the budget do not show the cut diff")
+	}
+}
+
+// One identity logging in again and again pushes out only its own
+// sessions, never an admin's.
+func TestLoginFloodKeepsOthersSessions(t *testing.T) {
+	f := newFixture(t, true)
+	admin := f.browser()
+	f.login(admin, "ops-key")
+	for range maxSessions + 10 {
+		resp := f.post(f.browser(), "/login", url.Values{"token": {"dev-key"}})
+		resp.Body.Close()
+	}
+	if resp, _ := f.get(admin, ""); resp.StatusCode != http.StatusOK {
+		t.Fatalf("the admin's session after another identity's %d logins: %d", maxSessions+10, resp.StatusCode)
+	}
+	f.c.sessions.mu.Lock()
+	n := len(f.c.sessions.m)
+	f.c.sessions.mu.Unlock()
+	if n > maxSessionsPerIdentity+1 {
+		t.Errorf("%d sessions kept, want at most %d of dev's and the admin's", n, maxSessionsPerIdentity)
+	}
+}
+
+// flakyShared is Redis that can be down.
+type flakyShared struct {
+	mu   sync.Mutex
+	m    map[string][]byte
+	down bool
+}
+
+func (s *flakyShared) PutConsoleSession(_ context.Context, d string, v []byte, _ time.Duration) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.down {
+		return state.ErrUnavailable
+	}
+	s.m[d] = v
+	return nil
+}
+
+func (s *flakyShared) ConsoleSession(_ context.Context, d string, _ time.Duration) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.down {
+		return nil, state.ErrUnavailable
+	}
+	if v, ok := s.m[d]; ok {
+		return v, nil
+	}
+	return nil, state.ErrNoConsoleSession
+}
+
+func (s *flakyShared) EndConsoleSession(_ context.Context, d string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.down {
+		return state.ErrUnavailable
+	}
+	delete(s.m, d)
+	return nil
+}
+
+// A logout while Redis is down still ends the session on the replica
+// that logged it out, when Redis comes back.
+func TestLogoutWhileRedisIsDown(t *testing.T) {
+	shared := &flakyShared{m: map[string][]byte{}}
+	c := New(Options{Path: "/ui", Source: newSource(), Shared: shared,
+		Auth: Auth{Identify: func(token string) (policy.Identity, error) {
+			if id, ok := keys[token]; ok {
+				return id, nil
+			}
+			return policy.Identity{}, policy.ErrInvalidCredentials
+		}, Admin: func(id policy.Identity) bool { return id.Team == "ops" }}})
+	srv := httptest.NewServer(c)
+	defer func() { c.Close(); srv.Close() }()
+	f := &fixture{t: t, srv: srv}
+	b := f.browser()
+	page := f.login(b, "ops-key")
+	u, _ := url.Parse(srv.URL + "/ui")
+	cookie := b.Jar.Cookies(u)[0]
+	shared.mu.Lock()
+	shared.down = true
+	shared.mu.Unlock()
+	if r := f.post(b, "/logout", url.Values{"csrf": {csrfOf(t, page)}}); r.StatusCode != http.StatusSeeOther {
+		t.Fatalf("logout: %d", r.StatusCode)
+	}
+	shared.mu.Lock()
+	shared.down = false
+	shared.mu.Unlock()
+	stale := f.browser()
+	stale.Jar.SetCookies(u, []*http.Cookie{{Name: cookie.Name, Value: cookie.Value}})
+	if resp, _ := f.get(stale, ""); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the session logged out while Redis was down is taken over again: %d", resp.StatusCode)
+	}
+}
+
+func TestAddressKey(t *testing.T) {
+	for in, want := range map[string]string{
+		"127.0.0.1:5000":           "loopback",
+		"127.9.8.7:1":              "loopback",
+		"[::1]:80":                 "loopback",
+		"[::ffff:127.0.0.1]:80":    "loopback",
+		"10.1.2.3:999":             "10.1.2.3",
+		"[2001:db8:1:2:3:4:5:6]:1": "2001:db8:1:2::/64",
+		"[2001:db8:1:2:ff::1]:1":   "2001:db8:1:2::/64",
+	} {
+		if got := addressKey(in); got != want {
+			t.Errorf("addressKey(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -13,8 +13,11 @@ import (
 const (
 	maxToolsShown = 200
 	maxRowsShown  = 200 // of each other list: cuts, quarantined, flagged
-	maxCallsShown = 50
-	maxDescChars  = 300
+	// maxReviewBytes bounds the whole definitions and diffs one page
+	// carries: a row past it is shown without them, and without a form.
+	maxReviewBytes = 1 << 20
+	maxCallsShown  = 50
+	maxDescChars   = 300
 )
 
 // dashboard is what the live part of the page shows one visitor.
@@ -155,8 +158,8 @@ func (c *Console) dashboard(s *session) dashboard {
 
 	if rep, on := src.Pinning(); on && admin {
 		d.Pinning, d.CanApprove = true, c.opts.Approve != nil
-		d.Quarantined, d.QuarantinedMore = pinRows(rep.Quarantined)
-		d.Flagged, d.FlaggedMore = pinRows(rep.Flagged)
+		d.Quarantined, d.QuarantinedMore = pinRows(rep.Quarantined, true)
+		d.Flagged, d.FlaggedMore = pinRows(rep.Flagged, false)
 	}
 
 	if c.opts.Calls != nil {
@@ -174,19 +177,23 @@ func (c *Console) dashboard(s *session) dashboard {
 }
 
 // pinRows is at most maxRowsShown rows of list, and how many more it
-// holds.
-func pinRows(list []router.PinStatus) ([]pinRow, int) {
+// holds. Rows to approve from (review) carry the whole diff and the
+// whole definition (pin.Status.ReviewDiff, Definition), never the log's
+// cut diff: an approval accepts what the page showed, all of it; up to
+// maxReviewBytes in all, past which a row has neither, nor a form.
+// Flagged rows (nothing to approve) carry the log's diff.
+func pinRows(list []router.PinStatus, review bool) ([]pinRow, int) {
 	more := max(len(list)-maxRowsShown, 0)
 	list = list[:len(list)-more]
 	rows := make([]pinRow, 0, len(list))
+	budget := maxReviewBytes
 	for _, st := range list {
-		// The whole diff and definition (pin.Status.ReviewDiff,
-		// Definition), never the log's cut one: an approval accepts what
-		// the page showed, all of it.
-		row := pinRow{Kind: string(st.Kind), Name: st.Name, Upstream: st.Upstream, Reason: string(st.Reason),
-			Detail: st.Detail, Diff: st.ReviewDiff, SHA256: st.SHA256, Definition: st.Definition}
-		if row.Definition == "" {
-			row.SHA256 = "" // nothing to approve from: no form
+		row := pinRow{Kind: string(st.Kind), Name: st.Name, Upstream: st.Upstream, Reason: string(st.Reason), Detail: clip(st.Detail, maxDescChars), Diff: st.Diff}
+		if review {
+			if n := len(st.ReviewDiff) + len(st.Definition); st.Definition != "" && n <= budget {
+				budget -= n
+				row.Diff, row.Definition, row.SHA256 = st.ReviewDiff, st.Definition, st.SHA256
+			}
 		}
 		rows = append(rows, row)
 	}

@@ -38,6 +38,14 @@ const (
 	recheckEvery = 5 * time.Second
 	// sharedTimeout bounds each Redis request of a session.
 	sharedTimeout = 2 * time.Second
+	// maxSessionsPerIdentity bounds one identity's sessions on a
+	// replica: its next login ends its own least recently used one, so
+	// that logging in again and again pushes out no one else's.
+	maxSessionsPerIdentity = 8
+	// maxEnded bounds the sessions ended here that are remembered, so
+	// that a shared one is not taken over again from Redis when its end
+	// did not reach Redis (down at the logout).
+	maxEnded = 10000
 )
 
 // Shared keeps console sessions for every replica (*state.Store under
@@ -86,6 +94,9 @@ type sessions struct {
 
 	mu sync.Mutex
 	m  map[[sha256.Size]byte]*session
+	// ended holds the shared sessions ended here, until they would have
+	// expired (sessionMax after their login).
+	ended map[[sha256.Size]byte]time.Time
 }
 
 // newToken returns 32 random bytes, base64url: a cookie value or a CSRF
@@ -120,17 +131,28 @@ func (ss *sessions) create(ctx context.Context, who policy.Identity, admin bool,
 	return value, s
 }
 
-// keep adds s, ending here the least recently used session when full;
-// ss.mu is held.
+// keep adds s, ending here the least recently used session of its
+// identity when it has maxSessionsPerIdentity, else the least recently
+// used of all when full; ss.mu is held.
 func (ss *sessions) keep(s *session, now time.Time) {
 	ss.expire(now)
-	if len(ss.m) >= maxSessions {
-		var oldest *session
-		for _, o := range ss.m {
-			if oldest == nil || o.seen.Before(oldest.seen) {
-				oldest = o
+	var oldest, oldestOwn *session
+	own := 0
+	for _, o := range ss.m {
+		if oldest == nil || o.seen.Before(oldest.seen) {
+			oldest = o
+		}
+		if s.who.ID != "" && o.who.ID == s.who.ID || s.token != "" && o.token == s.token {
+			own++
+			if oldestOwn == nil || o.seen.Before(oldestOwn.seen) {
+				oldestOwn = o
 			}
 		}
+	}
+	switch {
+	case own >= maxSessionsPerIdentity:
+		delete(ss.m, oldestOwn.key)
+	case len(ss.m) >= maxSessions:
 		delete(ss.m, oldest.key)
 	}
 	ss.m[s.key] = s
@@ -157,6 +179,12 @@ func (ss *sessions) get(ctx context.Context, value string, now time.Time) *sessi
 	ss.mu.Unlock()
 	if s != nil || ss.shared == nil {
 		return s
+	}
+	ss.mu.Lock()
+	_, gone := ss.ended[k]
+	ss.mu.Unlock()
+	if gone {
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, sharedTimeout)
 	defer cancel()
@@ -201,11 +229,23 @@ func (ss *sessions) stillShared(ctx context.Context, s *session) bool {
 	return err == nil
 }
 
-// drop ends s, on every replica when shared.
+// drop ends s, on every replica when shared: this one remembers it
+// ended, in case Redis does not hear of it.
 func (ss *sessions) drop(ctx context.Context, s *session) {
 	ss.mu.Lock()
 	if ss.m[s.key] == s {
 		delete(ss.m, s.key)
+	}
+	if ss.shared != nil {
+		now := time.Now()
+		if len(ss.ended) >= maxEnded {
+			for k, until := range ss.ended {
+				if until.Before(now) || len(ss.ended) >= maxEnded {
+					delete(ss.ended, k)
+				}
+			}
+		}
+		ss.ended[s.key] = s.created.Add(sessionMax)
 	}
 	ss.mu.Unlock()
 	if ss.shared == nil {
@@ -214,7 +254,7 @@ func (ss *sessions) drop(ctx context.Context, s *session) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
 	defer cancel()
 	if err := ss.shared.EndConsoleSession(ctx, s.digest()); err != nil {
-		ss.log.Warn("cannot end a console session in Redis: the other replicas end it when it expires there", telemetry.KeyErr, err)
+		ss.log.Warn("cannot end a console session in Redis: this replica ended it, the others end it when it expires there unused", telemetry.KeyErr, err)
 	}
 }
 

@@ -112,6 +112,11 @@ type digest struct {
 	hash       string // "" when the definition has no canonical form
 	unreadable string // why it has none
 	suspicious string
+	// review is its reviewable form (Status.Definition), made the first
+	// time it is reported; reviewed says it was made. reviewDiff is the
+	// whole diff from the lock entry whose hash is reviewDiffOf.
+	review, reviewDiff, reviewDiffOf string
+	reviewed                         bool
 }
 
 // digestOf returns d's digest from the last Vet's memo, else computes
@@ -176,7 +181,9 @@ func (g *Guard) Vet(defs []Def) (withheld []bool) {
 	seen := maps.Clone(g.seen)
 	memo := make(map[string]digest, len(defs))
 	for i, d := range defs {
-		st, hash, quarantine := g.check(d, g.digestOf(d.Raw, memo))
+		dg := g.digestOf(d.Raw, memo)
+		st, hash, quarantine := g.check(d, &dg)
+		memo[dg.raw] = dg // with what check made for review
 		if st == nil {
 			delete(seen, d.key())
 			continue
@@ -229,7 +236,7 @@ func (g *Guard) Vet(defs []Def) (withheld []bool) {
 // is about, and whether d is quarantined. A definition both changed (or
 // new) and suspicious is reported for the change, with the suspicious
 // text as detail, and quarantined if either says so.
-func (g *Guard) check(d Def, dg digest) (*Status, string, bool) {
+func (g *Guard) check(d Def, dg *digest) (*Status, string, bool) {
 	enforce := g.opts.Mode == ModeEnforce
 	if dg.hash == "" {
 		// Reported by the bytes themselves: each new spelling once.
@@ -249,20 +256,28 @@ func (g *Guard) check(d Def, dg digest) (*Status, string, bool) {
 		quarantine = quarantine || enforce
 		if live, err := NewEntry(d); err == nil {
 			st.Diff = Diff(e, live)
-			if len(live.Definition) <= MaxReviewBytes && len(e.Definition) <= MaxReviewBytes {
-				st.ReviewDiff = FullDiff(e, live)
+			if dg.reviewDiffOf != e.SHA256 {
+				dg.reviewDiff, dg.reviewDiffOf = "", e.SHA256
+				if len(live.Definition) <= MaxReviewBytes && len(e.Definition) <= MaxReviewBytes {
+					dg.reviewDiff = FullDiff(e, live)
+				}
 			}
+			st.ReviewDiff = dg.reviewDiff
 		}
 	case dg.suspicious != "":
 		st.Reason = ReasonSuspicious
 	default:
 		return nil, "", false
 	}
-	if len(d.Raw) <= MaxReviewBytes {
-		if c, err := Canonical(d.Raw); err == nil {
-			st.Definition = Reviewable(c)
+	if !dg.reviewed {
+		dg.reviewed = true
+		if len(d.Raw) <= MaxReviewBytes {
+			if c, err := Canonical(d.Raw); err == nil {
+				dg.review = Reviewable(c)
+			}
 		}
 	}
+	st.Definition = dg.review
 	return st, dg.hash, quarantine
 }
 
