@@ -711,7 +711,17 @@ func serve(ctx context.Context, path string, cfg *config.Config, stderr io.Write
 		log.Error("server failed", telemetry.KeyErr, err)
 		code = exitError
 	}
-	shutdownHTTP(ctx, httpSrv, cmp.Or(cfg.Shutdown.Timeout, config.DefaultShutdownTimeout), log)
+	timeout := cmp.Or(cfg.Shutdown.Timeout, config.DefaultShutdownTimeout)
+	deadline := time.Now().Add(timeout)
+	shutdownHTTP(ctx, httpSrv, timeout, log)
+	// Calls parked here for a modern host's retry (a legacy upstream
+	// asking for input) go on within the same timeout: the retries reach
+	// this replica through the others while its shared store is open.
+	pctx, cancelParked := context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	if !g.router.AwaitParked(pctx) {
+		log.Warn("shutdown: calls parked for a host's input did not finish in time: cancelled")
+	}
+	cancelParked()
 	// What did not finish in time is cancelled; the upstreams hear of it.
 	g.server.Close()
 	if err := g.router.Close(); err != nil {

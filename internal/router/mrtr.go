@@ -224,7 +224,9 @@ func (r *Router) forwardParked(ctx context.Context, c *Caller, u *upstreamState,
 		outstanding: map[string]*inputAsk{},
 	}
 	cl.parked = pc
+	r.parkedRunning.Add(1)
 	if !r.spawn(func() {
+		defer r.parkedRunning.Add(-1)
 		defer release()
 		defer cl.end()
 		defer cancel()
@@ -232,6 +234,7 @@ func (r *Router) forwardParked(ctx context.Context, c *Caller, u *upstreamState,
 		end()
 		pc.outcome <- callOutcome{resp, err}
 	}) {
+		r.parkedRunning.Add(-1)
 		cl.end()
 		cancel()
 		release()
@@ -239,6 +242,28 @@ func (r *Router) forwardParked(ctx context.Context, c *Caller, u *upstreamState,
 		return errorReply(jsonrpc.CodeInternalError, "The gateway is shutting down")
 	}
 	return r.awaitParked(ctx, c, u, pc)
+}
+
+// awaitParkedPoll is how often AwaitParked looks whether the parked
+// calls have ended.
+const awaitParkedPoll = 20 * time.Millisecond
+
+// AwaitParked waits until every call parked here has ended (its host's
+// last retry answered, or the call given up), or ctx is done, and
+// reports whether they all ended: a replica that is stopping keeps
+// serving them (the hosts' retries reach it through the other replicas)
+// once its HTTP server has stopped, before Close cancels what is left.
+func (r *Router) AwaitParked(ctx context.Context) bool {
+	t := time.NewTicker(awaitParkedPoll)
+	defer t.Stop()
+	for r.parkedRunning.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+	return true
 }
 
 // resumeParked continues a parked call with a modern host's retry: the

@@ -217,3 +217,49 @@ func awaitNoCalls(t *testing.T, r *Router, name string) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestAwaitParked: a replica stopping waits for the calls parked on it,
+// which the hosts' retries through another replica finish.
+func TestAwaitParked(t *testing.T) {
+	net := &memPeers{routers: map[string]*Router{}, gone: map[string]bool{}}
+	keys := state.RandomSealer()
+	a := startRouter(t, Options{Rules: twoKeysOneTeam, Sealer: keys, Peers: memPeer{net, "a"}}, map[string]*fakeUpstream{"up": elicitingUpstream("A")}, "up")
+	b := startRouter(t, Options{Rules: twoKeysOneTeam, Sealer: keys, Peers: memPeer{net, "b"}}, map[string]*fakeUpstream{"up": elicitingUpstream("B")}, "up")
+	net.routers["a"], net.routers["b"] = a, b
+	alice := mrtrCaller("key:alice")
+	ctx := context.Background()
+	if !a.AwaitParked(ctx) {
+		t.Fatal("AwaitParked with nothing parked did not return at once")
+	}
+	st, keysOf := inputRequired(t, a.Dispatch(ctx, alice, request("tools/call", `{"name":"up__ask",`+modernParams+`}`)))
+	waiting, cancel := context.WithCancel(ctx)
+	ended := make(chan bool, 1)
+	go func() { ended <- a.AwaitParked(waiting) }()
+	select {
+	case <-ended:
+		t.Fatal("AwaitParked returned while a call is parked")
+	default:
+	}
+	reply := b.Dispatch(ctx, alice, retryOf(st, `{"`+keysOf[0]+`":{"action":"accept","content":{"name":"alice"}}}`))
+	if reply.Error != nil || !strings.Contains(string(reply.Result), "A got") {
+		t.Fatalf("the retry through b: %v %s", reply.Error, reply.Result)
+	}
+	if !<-ended {
+		t.Error("AwaitParked did not report the parked call ended")
+	}
+	cancel()
+	// Given up: a call no host comes back for ends AwaitParked's wait at
+	// its context's end, saying so.
+	awaitNoCalls(t, a, "up")
+	st, keysOf = inputRequired(t, a.Dispatch(ctx, alice, request("tools/call", `{"name":"up__ask",`+modernParams+`}`)))
+	short, stop := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer stop()
+	if a.AwaitParked(short) {
+		t.Error("AwaitParked reported a call still parked as ended")
+	}
+	// (The fake upstream's request ignores cancellation: the call is
+	// finished, so that the router closes.)
+	if reply := a.Dispatch(ctx, alice, retryOf(st, `{"`+keysOf[0]+`":{"action":"accept","content":{}}}`)); reply.Error != nil {
+		t.Errorf("the last retry: %v", reply.Error)
+	}
+}

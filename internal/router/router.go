@@ -264,6 +264,9 @@ type Router struct {
 	// parked are the legacy upstream calls waiting for a modern host's
 	// input; sealer seals the request states that name them.
 	parked parking
+	// parkedRunning counts the upstream calls of parked calls still
+	// running (AwaitParked).
+	parkedRunning atomic.Int64
 	sealer *sealer
 	// owners caches which replica holds each host's per-client upstream
 	// sessions (peers.go).
