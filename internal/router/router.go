@@ -267,7 +267,7 @@ type Router struct {
 	// parkedRunning counts the upstream calls of parked calls still
 	// running (AwaitParked).
 	parkedRunning atomic.Int64
-	sealer *sealer
+	sealer        *sealer
 	// owners caches which replica holds each host's per-client upstream
 	// sessions (peers.go).
 	owners owners
