@@ -17,8 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/mcp-gateway/mcp-gateway/internal/config"
 	"github.com/mcp-gateway/mcp-gateway/internal/pin"
 	"github.com/mcp-gateway/mcp-gateway/internal/policy"
@@ -110,29 +108,6 @@ func approveForm(t *testing.T, page string) url.Values {
 		v.Set(m[1], m[2])
 	}
 	return v
-}
-
-// listChangesAs is listChanges with an API key.
-func listChangesAs(t *testing.T, url, key string) (*mcp.ClientSession, <-chan struct{}) {
-	t.Helper()
-	changed := make(chan struct{}, 64)
-	client := mcp.NewClient(&mcp.Implementation{Name: "console-test", Version: "1"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
-		},
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearerTransport{key}}},
-		&mcp.ClientSessionOptions{ProtocolVersion: eras[0]})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
-	return cs, changed
 }
 
 // TestConsoleEndToEnd: the console of a running gateway over a real

@@ -70,6 +70,12 @@ func postResponse(ctx context.Context, t *testing.T, url string, headers map[str
 // notifications/tools/list_changed on the returned channel.
 func listChanges(t *testing.T, url string) (*mcp.ClientSession, <-chan struct{}) {
 	t.Helper()
+	return listChangesAs(t, url, "")
+}
+
+// listChangesAs is listChanges with an API key ("": none).
+func listChangesAs(t *testing.T, url, key string) (*mcp.ClientSession, <-chan struct{}) {
+	t.Helper()
 	changed := make(chan struct{}, 64)
 	client := mcp.NewClient(&mcp.Implementation{Name: "faults", Version: "1"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
@@ -81,7 +87,8 @@ func listChanges(t *testing.T, url string) (*mcp.ClientSession, <-chan struct{})
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: eras[0]})
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearerTransport{key}}},
+		&mcp.ClientSessionOptions{ProtocolVersion: eras[0]})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -463,13 +463,23 @@ func (b *bucket) refund() {
 	b.mu.Unlock()
 }
 
-func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
+// poster is the session of a POST from the console's own form, its CSRF
+// token checked; nil once it answered (to the login, or 403).
+func (c *Console) poster(w http.ResponseWriter, r *http.Request) *session {
 	s := c.visitor(w, r)
 	if s == nil {
 		http.Redirect(w, r, c.opts.Path+"/login", http.StatusSeeOther)
-		return
+		return nil
 	}
 	if !c.csrfOK(w, r, s) {
+		return nil
+	}
+	return s
+}
+
+func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
+	s := c.poster(w, r)
+	if s == nil {
 		return
 	}
 	c.sessions.drop(r.Context(), s)
@@ -508,12 +518,8 @@ func formValue(w http.ResponseWriter, r *http.Request, name string) (string, boo
 }
 
 func (c *Console) approve(w http.ResponseWriter, r *http.Request) {
-	s := c.visitor(w, r)
+	s := c.poster(w, r)
 	if s == nil {
-		http.Redirect(w, r, c.opts.Path+"/login", http.StatusSeeOther)
-		return
-	}
-	if !c.csrfOK(w, r, s) {
 		return
 	}
 	// Checked again now: a key a reload removed, or a team no longer an

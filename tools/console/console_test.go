@@ -400,15 +400,7 @@ func TestRugPull(t *testing.T) {
 		forged.Set(k, v)
 	}
 	forged.Set("csrf", "forged")
-	req, _ := http.NewRequest(http.MethodPost, g.base+"/ui/approve", strings.NewReader(forged.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.AddCookie(&http.Cookie{Name: cookie.Name, Value: cookie.Value})
-	resp, err := plain.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode < 400 {
+	if resp := postApprove(t, plain, g.base, cookie, forged); resp.StatusCode < 400 {
 		t.Errorf("POST /ui/approve with a wrong csrf token: %s, want a refusal (4xx)", resp.Status)
 	}
 	if r, err := g.readyz(); err != nil || r.quarantined("fixture__echo") == nil {
@@ -566,18 +558,26 @@ func TestNonAdmin(t *testing.T) {
 	if h := eval[string](t, adm, `(document.querySelector('#quarantine tr[data-name="fixture__other"] form.approve input[name="sha256"]') || {value: ""}).value`); h != "" {
 		form.Set("sha256", h)
 	}
-	req, _ := http.NewRequest(http.MethodPost, g.base+"/ui/approve", strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.AddCookie(&http.Cookie{Name: cookie.Name, Value: cookie.Value})
-	resp, err := plain.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode < 400 {
+	if resp := postApprove(t, plain, g.base, cookie, form); resp.StatusCode < 400 {
 		t.Errorf("POST /ui/approve as dev: %s, want a refusal (4xx)", resp.Status)
 	}
 	if r, err := g.readyz(); err != nil || r.quarantined("fixture__other") == nil {
 		t.Errorf("after dev's approval fixture__other is no longer quarantined (%v)", err)
 	}
+}
+
+// postApprove posts an approve form with a session's cookie, outside the
+// browser (a forged or foreign request), and returns the answer, its
+// body closed.
+func postApprove(t *testing.T, c *http.Client, base string, cookie *network.Cookie, form url.Values) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, base+"/ui/approve", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.AddCookie(&http.Cookie{Name: cookie.Name, Value: cookie.Value})
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp
 }
