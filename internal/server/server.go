@@ -339,18 +339,23 @@ func (s *Server) Handler() http.Handler {
 	})
 }
 
+// firstDeadlines sets a request's first deadlines (see guard).
+func (s *Server) firstDeadlines(w http.ResponseWriter, r *http.Request) {
+	rc := http.NewResponseController(w)
+	now := time.Now()
+	_ = rc.SetWriteDeadline(now.Add(s.opts.WriteTimeout))
+	if r.Body != nil && r.Body != http.NoBody {
+		_ = rc.SetReadDeadline(now.Add(s.opts.BodyTimeout))
+	}
+}
+
 // consoleGuard is guard for the console: the same deadlines and the
 // same Host check as the MCP endpoint (a rebinding page sends its own
 // name), but not its Origin list: the console's own pages post to it
 // from its own origin, which the console checks.
 func (s *Server) consoleGuard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rc := http.NewResponseController(w)
-		now := time.Now()
-		_ = rc.SetWriteDeadline(now.Add(s.opts.WriteTimeout))
-		if r.Body != nil && r.Body != http.NoBody {
-			_ = rc.SetReadDeadline(now.Add(s.opts.BodyTimeout))
-		}
+		s.firstDeadlines(w, r)
 		if !s.hostAllowed(r.Host) {
 			s.log.Warn("console request with a foreign Host rejected", "host", r.Host)
 			http.Error(w, fmt.Sprintf("Forbidden: Host %q is not allowed (list it in allowed_hosts)", r.Host), http.StatusForbidden)
@@ -474,12 +479,7 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 // request's context in net/http, which ends a stream's pump.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rc := http.NewResponseController(w)
-		now := time.Now()
-		_ = rc.SetWriteDeadline(now.Add(s.opts.WriteTimeout))
-		if r.Body != nil && r.Body != http.NoBody {
-			_ = rc.SetReadDeadline(now.Add(s.opts.BodyTimeout))
-		}
+		s.firstDeadlines(w, r)
 		if origin := r.Header.Get("Origin"); origin != "" && !s.originAllowed(origin) {
 			s.log.Warn("request with a foreign Origin rejected", "origin", origin)
 			writeError(w, http.StatusForbidden, nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
