@@ -91,8 +91,9 @@ type Options struct {
 	// logged-in browser and a logout ends the session on all; nil keeps
 	// them in this process.
 	Shared Shared
-	// Secure says the gateway serves HTTPS: the cookie is then Secure,
-	// with the __Host- prefix.
+	// Secure says browsers reach the console over HTTPS (the gateway's
+	// TLS, or an https Origin; config.ConsoleSecure): the cookie is then
+	// Secure, with the __Host- prefix.
 	Secure bool
 	// Origin is the console's public origin when a proxy in front of
 	// the gateway terminates TLS (https://gw.example.com): a POST may
@@ -112,9 +113,10 @@ const (
 	keepAlive             = 25 * time.Second
 	writeTimeout          = 30 * time.Second
 	// Failed logins are limited per client address (the connection's,
-	// never a header's): a guessing flood gets 429, which costs only that
-	// address's console logins, never MCP traffic; a login that succeeds
-	// is not counted. maxLoginAddrs bounds the addresses remembered.
+	// never a header's; addressKey): a guessing flood gets 429, which
+	// costs only that address's console logins, never MCP traffic; a
+	// login that succeeds is not counted. maxLoginAddrs bounds the
+	// addresses remembered.
 	failedLoginRate  = 5
 	failedLoginBurst = 20
 	maxLoginAddrs    = 10000
