@@ -770,19 +770,24 @@ func (c *Client) markDead(cause error) bool {
 	return true
 }
 
-// connLost is called by a wire whose connection is gone for good.
+// connLost is called by a wire whose connection is gone for good. The
+// state says Failed before the calls in flight fail, so that whoever
+// sees a call fail with ErrClosed sees the state that says why; new
+// calls fail at once from the start (deadErr).
 func (c *Client) connLost(cause error) {
-	if !c.markDead(cause) {
+	c.mu.Lock()
+	if c.deadErr != nil {
+		c.mu.Unlock()
 		return
 	}
-	c.mu.Lock()
+	c.deadErr = cause
 	closing := c.closing
 	c.mu.Unlock()
-	if closing {
-		return
+	if !closing {
+		c.log.Warn("upstream connection lost", "err", cause)
+		c.setState(Failed, fmt.Errorf("upstream %q: %w: %w", c.opts.Name, ErrClosed, cause))
 	}
-	c.log.Warn("upstream connection lost", "err", cause)
-	c.setState(Failed, fmt.Errorf("upstream %q: %w: %w", c.opts.Name, ErrClosed, cause))
+	close(c.dead) // the one close: markDead closes only what it marked
 }
 
 // spawn runs f on a goroutine that Close waits for. It reports false, and
