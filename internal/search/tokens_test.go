@@ -83,7 +83,7 @@ func TestContextTokens(t *testing.T) {
 	ix := New(docs)
 	qf := loadQueries(t)
 	total, n := 0, 0
-	for _, q := range append(qf.Tuning, qf.Heldout...) {
+	for _, q := range qf.all() {
 		var defs []json.RawMessage
 		for _, h := range ix.Search(q.Query, 3, "") {
 			defs = append(defs, all[h.Doc].def)
