@@ -17,33 +17,68 @@ func Terms(text string) []string {
 // each word's term ("" for a dropped word), so that New stems each
 // distinct word of a catalog once.
 func appendTerms(out []string, text string, cache map[string]string) []string {
+	// The word before, and whether it made the last term of out: two
+	// words of a compound ("on call") make one term instead.
+	prev, prevTerm := "", false
 	eachWord(text, func(w string) {
-		if t, ok := cache[w]; ok {
-			if t != "" {
-				out = append(out, t)
+		if c, ok := compounds[compoundKey{strings.ToLower(prev), strings.ToLower(w)}]; ok {
+			if prevTerm {
+				out = out[:len(out)-1]
 			}
+			out = append(out, c)
+			prev, prevTerm = "", false
 			return
 		}
-		t := term(w)
-		if cache != nil {
-			cache[w] = t
+		t, ok := cache[w]
+		if !ok {
+			t = term(w)
+			if cache != nil {
+				cache[w] = t
+			}
 		}
 		if t != "" {
 			out = append(out, t)
 		}
+		prev, prevTerm = w, t != ""
 	})
 	return out
 }
 
-// term is the index term of word w, or "" for a stop word or a lone
-// letter.
+// term is the index term of word w, or "" for a stop word, a lone letter
+// or a number (a value, not what a tool does: "the 3 VMs", "version 2";
+// a name such as s3 or ec2 stays one word, see eachWord).
 func term(w string) string {
 	w = strings.ToLower(w)
-	if stopWords[w] || len(w) < 2 && !unicode.IsDigit(rune(w[0])) {
+	if stopWords[w] || len(w) < 2 || isDigits(w) {
 		return ""
 	}
 	return porter(w)
 }
+
+func isDigits(w string) bool {
+	for _, r := range w {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return w != ""
+}
+
+type compoundKey struct{ first, second string }
+
+// compounds are pairs of words, one after the other, that name one
+// thing and are also written as one word ("on call" and "oncall", "to
+// do" and "todo"): each pair is indexed and searched as its one word,
+// which its two words alone would not find ("on" and "to" are stop
+// words). Their terms are stemmed.
+var compounds = func() map[compoundKey]string {
+	m := map[compoundKey]string{}
+	for _, c := range strings.Split("on call,to do,e mail,log in,sign in,sign up,set up,time zone,web site,web page,check in,back up,time off,day off", ",") {
+		a, b, _ := strings.Cut(c, " ")
+		m[compoundKey{a, b}] = porter(a + b)
+	}
+	return m
+}()
 
 // eachWord calls f with each word of text, a substring of it: text split
 // at non-alphanumerics and at lower-to-upper case changes (and before the
@@ -77,12 +112,30 @@ func eachWord(text string, f func(string)) {
 		switch {
 		case unicode.IsUpper(r) && unicode.IsLower(prev),
 			unicode.IsUpper(r) && unicode.IsUpper(prev) && i+2 < len(rs) && unicode.IsLower(rs[i+1]) && unicode.IsLower(rs[i+2]),
-			unicode.IsDigit(r) != unicode.IsDigit(prev):
+			unicode.IsDigit(r) != unicode.IsDigit(prev) && longLetters(rs, start, i):
 			flush(i)
 			start = i
 		}
 	}
 	flush(len(rs))
+}
+
+// longLetters reports whether a split between letters and digits at
+// rs[i] leaves a run of three letters or more on its letters' side
+// (weather|2, context|7): two letters or fewer and their digits are one
+// name (s3, ec2, k8s, q3, v1, 2fa).
+func longLetters(rs []rune, start, i int) bool {
+	n := 0
+	if unicode.IsLetter(rs[i-1]) {
+		for j := i - 1; j >= start && unicode.IsLetter(rs[j]); j-- {
+			n++
+		}
+	} else {
+		for j := i; j < len(rs) && unicode.IsLetter(rs[j]) && (j == i || !unicode.IsUpper(rs[j]) || unicode.IsUpper(rs[j-1])); j++ {
+			n++
+		}
+	}
+	return n >= 3
 }
 
 // stopWords carry no meaning for finding a tool: function words, the
@@ -198,7 +251,19 @@ func endsQuote(w string) bool {
 // text uses, or returns "" when w looks like a plain word.
 func literalKind(w string) string {
 	switch {
-	case strings.Contains(w, "://") || strings.HasPrefix(w, "www."):
+	case strings.Contains(w, "://"):
+		// A web address is a url; another scheme (s3://, ftp://) also
+		// says where it points. What its last element's extension says
+		// it holds (.png, .csv) counts too.
+		kind := "url"
+		if scheme := strings.ToLower(w[:strings.Index(w, "://")]); scheme != "http" && scheme != "https" && isWord(scheme) {
+			kind = scheme + " url"
+		}
+		if ext := extension(w[strings.Index(w, "://")+3:]); ext != "" && strings.Contains(w[strings.Index(w, "://")+3:], "/") {
+			kind += " " + ext
+		}
+		return kind
+	case strings.HasPrefix(w, "www.") || isHostPath(w):
 		return "url"
 	case strings.Count(w, "@") == 1 && strings.Contains(w[strings.IndexByte(w, '@'):], "."):
 		return "email address"
@@ -207,6 +272,14 @@ func literalKind(w string) string {
 			return "file path " + ext
 		}
 		return "file path"
+	case isPhone(w):
+		return "phone number"
+	case len(w) > 1 && w[0] == '#' && isWord(strings.NewReplacer("-", "", "_", "").Replace(w[1:])) && !isDigits(w[1:]):
+		return "channel" // #general, #data-requests
+	case isRepo(w):
+		return "repository" // acme/api, acme/api#482
+	case letterDigitChanges(w) >= 3:
+		return "id" // Q3X9ZKL, a1b2c3
 	}
 	// name.ext: a domain (google.com, blog.example.com) or a file
 	// (contract.pdf), whose name and extension say what it holds.
@@ -240,11 +313,73 @@ func extension(w string) string {
 	return ext
 }
 
+// isWord reports whether w is ASCII letters and digits only.
+func isWord(w string) bool {
+	for _, r := range w {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return w != ""
+}
+
+// isHostPath reports whether w is a web address without its scheme:
+// a domain, then a path (rivalco.com/pricing).
+func isHostPath(w string) bool {
+	host, _, ok := strings.Cut(w, "/")
+	if !ok || strings.IndexByte(host, '.') <= 0 {
+		return false
+	}
+	tld := strings.ToLower(host[strings.LastIndexByte(host, '.')+1:])
+	return topLevelDomains[tld] || strings.Count(host, ".") >= 2 && isWord(tld) && !isDigits(tld)
+}
+
+// isPhone reports whether w is a phone number: + and 8 to 15 digits
+// (+14155550142), 7 to 15 digits in groups split by dashes
+// (415-555-0134, 555-0134; not a date, 2026-12-01), or three groups of
+// 3, 3 and 4 digits split by dots (415.555.0134; not an address,
+// 10.0.3.17).
+func isPhone(w string) bool {
+	if rest, ok := strings.CutPrefix(w, "+"); ok {
+		return isDigits(rest) && len(rest) >= 8 && len(rest) <= 15
+	}
+	if g := strings.Split(w, "."); len(g) == 3 && len(g[0]) == 3 && len(g[1]) == 3 && len(g[2]) == 4 {
+		return isDigits(g[0] + g[1] + g[2])
+	}
+	g := strings.Split(w, "-")
+	digits := strings.Join(g, "")
+	return len(g) >= 2 && isDigits(digits) && len(digits) >= 7 && len(digits) <= 15 && !isISODate(w)
+}
+
+// isRepo reports whether w names a repository as owner/name, maybe with
+// #number (acme/api, acme/api#482): two names without dots, one slash.
+func isRepo(w string) bool {
+	w, num, _ := strings.Cut(w, "#")
+	if num != "" && !isDigits(num) {
+		return false
+	}
+	owner, name, ok := strings.Cut(w, "/")
+	clean := strings.NewReplacer("-", "", "_", "")
+	return ok && isWord(clean.Replace(owner)) && isWord(clean.Replace(name)) && !isDigits(owner)
+}
+
+// letterDigitChanges counts the changes between letters and digits in w.
+func letterDigitChanges(w string) int {
+	n := 0
+	for i := 1; i < len(w); i++ {
+		if isDigits(w[i-1:i]) != isDigits(w[i:i+1]) {
+			n++
+		}
+	}
+	return n
+}
+
 // topLevelDomains are the common ones that are not also common file
 // extensions: "notes.md" is a file, "go.dev" a domain.
 var topLevelDomains = map[string]bool{
 	"com": true, "org": true, "net": true, "io": true, "dev": true, "app": true, "ai": true,
 	"co": true, "uk": true, "de": true, "fr": true, "eu": true, "edu": true, "gov": true,
+	"so": true, "me": true, "us": true, "ca": true, "ly": true, "tv": true,
 }
 
 // isDate reports whether w, the i-th word of a query, names a day, a
@@ -255,25 +390,42 @@ func isDate(w string, i int) bool {
 	if dateWords[lw] || w == "May" && i > 0 {
 		return true
 	}
-	digits, seps := 0, 0
-	for _, r := range w {
-		switch {
-		case r >= '0' && r <= '9':
-			digits++
-		case r == ':' || r == '-':
-			seps++
-		default:
-			return false
+	// A time of day with am or pm (3pm, 10:30am), a day of a month
+	// (22nd, 1st).
+	if strings.HasSuffix(lw, "am") || strings.HasSuffix(lw, "pm") {
+		n := lw[:len(lw)-2]
+		if h, m, ok := strings.Cut(n, ":"); ok && len(m) == 2 && isDigits(m) {
+			n = h
+		}
+		if isDigits(n) && len(n) <= 2 {
+			return true
 		}
 	}
-	return digits >= 3 && (seps == 1 && strings.Contains(w, ":") || seps == 2 && strings.Count(w, "-") == 2)
+	for _, suffix := range []string{"st", "nd", "rd", "th"} {
+		if n, ok := strings.CutSuffix(lw, suffix); ok && isDigits(n) && len(n) <= 2 {
+			return true
+		}
+	}
+	if isISODate(w) {
+		return true
+	}
+	h, m, ok := strings.Cut(w, ":")
+	return ok && isDigits(h) && isDigits(m) && len(h) <= 2 && len(m) == 2
+}
+
+// isISODate reports whether w is a date as 2026-12-01.
+func isISODate(w string) bool {
+	parts := strings.Split(w, "-")
+	return len(parts) == 3 && len(parts[0]) == 4 && len(parts[1]) == 2 && len(parts[2]) == 2 &&
+		isDigits(parts[0]) && isDigits(parts[1]) && isDigits(parts[2])
 }
 
 var dateWords = func() map[string]bool {
 	m := map[string]bool{}
 	for _, w := range strings.Fields(`today tomorrow yesterday tonight weekend morning afternoon evening noon midnight
 		monday tuesday wednesday thursday friday saturday sunday
-		january february march april june july august september october november december`) {
+		january february march april june july august september october november december
+		jan feb mar apr jun jul aug sep sept oct nov dec mon tue tues wed thu thur thurs fri`) {
 		m[w] = true
 	}
 	return m
