@@ -26,16 +26,16 @@ create make add new open start set setup register
 start launch begin trigger run boot turn_on kick_off
 get fetch retrieve read show view see look display obtain open pull detail
 list show enumerate browse all every inventory
-find search lookup query locate seek discover look_up
+find search lookup query locate seek discover look_up grep dig_up track_down hunt
 update change edit modify set alter adjust patch tweak replace correct
 delete remove erase destroy drop forget purge clear wipe trash discard archive unsubscribe
-send post publish announce share deliver
-tell say notify message inform ping
+send post publish announce share deliver shoot fire_off
+tell say notify message inform ping ask
 reply answer respond
 stop halt end kill pause shut terminate cancel disable shut_down turn_off
 cancel abort revoke stop unsubscribe
 save store remember persist keep record write note jot memorize
-remember memory recall know
+remember memory recall know keep_mind
 upload put push store backup
 download save pull fetch export
 copy duplicate clone fork
@@ -46,15 +46,15 @@ schedule book plan arrange calendar organize
 book reserve reservation
 pay payment charge bill invoice checkout
 refund reimburse repay money_back
-summarize summary overview transcript
+summarize summary overview transcript gist tldr
 approve review accept
-assign give delegate reassign owner
+assign give delegate reassign owner hand_over hand_off handoff
 complete finish done close resolve tick_off
 install deploy setup set_up
 scale resize replica
 rollback revert undo rollout roll_back
-watch monitor track observe alert change
-draw generate paint illustrate image picture render art
+watch monitor track observe alert change keep_eye whenever
+draw generate paint illustrate image picture render art whip_up design
 type enter fill input form write
 click press tap button
 navigate go visit open browse url
@@ -64,40 +64,40 @@ repeat echo
 file document doc
 folder directory dir
 email mail message inbox
-meeting event appointment invite calendar
-picture image photo screenshot drawing illustration
+meeting event appointment invite calendar birthday party dinner lunch
+picture image photo screenshot drawing illustration pic pics jpg jpeg png gif
 page website site webpage url link web
 web internet online
 bug issue problem defect error crash fail failure broken
 ticket case request support help customer
 repository repo project codebase
 pull pr merge pull_request merge_request
-branch
+branch main master trunk
 commit change
-note memo notebook
+note memo notebook jot jot_down
 task todo chore reminder remind
 contact person people lead customer client address
 customer client buyer
-deal opportunity sale pipeline
+deal opportunity sale pipeline renewal upsell won
 company organization account business
-money payment funds balance
+money payment funds balance cash
 subscription plan membership recurring monthly
 invoice bill
-vm server instance machine host
+vm server instance machine host box
 container docker
 pod kubernetes deployment
 dns domain record
 cache cdn
-stock share ticker equity market
+stock share ticker equity market trading
 currency money exchange dollar euro
-weather forecast rain snow temperature storm sunny wind
+weather forecast rain snow temperature storm sunny wind umbrella
 air pollution quality
-warning alert alarm
+warning alert alarm firing
 flight plane airline fly airport
 hotel stay lodging accommodation room
 employee staff colleague worker coworker
 manager boss supervisor org chart
-vacation holiday leave absence time_off
+vacation holiday leave absence time_off timeoff pto ooo out_office dayoff
 visitor user traffic session pageview audience
 call phone dial ring
 outage down incident page went_down
@@ -106,11 +106,11 @@ log output
 table column schema
 build pipeline ci job workflow
 song track music tune
-news headline
-time clock timezone hour
+news headline coverage press
+time clock timezone hour utc gmt pst pdt est edt cst cdt cet cest bst ist jst aest
 text word content
 address location place street coordinates geocode
-restaurant place food eat
+restaurant place food eat spot ramen pizza sushi cafe coffee brunch bakery
 direction route drive driving navigate
 distance far long travel
 elevation altitude height sea_level
@@ -121,20 +121,20 @@ reaction emoji thumb
 tweet post twitter
 article encyclopedia wiki wikipedia biography
 code source snippet script program
-python script
+python script numpy pandas
 knowledge kb documents
-paper research scientific study publication
+paper research scientific study publication arxiv doi
 credit quota usage balance
 price cost spend expense
 diff difference change
-history log past timeline
+history log past timeline catch_up
 heat warm warmer thermostat temperature cold
 light lamp
 receipt scan ocr
 recording video
 transcript caption subtitle
 sms text
-play listen
+play listen put_on
 language translate translation english french german spanish italian portuguese dutch chinese japanese korean russian arabic
 size big large small huge bytes
 modified changed updated last
@@ -175,7 +175,7 @@ product item catalog merchandise goods
 order purchase bought
 ship shipped fulfill deliver tracking shipment
 inventory stock quantity
-analytics statistics stats report
+analytics statistics stats report ga
 realtime live active currently
 acknowledge ack
 dashboard chart graph
@@ -186,6 +186,14 @@ launch spin
 phonebook addressbook contact
 conference videoconference webinar meeting
 lock unlock door
+overdue past_due late unpaid outstanding
+laptop computer desktop disk local
+js javascript
+ts typescript
+living_room kitchen bedroom house home
+agenda schedule calendar going_on plans
+draft write_up compose unsent
+cite citation cited reference
 `
 
 // relatedWeight scales the score a related word adds, relative to the
