@@ -22,11 +22,11 @@ import (
 // common services (mail, calendars, files, repositories, payments,
 // infrastructure, the web). Words are stemmed like the index's terms.
 const relatedGroups = `
-create make add new open start set setup register
+create make add new open start set setup register log
 start launch begin trigger run boot turn_on kick_off
 get fetch retrieve read show view see look display obtain open pull detail
 list show enumerate browse all every inventory
-find search lookup query locate seek discover look_up grep dig_up track_down hunt
+find search lookup query locate seek ever any discover look_up grep dig_up track_down hunt
 update change edit modify set alter adjust patch tweak replace correct
 delete remove erase destroy drop forget purge clear wipe trash discard archive unsubscribe
 send post publish announce share deliver shoot fire_off
@@ -64,7 +64,7 @@ repeat echo
 file document doc
 folder directory dir
 email mail message inbox
-meeting event appointment invite calendar birthday party dinner lunch
+meeting event appointment invite calendar
 picture image photo screenshot drawing illustration pic pics jpg jpeg png gif
 page website site webpage url link web
 web internet online
