@@ -18,6 +18,7 @@ package search
 import (
 	"math"
 	"math/bits"
+	"slices"
 )
 
 // Doc is one tool, as the index reads it.
@@ -73,8 +74,6 @@ const (
 	b  = 0.75
 )
 
-var coverageExp = 2.0
-
 // maxQueryTerms is how many of a query's terms count (after stop words):
 // a task takes a few dozen words at most, and the rest is ignored so that
 // a huge query costs no more than a long one. It is also the width of a
@@ -90,6 +89,10 @@ type Index struct {
 	// frequency), in doc order.
 	postings map[string][]posting
 	n        int
+	// upstreams are the distinct upstreams' names as terms, and
+	// upstreamOf each doc's index in it.
+	upstreams  [][]string
+	upstreamOf []int
 }
 
 type posting struct {
@@ -118,6 +121,12 @@ func New(docs []Doc) *Index {
 			total[k] += float64(len(f[k]))
 		}
 		ix.upstream = append(ix.upstream, d.Upstream)
+		u := slices.IndexFunc(ix.upstreams, func(ts []string) bool { return slices.Equal(ts, f[fieldUpstream]) })
+		if u < 0 {
+			u = len(ix.upstreams)
+			ix.upstreams = append(ix.upstreams, f[fieldUpstream])
+		}
+		ix.upstreamOf = append(ix.upstreamOf, u)
 	}
 	var avg [numFields]float64
 	for k := range numFields {
@@ -189,6 +198,7 @@ func (ix *Index) Search(query string, limit int, upstream string) []Hit {
 		}
 	}
 	nq := float64(bits.OnesCount64(all))
+	named := ix.namedUpstreams(terms)
 	hits := make([]Hit, 0, min(matched, limit+1))
 	for d, a := range acc {
 		s := a.score
@@ -202,6 +212,9 @@ func (ix *Index) Search(query string, limit int, upstream string) []Hit {
 		// not outweigh a tool that meets more of the task ("run some
 		// javascript in the page to get its title": a browser's evaluate).
 		s *= math.Sqrt(float64(bits.OnesCount64(a.covered)) / nq)
+		if named[ix.upstreamOf[d]] {
+			s *= 1 + upstreamBoost
+		}
 		// Keep the best limit hits in order, by insertion: limit is a
 		// handful, and most docs fall below the last kept.
 		if len(hits) == limit && !better(s, d, hits[limit-1]) {
@@ -220,6 +233,39 @@ func (ix *Index) Search(query string, limit int, upstream string) []Hit {
 		hits[i] = Hit{Doc: d, Score: s}
 	}
 	return hits
+}
+
+// upstreamBoost raises the score of a tool whose upstream the query
+// names ("where's the sales playbook in Notion", "hand zendesk ticket
+// 4821 over to Priya"): the user said where to look.
+const upstreamBoost = 0.5
+
+// namedUpstreams returns which upstreams the query names: all the terms
+// of an upstream's name are among the query's.
+func (ix *Index) namedUpstreams(terms []string) []bool {
+	var named []bool
+	for u, ts := range ix.upstreams {
+		if len(ts) == 0 || !allIn(ts, terms) {
+			continue
+		}
+		if named == nil {
+			named = make([]bool, len(ix.upstreams))
+		}
+		named[u] = true
+	}
+	if named == nil {
+		return make([]bool, len(ix.upstreams))
+	}
+	return named
+}
+
+func allIn(ts, in []string) bool {
+	for _, t := range ts {
+		if !slices.Contains(in, t) {
+			return false
+		}
+	}
+	return true
 }
 
 // better reports whether doc d with score s ranks before h.
