@@ -274,6 +274,8 @@ func literalKind(w string) string {
 		return "file path"
 	case isPhone(w):
 		return "phone number"
+	case isIPv4(w):
+		return "ip address"
 	case len(w) > 1 && w[0] == '#' && isWord(strings.NewReplacer("-", "", "_", "").Replace(w[1:])) && !isDigits(w[1:]):
 		return "channel" // #general, #data-requests
 	case isRepo(w):
@@ -363,15 +365,41 @@ func isRepo(w string) bool {
 	return ok && isWord(clean.Replace(owner)) && isWord(clean.Replace(name)) && !isDigits(owner)
 }
 
-// letterDigitChanges counts the changes between letters and digits in w.
+// letterDigitChanges counts the changes between letters and digits in
+// w, other characters aside (a1-b2: three).
 func letterDigitChanges(w string) int {
-	n := 0
-	for i := 1; i < len(w); i++ {
-		if isDigits(w[i-1:i]) != isDigits(w[i:i+1]) {
+	n, last := 0, byte(0) // last: 'a' after a letter, '0' after a digit
+	for _, r := range w {
+		var class byte
+		switch {
+		case r >= '0' && r <= '9':
+			class = '0'
+		case unicode.IsLetter(r):
+			class = 'a'
+		default:
+			continue
+		}
+		if last != 0 && class != last {
 			n++
 		}
+		last = class
 	}
 	return n
+}
+
+// isIPv4 reports whether w is four numbers of at most three digits
+// split by dots.
+func isIPv4(w string) bool {
+	parts := strings.Split(w, ".")
+	if len(parts) != 4 {
+		return false
+	}
+	for _, p := range parts {
+		if len(p) > 3 || !isDigits(p) {
+			return false
+		}
+	}
+	return true
 }
 
 // topLevelDomains are the common ones that are not also common file
