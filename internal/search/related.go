@@ -23,7 +23,7 @@ import (
 // infrastructure, the web). Words are stemmed like the index's terms.
 const relatedGroups = `
 create make add new open start set setup register log
-start launch begin trigger run boot turn_on kick_off
+start launch begin trigger run boot turnon kick_off
 get fetch retrieve read show view see look display obtain open pull detail
 list show enumerate browse all every inventory
 find search lookup query locate seek ever any discover look_up grep dig_up track_down hunt
@@ -32,7 +32,7 @@ delete remove erase destroy drop forget purge clear wipe trash discard archive u
 send post publish announce share deliver shoot fire_off
 tell say notify message inform ping ask
 reply answer respond
-stop halt end kill pause shut terminate cancel disable shut_down turn_off
+stop halt end kill pause shut terminate cancel disable shut_down turnoff
 cancel abort revoke stop unsubscribe
 save store remember persist keep record write note jot memorize
 remember memory recall know keep_mind
@@ -134,7 +134,7 @@ receipt scan ocr
 recording video
 transcript caption subtitle
 sms text
-play listen put_on
+play listen puton
 language translate translation english french german spanish italian portuguese dutch chinese japanese korean russian arabic
 size big large small huge bytes
 modified changed updated last
@@ -191,7 +191,7 @@ laptop computer desktop disk local
 js javascript
 ts typescript
 living_room kitchen bedroom house home
-agenda schedule calendar going_on plans
+agenda schedule calendar goingon plans
 draft write_up compose unsent
 cite citation cited reference
 `
