@@ -127,7 +127,7 @@ paper research scientific study publication arxiv doi
 credit quota usage balance
 price cost spend expense
 diff difference change
-history log past timeline catch_up
+history log past timeline catch_up commit
 heat warm warmer thermostat temperature cold
 light lamp
 receipt scan ocr
@@ -187,7 +187,7 @@ phonebook addressbook contact
 conference videoconference webinar meeting
 lock unlock door
 overdue past_due late unpaid outstanding
-laptop computer desktop disk local
+laptop computer desktop disk local filesystem
 js javascript
 ts typescript
 living_room kitchen bedroom house home

@@ -148,7 +148,7 @@ var stopWords = func() map[string]bool {
 		when where which while who will with would you your
 		everything anything something everyone anyone someone just also called named
 		am been but could did each had he her here him his our ours us she than too very were why
-		ll re ve don won isn doesn didn haven`) {
+		ll re ve don won isn doesn didn haven rn gimme pls plz lemme wanna gonna`) {
 		m[w] = true
 	}
 	return m
