@@ -78,7 +78,7 @@ note memo notebook jot jot_down
 task todo chore reminder remind
 contact person people lead customer client address
 customer client buyer
-deal opportunity sale pipeline renewal upsell won
+deal opportunity sale pipeline upsell won
 company organization account business
 money payment funds balance cash
 subscription plan membership recurring monthly

@@ -10,6 +10,9 @@ func porter(w string) string {
 	if len(w) <= 2 {
 		return w
 	}
+	if t, ok := stemExceptions[w]; ok {
+		return t
+	}
 	for i := 0; i < len(w); i++ {
 		if w[i] < 'a' || w[i] > 'z' {
 			return w
@@ -239,3 +242,7 @@ func (s *stemmer) step5() {
 		s.b = s.b[:len(s.b)-1]
 	}
 }
+
+// stemExceptions are words whose Porter stem is another common word's:
+// "news" is not "new" (every tool that creates a new thing).
+var stemExceptions = map[string]string{"news": "news"}
