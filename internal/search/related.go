@@ -26,8 +26,8 @@ create make add new open start set setup register log
 start launch begin trigger run boot turnon kick_off
 get fetch retrieve read show view see look display obtain open pull detail
 list show enumerate browse all every inventory
-find search lookup query locate seek ever any discover look_up grep dig_up track_down hunt
-update change edit modify set alter adjust patch tweak replace correct
+find search lookup query locate seek where ever any discover look_up grep dig_up track_down hunt
+update change edit modify set alter adjust patch tweak replace correct bump
 delete remove erase destroy drop forget purge clear wipe trash discard archive unsubscribe
 send post publish announce share deliver shoot fire_off
 tell say notify message inform ping ask
@@ -54,7 +54,7 @@ install deploy setup set_up
 scale resize replica
 rollback revert undo rollout roll_back
 watch monitor track observe alert change keep_eye whenever
-draw generate paint illustrate image picture render art whip_up design
+draw generate paint illustrate image picture render art whip_up design make watercolor watercolour mascot logo sketch
 type enter fill input form write
 click press tap button
 navigate go visit open browse url
@@ -95,7 +95,7 @@ air pollution quality
 warning alert alarm firing
 flight plane airline fly airport
 hotel stay lodging accommodation room
-employee staff colleague worker coworker
+employee staff colleague worker coworker job_title guy hire
 manager boss supervisor org chart
 vacation holiday leave absence time_off timeoff pto ooo out_office dayoff
 visitor user traffic session pageview audience

@@ -62,6 +62,7 @@ func TestQueryTerms(t *testing.T) {
 		"catch me up on #data-requests, #482":      {"catch", "up", "channel"},
 		"approve acme/api#482 and acme/web":        {"approv", "repositori", "repositori"},
 		"ack Q3X9ZKL, I'm on it":                   {"ack", "id"},
+		"move PROD-482 to In Review, not Prod-482": {"move", "issu", "review", "not", "prod"},
 	} {
 		if got := queryTerms(in); !slices.Equal(got, want) {
 			t.Errorf("queryTerms(%q) = %q, want %q", in, got, want)

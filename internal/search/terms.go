@@ -145,7 +145,7 @@ var stopWords = func() map[string]bool {
 	m := map[string]bool{}
 	for _, w := range strings.Fields(`a an and are as at be by can do does for from has have how i if in into is it its
 		me my of on or please should so some that the their them then there these this to use used using want was we what
-		when where which while who will with would you your
+		when which while who will with would you your
 		everything anything something everyone anyone someone just also called named
 		am been but could did each had he her here him his our ours us she than too very were why
 		ll re ve don won isn doesn didn haven rn gimme pls plz lemme wanna gonna`) {
@@ -278,6 +278,8 @@ func literalKind(w string) string {
 		return "ip address"
 	case len(w) > 1 && w[0] == '#' && isWord(strings.NewReplacer("-", "", "_", "").Replace(w[1:])) && !isDigits(w[1:]):
 		return "channel" // #general, #data-requests
+	case isIssueKey(w):
+		return "issue" // PROD-482, as trackers number them
 	case isRepo(w):
 		return "repository" // acme/api, acme/api#482
 	case letterDigitChanges(w) >= 3:
@@ -351,6 +353,21 @@ func isPhone(w string) bool {
 	g := strings.Split(w, "-")
 	digits := strings.Join(g, "")
 	return len(g) >= 2 && isDigits(digits) && len(digits) >= 7 && len(digits) <= 15 && !isISODate(w)
+}
+
+// isIssueKey reports whether w is a tracker's issue key: 2 to 10
+// capitals, a dash and a number (PROD-482).
+func isIssueKey(w string) bool {
+	key, num, ok := strings.Cut(w, "-")
+	if !ok || len(key) < 2 || len(key) > 10 || !isDigits(num) {
+		return false
+	}
+	for _, r := range key {
+		if r < 'A' || r > 'Z' {
+			return false
+		}
+	}
+	return true
 }
 
 // isRepo reports whether w names a repository as owner/name, maybe with
