@@ -276,7 +276,7 @@ func literalKind(w string) string {
 		return "phone number"
 	case isIPv4(w):
 		return "ip address"
-	case len(w) > 1 && w[0] == '#' && isWord(strings.NewReplacer("-", "", "_", "").Replace(w[1:])) && !isDigits(w[1:]):
+	case len(w) > 1 && w[0] == '#' && isWord(dropDashes.Replace(w[1:])) && !isDigits(w[1:]):
 		return "channel" // #general, #data-requests
 	case isIssueKey(w):
 		return "issue" // PROD-482, as trackers number them
@@ -344,6 +344,9 @@ func isHostPath(w string) bool {
 // 3, 3 and 4 digits split by dots (415.555.0134; not an address,
 // 10.0.3.17).
 func isPhone(w string) bool {
+	if w[0] != '+' && (w[0] < '0' || w[0] > '9') {
+		return false
+	}
 	if rest, ok := strings.CutPrefix(w, "+"); ok {
 		return isDigits(rest) && len(rest) >= 8 && len(rest) <= 15
 	}
@@ -378,9 +381,11 @@ func isRepo(w string) bool {
 		return false
 	}
 	owner, name, ok := strings.Cut(w, "/")
-	clean := strings.NewReplacer("-", "", "_", "")
-	return ok && isWord(clean.Replace(owner)) && isWord(clean.Replace(name)) && !isDigits(owner)
+	return ok && isWord(dropDashes.Replace(owner)) && isWord(dropDashes.Replace(name)) && !isDigits(owner)
 }
+
+// dropDashes removes the dashes and underscores of a name.
+var dropDashes = strings.NewReplacer("-", "", "_", "")
 
 // letterDigitChanges counts the changes between letters and digits in
 // w, other characters aside (a1-b2: three).
@@ -407,6 +412,9 @@ func letterDigitChanges(w string) int {
 // isIPv4 reports whether w is four numbers of at most three digits
 // split by dots.
 func isIPv4(w string) bool {
+	if w[0] < '0' || w[0] > '9' {
+		return false
+	}
 	parts := strings.Split(w, ".")
 	if len(parts) != 4 {
 		return false
@@ -460,6 +468,9 @@ func isDate(w string, i int) bool {
 
 // isISODate reports whether w is a date as 2026-12-01.
 func isISODate(w string) bool {
+	if len(w) != len("2026-12-01") {
+		return false
+	}
 	parts := strings.Split(w, "-")
 	return len(parts) == 3 && len(parts[0]) == 4 && len(parts[1]) == 2 && len(parts[2]) == 2 &&
 		isDigits(parts[0]) && isDigits(parts[1]) && isDigits(parts[2])
