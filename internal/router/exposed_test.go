@@ -259,9 +259,12 @@ func TestExposeFoundReloadHides(t *testing.T) {
 // (the least recently active forgotten first); an owner unused for
 // ExposedIdle is forgotten.
 func TestExposeFoundBounds(t *testing.T) {
+	// Each tool's description has a word of its own (numbers are not
+	// search terms).
+	topics := strings.Fields("alpha bravo charlie delta echo foxtrot golf hotel india juliet")
 	var toolDefs []string
-	for i := range 10 {
-		toolDefs = append(toolDefs, fmt.Sprintf(`{"name":"t%d","description":"topic%d thing","inputSchema":{"type":"object"}}`, i, i))
+	for i, topic := range topics {
+		toolDefs = append(toolDefs, fmt.Sprintf(`{"name":"t%d","description":"%s thing","inputSchema":{"type":"object"}}`, i, topic))
 	}
 	up := &fakeUpstream{lists: map[string][]string{"tools/list": toolDefs}}
 	r := startRouter(t, Options{MaxExposed: 3, MaxExposedCallers: 4, ExposedIdle: time.Hour, Rules: policy.Rules{Mode: config.ModeSearch, ExposeFound: true}},
@@ -271,14 +274,14 @@ func TestExposeFoundBounds(t *testing.T) {
 	r.now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 
 	c := &Caller{ProtocolVersion: ModernVersion, Principal: "key:one"}
-	for i := range 10 {
-		find(t, r, c, fmt.Sprintf("topic%d", i), 1)
+	for _, topic := range topics {
+		find(t, r, c, topic, 1)
 	}
 	if diff := cmp.Diff(append(slices.Clone(gatewayTools), "up__t7", "up__t8", "up__t9"), listedBy(t, r, c)); diff != "" {
 		t.Errorf("after ten finds (-want +got):\n%s", diff)
 	}
-	find(t, r, c, "topic7", 1) // the oldest is now t8
-	find(t, r, c, "topic0", 1)
+	find(t, r, c, topics[7], 1) // the oldest is now t8
+	find(t, r, c, topics[0], 1)
 	if diff := cmp.Diff(append(slices.Clone(gatewayTools), "up__t0", "up__t7", "up__t9"), listedBy(t, r, c)); diff != "" {
 		t.Errorf("after finding t7 again, then t0 (-want +got):\n%s", diff)
 	}
@@ -288,7 +291,7 @@ func TestExposeFoundBounds(t *testing.T) {
 		if i%2 == 0 {
 			caller = &Caller{ProtocolVersion: "2025-11-25", Session: fmt.Sprint("flood", i)}
 		}
-		find(t, r, caller, "topic1 topic2 topic3 topic4 topic5", 5)
+		find(t, r, caller, strings.Join(topics[1:6], " "), 5)
 	}
 	r.exposed.mu.Lock()
 	owners := r.exposed.owners.Len()

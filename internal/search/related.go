@@ -15,12 +15,16 @@ import (
 //
 // A member a_b is a phrase: the query's terms a and b, one after the
 // other once stop words are dropped ("shut down", "money back"); it
-// leads to its group, and no index term is a phrase.
+// leads to its group, and no index term is a phrase. A phrase whose
+// second word is a stop word ("turn on") cannot be one: such pairs are
+// compounds (terms.go), one term in tools and queries alike ("turnon").
 //
 // The table is written for the vocabulary of tool catalogs: actions on
 // records (create, list, update, delete, search), and the objects of
 // common services (mail, calendars, files, repositories, payments,
-// infrastructure, the web). Words are stemmed like the index's terms.
+// infrastructure, the web), and for the words users say for them
+// (docs/context.md: the development queries of seven writers).
+// Words are stemmed like the index's terms.
 const relatedGroups = `
 create make add new open start set setup register log
 start launch begin trigger run boot turnon kick_off

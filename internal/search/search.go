@@ -6,12 +6,15 @@
 // split into words, its upstream's name, its title and description, its
 // arguments' names and descriptions), each with a weight, over terms that
 // are lower-cased, split at case and punctuation changes, rid of stop
-// words and stemmed (Porter). In a query, a literal value (a URL, a
-// path, a quoted phrase) stands for its kind and a day for "date"
-// (queryTerms); a query also looks for the words related to its own
-// (relatedGroups: a user says "folder" where a tool says "directory"),
-// and a tool's score grows with the share of the query it meets. docs/context.md measures it on real catalogs. An index is built
-// once per view and catalog, and is read-only: any number of searches may
+// words and numbers, joined where two words make one (compounds: "on
+// call") and stemmed (Porter). In a query, a literal value (a URL, a
+// path, a phone number, a quoted phrase) stands for its kind and a day
+// for "date" (queryTerms); a query also looks for the words related to
+// its own (relatedGroups: a user says "folder" where a tool says
+// "directory"); a tool's score grows with the share of the query it
+// meets, and when the query names its upstream ("in Notion").
+// docs/context.md measures it on real catalogs. An index is built once
+// per view and catalog, and is read-only: any number of searches may
 // run on it at once.
 package search
 
