@@ -107,16 +107,11 @@ func TestSearchRelatedWords(t *testing.T) {
 		{Name: "stripe__get_customer", Upstream: "stripe", Description: "Get a Stripe customer with its payment methods.", Params: []Param{{Name: "customer_id", Description: "Customer ID"}}},
 		{Name: "stripe__create_refund", Upstream: "stripe", Description: "Refund a Stripe charge, fully or partly."},
 	}
-	ix := New(docs)
-	for query, want := range map[string]int{
+	firstHits(t, docs, map[string]int{
 		"make a folder called invoices": 1,
 		"shut down the test VM":         2,
 		"I want my money back":          7,
-	} {
-		if got := ix.Search(query, 1, ""); len(got) != 1 || got[0].Doc != want {
-			t.Errorf("%q: %v, want %s", query, got, docs[want].Name)
-		}
-	}
+	})
 }
 
 // A tool of an upstream the query names outranks an equal match
@@ -127,19 +122,14 @@ func TestSearchNamedUpstream(t *testing.T) {
 		{Name: "notion__search", Upstream: "notion", Description: "Search the pages of the workspace."},
 		{Name: "google-maps__search", Upstream: "google-maps", Description: "Search the pages of the workspace."},
 	}
-	ix := New(docs)
-	for query, want := range map[string]int{
+	firstHits(t, docs, map[string]int{
 		// Without its name, the tool that meets more words wins.
 		"search the sales wiki pages":           0,
 		"search the sales wiki pages in notion": 1,
 		// An upstream of two words is named by both.
 		"search the sales wiki pages with google maps": 2,
 		"search the sales wiki pages, google it":       0,
-	} {
-		if got := ix.Search(query, 1, ""); len(got) != 1 || got[0].Doc != want {
-			t.Errorf("%q: %v, want %s", query, got, docs[want].Name)
-		}
-	}
+	})
 }
 
 // A compound written as two words in a doc and as one in a query (or
@@ -150,16 +140,22 @@ func TestSearchCompounds(t *testing.T) {
 		{Name: "twilio__make_call", Upstream: "twilio", Description: "Place a phone call."},
 		{Name: "todo__add", Upstream: "todo", Description: "Add an item to a to-do list."},
 	}
-	ix := New(docs)
-	for query, want := range map[string]int{
+	firstHits(t, docs, map[string]int{
 		"who's oncall tonight":        0,
 		"who is on-call for payments": 0,
 		"call Ana":                    1,
 		"put milk on my to do list":   2,
 		"add milk to the todo":        2,
-	} {
-		if got := ix.Search(query, 1, ""); len(got) != 1 || got[0].Doc != want {
-			t.Errorf("%q: %v, want %s", query, got, docs[want].Name)
+	})
+}
+
+// firstHits checks that each query's best hit is the doc it maps to.
+func firstHits(t *testing.T, docs []Doc, want map[string]int) {
+	t.Helper()
+	ix := New(docs)
+	for query, w := range want {
+		if got := ix.Search(query, 1, ""); len(got) != 1 || got[0].Doc != w {
+			t.Errorf("%q: %v, want %s", query, got, docs[w].Name)
 		}
 	}
 }
