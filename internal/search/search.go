@@ -22,6 +22,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"strings"
 )
 
 // Doc is one tool, as the index reads it.
@@ -96,6 +97,9 @@ type Index struct {
 	// upstreamOf each doc's index in it.
 	upstreams  [][]string
 	upstreamOf []int
+	// reads marks the docs whose names say they only read (get, list,
+	// search), which a question asks for.
+	reads []bool
 }
 
 type posting struct {
@@ -130,6 +134,7 @@ func New(docs []Doc) *Index {
 			ix.upstreams = append(ix.upstreams, f[fieldUpstream])
 		}
 		ix.upstreamOf = append(ix.upstreamOf, u)
+		ix.reads = append(ix.reads, readsOnly(f[fieldName]))
 	}
 	var avg [numFields]float64
 	for k := range numFields {
@@ -202,6 +207,7 @@ func (ix *Index) Search(query string, limit int, upstream string) []Hit {
 	}
 	nq := float64(bits.OnesCount64(all))
 	named := ix.namedUpstreams(terms)
+	question := isQuestion(query)
 	hits := make([]Hit, 0, min(matched, limit+1))
 	for d, a := range acc {
 		s := a.score
@@ -217,6 +223,9 @@ func (ix *Index) Search(query string, limit int, upstream string) []Hit {
 		s *= math.Sqrt(float64(bits.OnesCount64(a.covered)) / nq)
 		if named[ix.upstreamOf[d]] {
 			s *= 1 + upstreamBoost
+		}
+		if question && ix.reads[d] {
+			s *= 1 + questionBoost
 		}
 		// Keep the best limit hits in order, by insertion: limit is a
 		// handful, and most docs fall below the last kept.
@@ -242,6 +251,57 @@ func (ix *Index) Search(query string, limit int, upstream string) []Hit {
 // names ("where's the sales playbook in Notion", "hand zendesk ticket
 // 4821 over to Priya"): the user said where to look.
 const upstreamBoost = 0.5
+
+// questionBoost raises the score of a tool that reads when the query is
+// a question: "what's on my calendar tomorrow" lists events rather than
+// answering an invitation.
+const questionBoost = 0.15
+
+// readsOnly reports whether a tool's name words say it reads: a reading
+// verb (get, list, search) and no writing one (create, send, update).
+func readsOnly(name []string) bool {
+	reads := false
+	for _, t := range name {
+		switch {
+		case writeVerbs[t]:
+			return false
+		case readVerbs[t]:
+			reads = true
+		}
+	}
+	return reads
+}
+
+var readVerbs, writeVerbs = stemmedSet("get list search find read query fetch show describe lookup retriev view check count info status histori"),
+	stemmedSet("create updat delet remov send post add set put write edit move cancel book make start stop run execut insert upload push merg close assign approv repli respond transit archiv")
+
+func stemmedSet(words string) map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(words) {
+		m[porter(w)] = true
+	}
+	return m
+}
+
+// isQuestion reports whether a query asks rather than tells: it ends
+// with a question mark, or starts with a question word ("what's on my
+// calendar", "did legal email me back", "any tickets from Acme").
+func isQuestion(query string) bool {
+	q := strings.TrimSpace(query)
+	if strings.HasSuffix(q, "?") {
+		return true
+	}
+	first, _, _ := strings.Cut(strings.ToLower(q), " ")
+	first = strings.TrimRight(first, ",.!:;")
+	if i := strings.IndexAny(first, "'’"); i > 0 {
+		first = first[:i]
+	}
+	return questionWords[first]
+}
+
+var questionWords = map[string]bool{"what": true, "whats": true, "which": true, "who": true, "whose": true, "where": true,
+	"when": true, "how": true, "is": true, "are": true, "was": true, "were": true, "did": true, "does": true, "do": true,
+	"any": true, "anything": true, "has": true, "have": true, "why": true}
 
 // namedUpstreams returns which upstreams the query names: all the terms
 // of an upstream's name are among the query's.

@@ -60,7 +60,8 @@ func TestQueryTerms(t *testing.T) {
 		"what is https://cdn.example.org/fig3.png": {"url", "png"},
 		"watch rivalco.com/pricing, notion.so/a":   {"watch", "url", "url"},
 		"catch me up on #data-requests, #482":      {"catch", "up", "channel"},
-		"approve acme/api#482 and acme/web":        {"approv", "repositori", "repositori"},
+		"approve acme/api#482 and acme/web-app":    {"approv", "repositori", "repositori"},
+		"read/write access to acme/web":            {"read", "write", "access", "acm", "web"},
 		"ack Q3X9ZKL, I'm on it":                   {"ack", "id"},
 		"move PROD-482 to In Review, not Prod-482": {"move", "issu", "review", "not", "prod"},
 	} {
@@ -147,6 +148,25 @@ func TestSearchCompounds(t *testing.T) {
 		"put milk on my to do list":   2,
 		"add milk to the todo":        2,
 	})
+}
+
+// A question asks for a tool that reads; a command for one that acts.
+func TestSearchQuestionsRead(t *testing.T) {
+	docs := []Doc{
+		{Name: "cal__create_event", Upstream: "cal", Description: "Create an event on the calendar."},
+		{Name: "cal__list_events", Upstream: "cal", Description: "List the events on the calendar."},
+	}
+	firstHits(t, docs, map[string]int{
+		"what's on the calendar on friday?": 1,
+		"anything on the calendar tomorrow": 1,
+		"put lunch on the calendar":         0,
+	})
+	if isQuestion("can you add it") || !isQuestion("did Ana reply") || !isQuestion("Who's on call") || !isQuestion("add it?") {
+		t.Error("isQuestion: can you (a request), did, who's, a question mark")
+	}
+	if !readsOnly(Terms("slack_get_channel_history")) || readsOnly(Terms("create_or_update_file")) || readsOnly(Terms("echo")) {
+		t.Error("readsOnly: get is a read, create_or_update is not, echo says neither")
+	}
 }
 
 // firstHits checks that each query's best hit is the doc it maps to.

@@ -381,7 +381,12 @@ func isRepo(w string) bool {
 		return false
 	}
 	owner, name, ok := strings.Cut(w, "/")
-	return ok && isWord(dropDashes.Replace(owner)) && isWord(dropDashes.Replace(name)) && !isDigits(owner)
+	if !ok || !isWord(dropDashes.Replace(owner)) || !isWord(dropDashes.Replace(name)) || isDigits(owner) {
+		return false
+	}
+	// Two plain words are as often a pair of words (read/write, and/or)
+	// as a repository: a number, a dash or a digit says which.
+	return num != "" || strings.ContainsAny(w, "-_0123456789")
 }
 
 // dropDashes removes the dashes and underscores of a name.
