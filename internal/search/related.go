@@ -26,16 +26,16 @@ import (
 // (docs/context.md: the development queries of seven writers).
 // Words are stemmed like the index's terms.
 const relatedGroups = `
-create make add new open start set setup register log
+create make add new open start set setup register log put stick
 start launch begin trigger run boot turnon kick_off
 get fetch retrieve read show view see look display obtain open pull detail
-list show enumerate browse all every inventory
+list show enumerate browse all every inventory ls
 find search lookup query locate seek where ever any discover look_up grep dig_up track_down hunt
 update change edit modify set alter adjust patch tweak replace correct bump
 delete remove erase destroy drop forget purge clear wipe trash discard archive unsubscribe
 send post publish announce share deliver shoot fire_off
-tell say notify message inform ping ask
-reply answer respond
+tell say notify message inform ping ask let_know
+reply answer respond get_back text_back write_back
 stop halt end kill pause shut terminate cancel disable shut_down turnoff
 cancel abort revoke stop unsubscribe
 save store remember persist keep record write note jot memorize
@@ -48,7 +48,7 @@ merge combine join concatenate
 run execute exec invoke launch evaluate
 schedule book plan arrange calendar organize
 book reserve reservation
-pay payment charge bill invoice checkout
+pay payment charge bill invoice checkout deposit
 refund reimburse repay money_back
 summarize summary overview transcript gist tldr
 approve review accept
@@ -75,10 +75,10 @@ web internet online
 bug issue problem defect error crash fail failure broken
 ticket case request support help customer
 repository repo project codebase
-pull pr merge pull_request merge_request
+pull pr merge pull_request merge_request mr
 branch main master trunk
 commit change
-note memo notebook jot jot_down
+note memo notebook jot jot_down recipe
 task todo chore reminder remind
 contact person people lead customer client address
 customer client buyer
@@ -90,17 +90,17 @@ invoice bill
 vm server instance machine host box
 container docker
 pod kubernetes deployment
-dns domain record
+dns domain record dmarc spf mx cname
 cache cdn
 stock share ticker equity market trading
 currency money exchange dollar euro
-weather forecast rain snow temperature storm sunny wind umbrella
-air pollution quality
+weather forecast rain snow temperature storm sunny wind umbrella dry wet rainy cloudy
+air pollution quality smog asthma
 warning alert alarm firing
-flight plane airline fly airport
+flight plane airline fly airport nonstop nonstops layover delayed ontime
 hotel stay lodging accommodation room
 employee staff colleague worker coworker job_title guy hire
-manager boss supervisor org chart
+manager boss supervisor org chart reporting_up reports_to
 vacation holiday leave absence time_off timeoff pto ooo out_office dayoff
 visitor user traffic session pageview audience
 call phone dial ring
@@ -111,11 +111,11 @@ table column schema
 build pipeline ci job workflow
 song track music tune
 news headline coverage press
-time clock timezone hour utc gmt pst pdt est edt cst cdt cet cest bst ist jst aest
+time clock timezone hour utc gmt pst pdt est edt cst cdt cet cest bst ist jst aest pacific eastern
 text word content
 address location place street coordinates geocode
 restaurant place food eat spot ramen pizza sushi cafe coffee brunch bakery
-direction route drive driving navigate
+direction route drive driving navigate walk walking foot
 distance far long travel
 elevation altitude height sea_level
 spreadsheet sheet excel row cell
@@ -150,11 +150,11 @@ user member account profile
 nearby near around close
 coordinates latitude longitude lat lon
 screenshot capture snapshot screen
-scrape extract crawl content
+scrape extract crawl content pull_out
 browser tab window
 upload attach attachment
-database db sql postgres mysql
-kubernetes k8s kubectl cluster
+database db sql postgres mysql pg psql
+kubernetes k8s kubectl cluster namespace
 helm chart
 documentation docs reference manual guide library api
 memory knowledge graph entity observation fact
@@ -178,7 +178,7 @@ trip travel journey itinerary
 product item catalog merchandise goods
 order purchase bought
 ship shipped fulfill deliver tracking shipment
-inventory stock quantity
+inventory stock quantity left remaining
 analytics statistics stats report ga
 realtime live active currently
 acknowledge ack
@@ -195,7 +195,7 @@ laptop computer desktop disk local filesystem
 js javascript
 ts typescript
 living_room kitchen bedroom house home
-agenda schedule calendar goingon plans
+agenda schedule calendar goingon goton plans diary
 draft write_up compose unsent
 cite citation cited reference
 `

@@ -73,7 +73,7 @@ type compoundKey struct{ first, second string }
 // words). Their terms are stemmed.
 var compounds = func() map[compoundKey]string {
 	m := map[compoundKey]string{}
-	for _, c := range strings.Split("on call,to do,e mail,log in,sign in,sign up,set up,time zone,web site,web page,check in,back up,time off,day off,turn on,turn off,put on,going on", ",") {
+	for _, c := range strings.Split("on call,to do,e mail,log in,sign in,sign up,set up,time zone,web site,web page,check in,back up,time off,day off,turn on,turn off,put on,going on,got on,on time", ",") {
 		a, b, _ := strings.Cut(c, " ")
 		m[compoundKey{a, b}] = porter(a + b)
 	}
