@@ -63,6 +63,8 @@ func TestQueryTerms(t *testing.T) {
 		"approve acme/api#482 and acme/web-app":    {"approv", "repositori", "repositori"},
 		"read/write access to acme/web":            {"read", "write", "access", "acm", "web"},
 		"ack Q3X9ZKL, I'm on it":                   {"ack", "id"},
+		"what are people on X saying":              {"peopl", "twitter", "sai"},
+		"X marks the spot, x-ray":                  {"mark", "spot", "rai"},
 		"move PROD-482 to In Review, not Prod-482": {"move", "issu", "review", "not", "prod"},
 	} {
 		if got := queryTerms(in); !slices.Equal(got, want) {

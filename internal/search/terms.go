@@ -217,6 +217,11 @@ func queryTerms(query string) []string {
 			b.WriteString(" date ")
 			continue
 		}
+		if core == "X" && i > 0 && xPrepositions[strings.ToLower(fields[i-1])] {
+			// "what are people on X saying": the network, not a letter.
+			b.WriteString("twitter ")
+			continue
+		}
 		if kind := literalKind(core); kind != "" {
 			b.WriteString(kind)
 			b.WriteByte(' ')
@@ -231,6 +236,10 @@ func queryTerms(query string) []string {
 	}
 	return Terms(b.String())
 }
+
+// xPrepositions are the words before "X" when it names the social
+// network (on X, to X, from X).
+var xPrepositions = map[string]bool{"on": true, "to": true, "from": true, "at": true}
 
 // maxQueryWords is how many words of a query queryTerms reads: far more
 // than the maxQueryTerms terms that count, and the rest of a huge query
