@@ -67,7 +67,7 @@ var weights = [numFields]float64{
 	fieldUpstream:         1.0,
 	fieldTitle:            2.0,
 	fieldDescription:      1.0,
-	fieldParamName:        1.0,
+	fieldParamName:        0.5,
 	fieldParamDescription: 1.0,
 }
 
