@@ -157,7 +157,7 @@ database db sql postgres mysql pg psql
 kubernetes k8s kubectl cluster namespace
 helm chart
 documentation docs reference manual guide library api
-memory knowledge graph entity observation fact
+memory knowledge graph entity observation fact prefer prefers hate hates dislike preference allergic
 unread inbox
 attendee invite guest participant
 free busy availability available slot
