@@ -291,8 +291,11 @@ func isQuestion(query string) bool {
 	if strings.HasSuffix(q, "?") {
 		return true
 	}
-	first, _, _ := strings.Cut(strings.ToLower(q), " ")
-	first = strings.TrimRight(first, ",.!:;")
+	first, _, _ := strings.Cut(q, " ")
+	if len(first) > len("anything's,") {
+		return false // no question word; and a query may be long
+	}
+	first = strings.ToLower(strings.TrimRight(first, ",.!:;"))
 	if i := strings.IndexAny(first, "'’"); i > 0 {
 		first = first[:i]
 	}
