@@ -100,6 +100,8 @@ type Index struct {
 	// reads marks the docs whose names say they only read (get, list,
 	// search), which a question asks for.
 	reads []bool
+	// named maps a term to the docs whose names hold it, in doc order.
+	named map[string][]int
 }
 
 type posting struct {
@@ -109,7 +111,7 @@ type posting struct {
 
 // New indexes docs.
 func New(docs []Doc) *Index {
-	ix := &Index{docs: docs, postings: map[string][]posting{}, n: len(docs)}
+	ix := &Index{docs: docs, postings: map[string][]posting{}, n: len(docs), named: map[string][]int{}}
 	// Each doc's terms per field, and each field's average length.
 	fields := make([][numFields][]string, len(docs))
 	cache := map[string]string{}
@@ -135,6 +137,11 @@ func New(docs []Doc) *Index {
 		}
 		ix.upstreamOf = append(ix.upstreamOf, u)
 		ix.reads = append(ix.reads, readsOnly(f[fieldName]))
+		for j, t := range f[fieldName] {
+			if !slices.Contains(f[fieldName][:j], t) {
+				ix.named[t] = append(ix.named[t], i)
+			}
+		}
 	}
 	var avg [numFields]float64
 	for k := range numFields {
@@ -208,6 +215,15 @@ func (ix *Index) Search(query string, limit int, upstream string) []Hit {
 	nq := float64(bits.OnesCount64(all))
 	named := ix.namedUpstreams(terms)
 	question := isQuestion(query)
+	var acts []bool // the docs whose names do what a command's first word asks
+	if !question && len(terms) > 0 && verbBoost > 0 {
+		acts = make([]bool, ix.n)
+		for _, t := range append(slices.Clone(related()[terms[0]]), terms[0]) {
+			for _, d := range ix.named[t] {
+				acts[d] = true
+			}
+		}
+	}
 	hits := make([]Hit, 0, min(matched, limit+1))
 	for d, a := range acc {
 		s := a.score
@@ -226,6 +242,9 @@ func (ix *Index) Search(query string, limit int, upstream string) []Hit {
 		}
 		if question && ix.reads[d] {
 			s *= 1 + questionBoost
+		}
+		if acts != nil && acts[d] {
+			s *= 1 + verbBoost
 		}
 		// Keep the best limit hits in order, by insertion: limit is a
 		// handful, and most docs fall below the last kept.
@@ -256,6 +275,12 @@ const upstreamBoost = 0.5
 // a question: "what's on my calendar tomorrow" lists events rather than
 // answering an invitation.
 const questionBoost = 0.15
+
+// verbBoost raises the score of a tool whose name holds a command's
+// first word or a word related to it: the verb of a command says what to
+// do ("email Sam that the offer went out", "remind me Thursday to order
+// gas", "push the meeting to Friday"), the other words what to do it to.
+const verbBoost = 0.15
 
 // readsOnly reports whether a tool's name words say it reads: a reading
 // verb (get, list, search) and no writing one (create, send, update).

@@ -1,6 +1,7 @@
 package search
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -168,6 +169,37 @@ func TestSearchQuestionsRead(t *testing.T) {
 	}
 	if !readsOnly(Terms("slack_get_channel_history")) || readsOnly(Terms("create_or_update_file")) || readsOnly(Terms("echo")) {
 		t.Error("readsOnly: get is a read, create_or_update is not, echo says neither")
+	}
+}
+
+// A command's first word says what to do: a tool whose name does it (or
+// a related verb) scores higher than for the same words in another
+// order, and a question's first word boosts nothing.
+func TestSearchCommandVerb(t *testing.T) {
+	docs := []Doc{
+		{Name: "shop__list_orders", Upstream: "shop", Description: "List the orders of the shop."},
+		{Name: "tasks__create_task", Upstream: "tasks", Description: "Create a task."},
+		{Name: "mail__send_email", Upstream: "mail", Description: "Send an email."},
+	}
+	ix := New(docs)
+	score := func(query string, doc int) float64 {
+		for _, h := range ix.Search(query, len(docs), "") {
+			if h.Doc == doc {
+				return h.Score
+			}
+		}
+		return 0
+	}
+	const orders, tasks = 0, 1
+	remind, order := "remind me to order more gas", "order more gas, remind me"
+	if r := score(remind, tasks) / score(order, tasks); math.Abs(r-(1+verbBoost)) > 1e-9 {
+		t.Errorf("create_task for %q: %v times its score for %q, want %v", remind, r, order, 1+verbBoost)
+	}
+	if r := score(order, orders) / score(remind, orders); math.Abs(r-(1+verbBoost)) > 1e-9 {
+		t.Errorf("list_orders for %q: %v times its score for %q, want %v", order, r, remind, 1+verbBoost)
+	}
+	if verbBoost <= 0 {
+		t.Errorf("verbBoost %v", verbBoost)
 	}
 }
 
