@@ -30,7 +30,7 @@ create make add new open start set setup register log put stick
 start launch begin trigger run boot turnon kick_off
 get fetch retrieve read show view see look display obtain open pull detail
 list show enumerate browse all every inventory ls
-find search lookup query locate seek where ever any discover look_up grep dig_up track_down hunt
+find search lookup query locate seek where ever any discover look_up grep dig_up track_down hunt pull_up
 update change edit modify set alter adjust patch tweak replace correct bump
 delete remove erase destroy drop forget purge clear wipe trash discard archive unsubscribe
 send post publish announce share deliver shoot fire_off
@@ -93,7 +93,7 @@ pod kubernetes deployment
 dns domain record dmarc spf mx cname
 cache cdn
 stock share ticker equity market trading
-currency money exchange dollar euro
+currency money exchange dollar euro eur usd gbp jpy cad aud chf
 weather forecast rain snow temperature storm sunny wind umbrella dry wet rainy cloudy
 air pollution quality smog asthma
 warning alert alarm firing
@@ -122,7 +122,7 @@ spreadsheet sheet excel row cell
 row line record entry
 chat channel
 reaction emoji thumb
-tweet post twitter
+tweet post twitter people_say folks_say
 article encyclopedia wiki wikipedia biography
 code source snippet script program
 python script numpy pandas
@@ -134,12 +134,12 @@ diff difference change
 history log past timeline catch_up commit
 heat warm warmer thermostat temperature cold
 light lamp
-receipt scan ocr
+receipt scan ocr handwriting whiteboard written writing type_out read_off
 recording video
 transcript caption subtitle
 sms text
 play listen puton
-language translate translation english french german spanish italian portuguese dutch chinese japanese korean russian arabic
+language translate translation english french german spanish italian portuguese dutch chinese japanese korean russian arabic polish swedish norwegian danish finnish greek turkish hindi hebrew vietnamese thai indonesian ukrainian czech romanian hungarian swahili tagalog
 size big large small huge bytes
 modified changed updated last
 status state done progress transition workflow stage
@@ -147,7 +147,7 @@ dm direct message
 channel room
 thread conversation reply
 user member account profile
-nearby near around close
+nearby near around close local
 coordinates latitude longitude lat lon
 screenshot capture snapshot screen
 scrape extract crawl content pull_out
@@ -198,6 +198,7 @@ living_room kitchen bedroom house home
 agenda schedule calendar goingon goton plans diary
 draft write_up compose unsent
 cite citation cited reference
+research investigate deep_dive writeup thorough comprehensive
 `
 
 // relatedWeight scales the score a related word adds, relative to the

@@ -162,8 +162,9 @@ var stopWords = func() map[string]bool {
 // blog about Go). A literal stands for its kind instead (literalKind):
 // "url", "domain", "email address", "file path" and its extension; a
 // file name keeps its words and adds "file" ("contract.pdf": contract,
-// pdf, file). A quoted phrase, and the word after "called", "named" or
-// "titled", stand for nothing. A day or a time (friday, tonight, July,
+// pdf, file). A quoted phrase stands for "text" (what a tool that
+// translates, sends or writes takes), and the word after "called",
+// "named" or "titled" for nothing. A day or a time (friday, tonight, July,
 // 2026-12-01, 10:30) also adds "date", the word tools use for what
 // takes one ("remind me on friday": a task with a due date; "a room for
 // next weekend": a hotel's check-in date). Documents are indexed with
@@ -204,10 +205,12 @@ func queryTerms(query string) []string {
 			// also ends with a quote, else at the next word that does;
 			// with none, it was an apostrophe ('90s) and this a word.
 			if endsQuote(strings.TrimLeftFunc(core, isQuote)) {
+				b.WriteString("text ")
 				continue
 			}
 			if lastClose > i {
 				quoted = true
+				b.WriteString("text ")
 				continue
 			}
 		}
