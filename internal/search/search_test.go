@@ -37,7 +37,7 @@ func TestQueryTerms(t *testing.T) {
 		"open google.com":                          {"open", "domain"},
 		"mail bob@example.com":                     {"mail", "email", "address"},
 		"show /etc/app.yaml":                       {"show", "file", "path", "yaml"},
-		"list ~/src":                               {"list", "file", "path"},
+		"list ~/src":                               {"list", "folder", "path"},
 		"summarize contract.pdf, please":           {"summar", "contract", "pdf", "file"},
 		"make a folder called invoices":            {"make", "folder"},
 		"a channel named general for the team":     {"channel", "team"},

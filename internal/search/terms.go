@@ -160,7 +160,8 @@ var stopWords = func() map[string]bool {
 // ("make a folder called invoices" is not about invoices, nor "say 'good
 // morning' in French" about mornings, and "https://go.dev/blog" is not a
 // blog about Go). A literal stands for its kind instead (literalKind):
-// "url", "domain", "email address", "file path" and its extension; a
+// "url", "domain", "email address", "file path" and its extension (a
+// path without one is a "folder path"), a phone number and more; a
 // file name keeps its words and adds "file" ("contract.pdf": contract,
 // pdf, file). A quoted phrase stands for "text" (what a tool that
 // translates, sends or writes takes), and the word after "called",
@@ -283,7 +284,7 @@ func literalKind(w string) string {
 		if ext := extension(w); ext != "" {
 			return "file path " + ext
 		}
-		return "file path"
+		return "folder path"
 	case isPhone(w):
 		return "phone number"
 	case isIPv4(w):
