@@ -28,13 +28,13 @@ import (
 const relatedGroups = `
 create make add new open start set setup register log put stick
 start launch begin trigger run boot turnon kick_off
-get fetch retrieve read show view see look display obtain open pull detail
+get fetch retrieve read show view see look display obtain open pull detail grab
 list show enumerate browse all every inventory ls
 find search lookup query locate seek where ever any discover look_up grep dig_up track_down hunt pull_up
 update change edit modify set alter adjust patch tweak replace correct bump
 delete remove erase destroy drop forget purge clear wipe trash discard archive unsubscribe
 send post publish announce share deliver shoot fire_off
-tell say notify message inform ping ask let_know
+tell say notify message inform ping ask let_know msg msgs
 reply answer respond get_back text_back write_back
 stop halt end kill pause shut terminate cancel disable shut_down turnoff
 cancel abort revoke stop unsubscribe
@@ -90,7 +90,7 @@ invoice bill
 vm server instance machine host box
 container docker
 pod kubernetes deployment
-dns domain record dmarc spf mx cname
+dns domain record dmarc spf cname
 cache cdn
 stock share ticker equity market trading
 currency money exchange dollar euro eur usd gbp jpy cad aud chf
@@ -134,7 +134,7 @@ diff difference change
 history log past timeline catch_up commit
 heat warm warmer thermostat temperature cold
 light lamp
-receipt scan ocr handwriting whiteboard written writing type_out read_off
+receipt scan ocr handwriting whiteboard written writing type_out read_off read_out
 recording video
 transcript caption subtitle
 sms text

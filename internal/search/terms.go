@@ -496,7 +496,7 @@ func isISODate(w string) bool {
 
 var dateWords = func() map[string]bool {
 	m := map[string]bool{}
-	for _, w := range strings.Fields(`today tomorrow yesterday tonight weekend morning afternoon evening noon midnight
+	for _, w := range strings.Fields(`today tomorrow tmrw tmr yesterday tonight weekend morning afternoon evening noon midnight
 		monday tuesday wednesday thursday friday saturday sunday
 		january february march april june july august september october november december
 		jan feb mar apr jun jul aug sep sept oct nov dec mon tue tues wed thu thur thurs fri`) {
