@@ -411,6 +411,173 @@ alive responsive heartbeat reachable
 reconnect reconnecting reestablish
 download dl downloads
 note journal journaling
+invoice invoices receivables accounts_receivable debtors
+overdue ar_aging aging_report aged_receivables aged_debtors
+invoice dunning payment_reminder invoice_reminder overdue_notice
+line_items line_item order_lines invoice_lines
+balance account_balance available_balance bank_balance available_funds
+charge transaction transactions txn payment_intent
+stripe payment_gateway payment_processor merchant_account
+payment venmo paypal zelle
+subscriptions mrr recurring_revenue
+subscription recurring_billing auto_renew autorenew renewal
+cancel cancellation churn churned
+payment_link payment_request money_request request_payment
+price pricing price_point price_tag sticker_price list_price msrp
+income_statement pnl profit_loss
+financials fundamentals earnings_report quarterly_earnings
+stock_quote last_price market_price trading_price
+price_history historical_prices stock_chart daily_closes
+stock etf etfs index_fund mutual_fund
+exchange_rate fx_rate currency_rate
+cost_report aws_spend aws_costs cloud_costs finops
+amount acv tcv contract_value
+stage closed_won closed_lost deal_stage pipeline_stage
+lifecycle_stage mql marketing_qualified sales_qualified
+crm pipedrive zoho_crm
+company target_account key_account named_account
+contact contact_record point_contact
+ticket support_ticket support_request service_request trouble_ticket
+reply public_reply customer_reply
+priority blocker showstopper highest_priority
+employee teammate team_member crew_member
+employee new_hire new_starter new_joiner
+employee employee_record personnel_file employee_profile
+employees roster staff_list team_list
+org_chart organigram organogram reporting_structure chain_command
+manager line_manager reporting_manager direct_manager
+time_off lieu_day comp_day comp_time
+sick sickie sick_note fit_note doctors_note
+schedule roster rota shift_schedule duty_roster shift_pattern
+schedule oncall_rotation pager_rotation oncall_schedule
+paging pager beeper bleep
+incident major_incident service_disruption degradation
+monitor alert_rule alerting_rule watchdog
+metrics kpi kpis telemetry measurements
+logs syslog journalctl log_lines logfile log_file
+logs audit_log audit_trail event_log
+dashboard dashboards status_board ops_board
+instance droplet vps cloud_server compute_instance
+ami golden_image machine_image
+instance_type instance_size machine_type vm_size
+env environment_variables env_vars envvars dotenv
+repository monorepo git_repo source_repo
+branch feature_branch topic_branch dev_branch
+commit changeset sha commit_hash commit_id
+review code_review pr_review
+pipeline pipeline_run ci_run workflow_run build_run
+dns_record dns_entry zone_record resource_record
+domain dns_zone hosted_zone zone_file
+dns ns ns_record
+namespace ns
+service svc
+node worker_node kube_node
+node entity vertex
+javascript nodejs node_js ecmascript
+python py
+notebook jupyter colab ipynb
+snippet gist code_snippet
+package crate npm_package pip_package python_package node_module
+library sdk client_library framework lib
+sandbox code_interpreter scratchpad
+shell terminal zsh powershell
+ban blocklist blacklist denylist
+viewer read_only view_only view_access
+editor edit_access can_edit edit_rights
+rows result_set resultset query_results
+spreadsheet csv tsv
+spreadsheet gradebook markbook mark_book
+sheet worksheet worksheets sheet_tab
+data_source datasource dataset
+dimensions dimension breakdown
+analytics google_analytics ga_property web_property
+active_users concurrent_users concurrents users_online
+top_pages landing_pages top_content
+views view_count play_count
+tweet tweetstorm twitter_thread
+username twitter_handle x_handle social_handle
+headlines hed heds
+article news_story story wire_story news_piece
+news newswire wire_service reuters
+articles clippings press_clippings media_coverage press_mentions
+summary standfirst dek lede
+author byline writer
+video vid vids vlog footage
+recording footage meeting_recording cloud_recording
+transcript meeting_minutes meeting_notes
+song cover_version covers
+spotify apple_music youtube_music deezer
+guests covers diners party_size headcount
+booking reservation table_booking dinner_reservation
+order chit docket kitchen_ticket order_ticket
+order purchase_order sales_order po
+refund comped comp_meal
+refund rma return_request return_merchandise
+shop store storefront online_shop shopfront
+customer shopper patron
+shipped parcel parcels consignment
+carrier courier shipping_carrier fedex dhl usps
+inventory stocktake stock_take stock_count cycle_count
+stock par_level reorder_point soh
+tasks shopping_list grocery_list packing_list todo_list prep_list
+task homework coursework
+todoist ticktick asana task_manager todo_app
+notebook jotter composition_book
+paper journal_article manuscript academic_paper thesis dissertation journal
+papers google_scholar semantic_scholar scholarly
+citation bibliography works_cited reference_list
+drive shared_drive team_drive cloud_drive
+gmail mailbox inbox email_account hotmail yahoo_mail
+label mail_folder email_folder
+trash recycle_bin deleted_items wastebasket
+thread email_chain email_thread reply_chain
+invitation calendar_invite meeting_request cal_invite meeting_invite save_date evite
+meeting touchbase touch_base one_one sit_down get_together
+meeting retro retrospective all_hands allhands town_hall
+meeting conference_call concall teleconference zoom_call
+join_link meeting_link zoom_link meeting_url
+calendar gcal google_calendar ical
+event appt appts
+schedule timetable timetables class_schedule
+attendees guest_list invitee_list invitees attendee_list
+location venue venues event_venue
+wiki confluence intranet knowledge_base
+documentation runbook runbooks playbook sop
+kb help_center help_article faq knowledge_base
+guild discord_server community_server
+channel group_chat groupchat group_dm
+emoji emote emoticon smiley
+call robocall automated_call outbound_call voice_blast
+caller caller_name cnam
+sms twilio bulk_sms
+translate deepl google_translate machine_translation
+language locale lang dialect
+form fillable fillable_form pdf_form acroform
+image selfie selfies photograph
+selector css_selector xpath locator element
+monitor change_detection changedetection page_monitor website_monitor
+flight flight_leg flight_segment
+flight red_eye redeye overnight_flight
+flights stopover connecting_flight layovers
+confirmation booking_reference booking_ref reference_number record_locator
+gate terminal airport_terminal
+hotel vacation_rental holiday_let holiday_rental short_let
+directions rail railway tram light_rail
+coordinates gps gps_coordinates latlng geolocation
+google_maps gmaps apple_maps waze
+light light_fixture sconce chandelier downlight downlights
+switch wall_switch light_switch
+switch outlet wall_socket power_outlet
+thermostat ecobee nest_thermostat
+temperature setpoint set_point target_temp target_temperature
+thermostat boiler central_heating radiators underfloor_heating
+smart_lock yale schlage nuki
+appliance dishwasher washing_machine tumble_dryer fridge kettle coffee_maker roomba robot_vacuum
+weather precipitation precip rainfall
+wind gust gusts wind_speed
+temperature feels_like wind_chill heat_index apparent_temperature
+close_date settlement_date completion_date escrow_date
+event open_house property_viewing house_viewing
 `
 
 // relatedWeight scales the score a related word adds, relative to the
