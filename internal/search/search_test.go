@@ -122,17 +122,17 @@ func TestSearchRelatedWords(t *testing.T) {
 // elsewhere; an upstream of two words is named only by both.
 func TestSearchNamedUpstream(t *testing.T) {
 	docs := []Doc{
-		{Name: "confluence__search_pages", Upstream: "confluence", Description: "Search the pages of the sales wiki."},
+		{Name: "docsite__search_pages", Upstream: "docsite", Description: "Search the pages of the sales handbook."},
 		{Name: "notion__search", Upstream: "notion", Description: "Search the pages of the workspace."},
 		{Name: "google-maps__search", Upstream: "google-maps", Description: "Search the pages of the workspace."},
 	}
 	firstHits(t, docs, map[string]int{
 		// Without its name, the tool that meets more words wins.
-		"search the sales wiki pages":           0,
-		"search the sales wiki pages in notion": 1,
+		"search the sales handbook pages":           0,
+		"search the sales handbook pages in notion": 1,
 		// An upstream of two words is named by both.
-		"search the sales wiki pages with google maps": 2,
-		"search the sales wiki pages, google it":       0,
+		"search the sales handbook pages with google maps": 2,
+		"search the sales handbook pages, google it":       0,
 	})
 }
 
