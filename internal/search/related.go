@@ -578,6 +578,173 @@ wind gust gusts wind_speed
 temperature feels_like wind_chill heat_index apparent_temperature
 close_date settlement_date completion_date escrow_date
 event open_house property_viewing house_viewing
+outlook outlook_calendar outlook_mail office_outlook
+period timeframe time_frame time_window date_range
+cancel call_off scrap_meeting
+change_time bring_forward move_earlier pull_forward
+accept attend attending
+decline bow_out skip_meeting
+free_time everyone_free mutually_free common_time
+event occasion happening
+calendar planner datebook day_planner
+meeting sync_up syncup kickoff brainstorm workshop offsite
+meeting lunch_meeting coffee_chat breakfast_meeting interview
+title meeting_title event_title meeting_name meeting_topic
+attendees add_guests add_people invite_people
+zoom google_meet gmeet hangout hangouts skype facetime ms_teams microsoft_teams
+recording recorded replay rewatch taped
+transcript transcription transcribe transcribed stt speech_recognition
+transcript verbatim discussed talked_about
+captions closed_captions subtitles srt
+event calendar_hold time_block block_time block_out focus_time
+location meeting_room conference_room boardroom
+join_link invite_link dialin call_link
+summary recap rundown debrief
+email emails e_mail emailed
+send drop_line shoot_over bung
+send fwd forward_email pass_along
+body email_body message_body
+sender senders sender_name
+inbox new_mail new_emails incoming_mail received_mail
+email correspondence
+reply reply_all
+draft drafts drafted
+archive file_away stow inbox_zero
+delete toss bin ditch
+label categorize categorise file_under
+label starred
+email_address email_addr mail_address
+sent sent_items sent_mail outbox sent_folder
+email mail_app apple_mail thunderbird email_client
+workspace slack_workspace slack_team
+channel voice_channel voice_chat text_channel slack_channel discord_channel
+message slack_message discord_message chat_message
+slack slack_msg slacked
+history scrollback chat_log chat_history message_history
+react reaction reacted
+reaction upvote thumbs_up
+profile bio user_info profile_info
+ban banish expel remove_member
+post broadcast announcement
+chat chatroom chat_room chats
+message private_message direct_msg
+users workspace_members slack_users
+replies responses
+task errand errands
+task follow_up followup
+due due_date duedate
+deadline cutoff cut_off target_date
+urgency urgent asap rush
+overdue missed_deadline slipped
+complete wrap_up wrapped_up crossed_off checked_off
+todoist omnifocus wunderlist google_tasks microsoft_todo remember_milk any_do
+pending open_items open_tasks incomplete unfinished
+evernote obsidian onenote apple_notes google_keep notes_app
+notebook obsidian_vault
+note note_down write_down scribble
+note brain_dump braindump
+tag tags hashtag hashtags
+append add_paragraph add_text
+docx word_doc word_document ms_word microsoft_word
+share give_access grant_access
+download local_copy offline_copy
+google_drive icloud icloud_drive
+document paperwork
+notion notion_doc notion_db notion_database
+file files
+folder folders
+text_file plaintext plain_text
+overwrite clobber replace_contents
+replace find_replace search_replace substitute swap_out
+mkdir new_folder make_folder create_directory make_dir
+list_directory folder_contents directory_listing dir_listing whats_inside
+size sizes disk_usage space_used file_size filesize
+tree folder_structure directory_structure file_structure
+move mv
+rename renaming retitle change_name
+file_type filetype file_extension ext
+metadata file_info fileinfo file_properties file_details
+creation creation_time date_created
+allowed permitted accessible allowlist whitelist
+audio wav sound_file audio_file
+multiple bulk batch en_masse
+dry_run dryrun trial_run test_run
+exclude excluding omit leave_out
+pdf pdf_file adobe adobe_reader
+merge stitch stitch_together staple collate
+extract pull_text grab_text text_extraction
+pdf printable printable_version print_friendly
+fill fill_blanks
+convert turn_into change_into
+spreadsheet google_sheets excel_sheet libreoffice_calc
+cell cells cell_range
+column columns col cols
+values cell_values
+clear blank_out empty_out zero_out
+airtable airtable_base
+spreadsheet ledger tally_sheet
+crm client_list client_database customer_database sales_database
+contact sales_lead inbound_lead warm_lead
+deal opportunities potential_sale
+deal sales_pipeline deal_flow sales_funnel
+stage sales_stage deal_status
+company company_record account_record org_record
+domain company_website web_domain
+firstname first_name forename given_name christian_name
+lastname last_name surname family_name
+crm microsoft_dynamics dynamics_crm freshsales
+contact poc main_contact
+ticket enquiry inquiry
+support customer_support customer_service customer_care
+assign allocate farm_out
+pending awaiting_reply parked awaiting_response
+helpdesk intercom helpscout servicenow freshservice
+employees workforce personnel
+department business_unit
+job_title jobtitle job_role position_title
+org_chart team_structure company_structure
+reporting_lines subordinates underlings
+time_off leave_request holiday_request pto_request absence_request
+vacation vacay hols
+time_off absent away_today off_today
+time_off bereavement_leave compassionate_leave unpaid_leave sabbatical personal_day
+sick duvet_day
+hr personio gusto rippling hibob deel
+contact contact_info contact_details
+manager team_lead teamlead team_leader
+contacts google_contacts contacts_app
+phone landline home_phone work_phone telephone tel
+create_contact save_contact save_number add_contact
+contact vcard vcf contact_card
+contact friend acquaintance buddy pal
+address_book phone_directory telephone_directory yellow_pages white_pages
+meeting meetings
+event events
+calendar calendars
+contact contacts
+channel channels
+message messages
+ticket tickets
+employee employees
+note notes
+document documents
+company companies
+spreadsheet spreadsheets
+label labels
+transcript transcripts
+zoom zoomcall zoom_session
+discord discord_chat discord_msg
+meeting standing_meeting weekly_meeting recurring_meeting
+meeting sales_call discovery_call client_meeting
+share collaborate collaborator co_edit
+html markup html_page
+ticket support_case cases
+employee colleagues coworkers co_workers
+thread discussion subthread
+folder folder_id drive_folder
+record records
+customer customers
+project projects
 `
 
 // relatedWeight scales the score a related word adds, relative to the
