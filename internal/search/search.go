@@ -102,6 +102,9 @@ type Index struct {
 	reads []bool
 	// named maps a term to the docs whose names hold it, in doc order.
 	named map[string][]int
+	// web marks the docs that search the web: "search" in the name, and
+	// "web" in the name or description.
+	web []bool
 }
 
 type posting struct {
@@ -137,6 +140,7 @@ func New(docs []Doc) *Index {
 		}
 		ix.upstreamOf = append(ix.upstreamOf, u)
 		ix.reads = append(ix.reads, readsOnly(f[fieldName]))
+		ix.web = append(ix.web, slices.Contains(f[fieldName], "search") && (slices.Contains(f[fieldName], "web") || slices.Contains(f[fieldDescription], "web")))
 		for j, t := range f[fieldName] {
 			if !slices.Contains(f[fieldName][:j], t) {
 				ix.named[t] = append(ix.named[t], i)
@@ -172,8 +176,9 @@ func (ix *Index) Len() int { return ix.n }
 
 // Search returns at most limit docs that match query, best first; only
 // docs of upstream when it is not "". Docs that share no term with the
-// query (or a related word, see relatedGroups) are not returned; only
-// the first maxQueryTerms terms of a query count. Equal
+// query (or a related word, see relatedGroups) are not returned, but
+// for the tools that search the web when nothing matches well
+// (weakMatch); only the first maxQueryTerms terms of a query count. Equal
 // scores rank in doc order, and the same query always gets the same
 // hits.
 func (ix *Index) Search(query string, limit int, upstream string) []Hit {
@@ -224,10 +229,11 @@ func (ix *Index) Search(query string, limit int, upstream string) []Hit {
 			}
 		}
 	}
-	hits := make([]Hit, 0, min(matched, limit+1))
-	for d, a := range acc {
-		s := a.score
-		if s == 0 {
+	// Each doc's final score, and the best.
+	top := 0.0
+	for d := range acc {
+		a := &acc[d]
+		if a.score == 0 {
 			continue
 		}
 		// Coordination: a doc that meets more of the query's terms (by
@@ -236,15 +242,29 @@ func (ix *Index) Search(query string, limit int, upstream string) []Hit {
 		// tool ("run" and "javascript" in a sandbox's run_javascript) do
 		// not outweigh a tool that meets more of the task ("run some
 		// javascript in the page to get its title": a browser's evaluate).
-		s *= math.Sqrt(float64(bits.OnesCount64(a.covered)) / nq)
+		a.score *= math.Sqrt(float64(bits.OnesCount64(a.covered)) / nq)
 		if named[ix.upstreamOf[d]] {
-			s *= 1 + upstreamBoost
+			a.score *= 1 + upstreamBoost
 		}
 		if question && ix.reads[d] {
-			s *= 1 + questionBoost
+			a.score *= 1 + questionBoost
 		}
 		if acts != nil && acts[d] {
-			s *= 1 + verbBoost
+			a.score *= 1 + verbBoost
+		}
+		top = max(top, a.score)
+	}
+	hits := make([]Hit, 0, min(matched+1, limit+1))
+	for d := range acc {
+		s := acc[d].score
+		// When nothing matches well, the task is likely a question about
+		// the world ("who was Ada Lovelace", "do I need a visa for
+		// Vietnam"): the tools that search the web rank as a weak match.
+		if top < weakMatch && ix.web[d] && (upstream == "" || ix.upstream[d] == upstream) {
+			s = max(s, webFallback*weakMatch)
+		}
+		if s == 0 {
+			continue
 		}
 		// Keep the best limit hits in order, by insertion: limit is a
 		// handful, and most docs fall below the last kept.
@@ -275,6 +295,10 @@ const upstreamBoost = 0.5
 // a question: "what's on my calendar tomorrow" lists events rather than
 // answering an invitation.
 const questionBoost = 0.15
+
+// weakMatch is the best score under which a search also returns the
+// tools that search the web, at webFallback times it.
+const weakMatch, webFallback = 1.5, 0.5
 
 // verbBoost raises the score of a tool whose name holds a command's
 // first word or a word related to it: the verb of a command says what to

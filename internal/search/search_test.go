@@ -203,6 +203,27 @@ func TestSearchCommandVerb(t *testing.T) {
 	}
 }
 
+// When nothing matches well, the tools that search the web are
+// returned as a weak match; when something does, they are not added.
+func TestSearchWebFallback(t *testing.T) {
+	docs := []Doc{
+		{Name: "files__read_file", Upstream: "files", Description: "Read a file from disk."},
+		{Name: "brave__brave_web_search", Upstream: "brave", Description: "Search the web."},
+		{Name: "drive__search_files", Upstream: "drive", Description: "Search the files of the drive."},
+	}
+	ix := New(docs)
+	if got := ix.Search("who was Ada Lovelace", 3, ""); len(got) != 1 || got[0].Doc != 1 || got[0].Score != webFallback*weakMatch {
+		t.Errorf("a question about the world: %v, want only the web search at %v", got, webFallback*weakMatch)
+	}
+	if got := ix.Search("who was Ada Lovelace", 3, "files"); len(got) != 0 {
+		t.Errorf("with an upstream filter: %v, want nothing", got)
+	}
+	got := ix.Search("read the file from the disk", 3, "")
+	if len(got) == 0 || got[0].Doc != 0 || got[0].Score < weakMatch || slices.ContainsFunc(got, func(h Hit) bool { return h.Doc == 1 }) {
+		t.Errorf("a good match: %v, want read_file first and no web search", got)
+	}
+}
+
 // firstHits checks that each query's best hit is the doc it maps to.
 func firstHits(t *testing.T, docs []Doc, want map[string]int) {
 	t.Helper()
