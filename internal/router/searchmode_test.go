@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -170,8 +171,10 @@ func TestFindTools(t *testing.T) {
 			if got := found(t, find("", `{"query":"file disk web news","limit":1}`)); len(got) != 1 {
 				t.Errorf("limit 1: %v", got)
 			}
-			if got := found(t, find("", `{"query":"file","upstream":"search"}`)); len(got) != 0 {
-				t.Errorf("file in search: %v, want none", got)
+			// Nothing of the search upstream matches "file": at most its web
+			// search, offered when nothing matches well.
+			if got := found(t, find("", `{"query":"file","upstream":"search"}`)); len(got) > 1 || len(got) == 1 && got[0] != "search__web" {
+				t.Errorf("file in search: %v, want none, or the web search alone", got)
 			}
 			// Bad arguments are tool errors that say what is wrong.
 			for args, want := range map[string]string{
@@ -363,7 +366,7 @@ func TestSearchModeListChanged(t *testing.T) {
 	fakes["admin"].mu.Lock()
 	fakes["admin"].lists["tools/list"] = append(fakes["admin"].lists["tools/list"], `{"name":"shutdown","description":"Power off the machine","inputSchema":{"type":"object"}}`)
 	fakes["admin"].mu.Unlock()
-	if got := found(t, r.Dispatch(context.Background(), modernCaller, callReq(toolFind, `{"query":"power off"}`, ""))); len(got) != 0 {
+	if got := found(t, r.Dispatch(context.Background(), modernCaller, callReq(toolFind, `{"query":"power off"}`, ""))); slices.Contains(got, "admin__shutdown") {
 		t.Fatalf("found %v before the change", got)
 	}
 	r.refresh(context.Background(), r.upstreams()[2])
@@ -376,8 +379,8 @@ func TestSearchModeListChanged(t *testing.T) {
 	if !cmp.Equal(views, []string{"full"}) {
 		t.Errorf("tools/list_changed for views %q, want only full", views)
 	}
-	if got := found(t, r.Dispatch(context.Background(), modernCaller, callReq(toolFind, `{"query":"power off"}`, ""))); !cmp.Equal(got, []string{"admin__shutdown"}) {
-		t.Errorf("after the change: %v", got)
+	if got := found(t, r.Dispatch(context.Background(), modernCaller, callReq(toolFind, `{"query":"power off"}`, ""))); len(got) == 0 || got[0] != "admin__shutdown" {
+		t.Errorf("after the change: %v, want admin__shutdown first", got)
 	}
 }
 
