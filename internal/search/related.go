@@ -78,7 +78,7 @@ repository repo project codebase
 pull pr merge pull_request merge_request mr
 branch main master trunk
 commit change
-note memo notebook jot jot_down recipe
+note memo notebook jot jot_down recipe make_note take_note
 task todo chore reminder remind
 contact person people lead customer client address
 customer client buyer
@@ -94,7 +94,7 @@ dns domain record dmarc spf cname
 cache cdn
 stock share ticker equity market trading
 currency money exchange dollar euro eur usd gbp jpy cad aud chf
-weather forecast rain snow temperature storm sunny wind umbrella dry wet rainy cloudy
+weather forecast rain snow temperature storm sunny wind umbrella dry wet rainy cloudy chuck_down
 air pollution quality smog asthma
 warning alert alarm firing
 flight plane airline fly airport nonstop nonstops layover delayed ontime
@@ -140,7 +140,7 @@ transcript caption subtitle
 sms text
 play listen puton
 language translate translation english french german spanish italian portuguese dutch chinese japanese korean russian arabic polish swedish norwegian danish finnish greek turkish hindi hebrew vietnamese thai indonesian ukrainian czech romanian hungarian swahili tagalog
-size big large small huge bytes
+size big large small huge bytes largest biggest smallest
 modified changed updated last
 status state done progress transition workflow stage
 dm direct message
@@ -195,7 +195,7 @@ laptop computer desktop disk local filesystem
 js javascript
 ts typescript
 living_room kitchen bedroom house home
-agenda schedule calendar goingon goton plans diary
+agenda schedule calendar goingon goton plans diary diarise diarize
 draft write_up compose unsent
 cite citation cited reference
 research investigate deep_dive writeup thorough comprehensive

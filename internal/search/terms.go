@@ -1,6 +1,7 @@
 package search
 
 import (
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -201,6 +202,18 @@ func queryTerms(query string) []string {
 			quoted = !endsQuote(core)
 			continue
 		}
+		// A phone number or a place's coordinates written in several
+		// words (07700 900461, +1 415 555 0134; 53.4808, -2.2426).
+		if n := phoneWords(fields[i:]); n > 0 {
+			b.WriteString("phone number ")
+			i += n - 1
+			continue
+		}
+		if isCoordinates(fields[i:]) {
+			b.WriteString("coordinates ")
+			i++
+			continue
+		}
 		if r, _ := utf8.DecodeRuneInString(core); isQuote(r) {
 			// An opening quote: the phrase ends at this word if the word
 			// also ends with a quote, else at the next word that does;
@@ -384,6 +397,52 @@ func isIssueKey(w string) bool {
 		}
 	}
 	return true
+}
+
+// phoneWords returns how many of the first words of fields make one
+// phone number (groups of up to 6 digits, the first maybe with +, 9 to 15
+// digits in all, at least two groups), or 0.
+func phoneWords(fields []string) int {
+	digits, n := 0, 0
+	for _, f := range fields {
+		g := strings.Trim(f, "(),.;:!?")
+		if n == 0 {
+			g = strings.TrimPrefix(g, "+")
+		}
+		if !isDigits(g) || len(g) > 6 || digits+len(g) > 15 {
+			break
+		}
+		digits += len(g)
+		n++
+		if strings.ContainsAny(f[len(f)-1:], ",.;:!?") {
+			break // punctuation ends the number
+		}
+	}
+	if n < 2 || digits < 9 {
+		return 0
+	}
+	return n
+}
+
+// isCoordinates reports whether fields start with a latitude and a
+// longitude: two decimal numbers (with a dot) in their ranges.
+func isCoordinates(fields []string) bool {
+	if len(fields) < 2 {
+		return false
+	}
+	lat, ok1 := decimal(strings.TrimRight(fields[0], ","))
+	lon, ok2 := decimal(strings.TrimRight(fields[1], ",.;:!?"))
+	return ok1 && ok2 && lat >= -90 && lat <= 90 && lon >= -180 && lon <= 180
+}
+
+// decimal parses a number with a decimal point (-2.2426), and only such.
+func decimal(w string) (float64, bool) {
+	whole, frac, ok := strings.Cut(strings.TrimPrefix(w, "-"), ".")
+	if !ok || !isDigits(whole) || !isDigits(frac) || len(whole) > 3 {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(w, 64)
+	return v, err == nil
 }
 
 // isRepo reports whether w names a repository as owner/name, maybe with
