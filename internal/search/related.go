@@ -23,7 +23,8 @@ import (
 // records (create, list, update, delete, search), and the objects of
 // common services (mail, calendars, files, repositories, payments,
 // infrastructure, the web), and for the words users say for them
-// (docs/context.md: the development queries of thirteen writers).
+// (docs/context.md: lexicons written from the catalog, and the tasks of
+// 27 writers).
 // Words are stemmed like the index's terms.
 const relatedGroups = `
 create make add new open start set setup register log put stick

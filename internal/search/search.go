@@ -12,7 +12,10 @@
 // for "date" (queryTerms); a query also looks for the words related to
 // its own (relatedGroups: a user says "folder" where a tool says
 // "directory"); a tool's score grows with the share of the query it
-// meets, and when the query names its upstream ("in Notion").
+// meets, when the query names its upstream ("in Notion"), when it reads
+// and the query is a question, and when its name does what a command's
+// first word says; when nothing matches well, the tools that search the
+// web are offered as a weak match.
 // docs/context.md measures it on real catalogs. An index is built once
 // per view and catalog, and is read-only: any number of searches may
 // run on it at once.
