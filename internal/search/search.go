@@ -246,7 +246,7 @@ func (ix *Index) Search(query string, limit int, upstream string) []Hit {
 		// not outweigh a tool that meets more of the task ("run some
 		// javascript in the page to get its title": a browser's evaluate).
 		a.score *= math.Sqrt(float64(bits.OnesCount64(a.covered)) / nq)
-		if named[ix.upstreamOf[d]] {
+		if named != nil && named[ix.upstreamOf[d]] {
 			a.score *= 1 + upstreamBoost
 		}
 		if question && ix.reads[d] {
@@ -358,8 +358,9 @@ var questionWords = map[string]bool{"what": true, "whats": true, "which": true, 
 	"when": true, "how": true, "is": true, "are": true, "was": true, "were": true, "did": true, "does": true, "do": true,
 	"any": true, "anything": true, "has": true, "have": true, "why": true}
 
-// namedUpstreams returns which upstreams the query names: all the terms
-// of an upstream's name are among the query's.
+// namedUpstreams returns which upstreams the query names (all the terms
+// of an upstream's name are among the query's), by index in
+// ix.upstreams, or nil for none.
 func (ix *Index) namedUpstreams(terms []string) []bool {
 	var named []bool
 	for u, ts := range ix.upstreams {
@@ -371,10 +372,7 @@ func (ix *Index) namedUpstreams(terms []string) []bool {
 		}
 		named[u] = true
 	}
-	if named == nil {
-		return make([]bool, len(ix.upstreams))
-	}
-	return named
+	return named // nil when the query names none
 }
 
 func allIn(ts, in []string) bool {
