@@ -293,11 +293,14 @@ func recall(ix *Index, qs []benchQuery, answers []map[int]bool, k int) float64 {
 // The floors of TestRecall: what docs/context.md reports, so that a
 // change of the ranking that loses recall fails here. Raise them with the
 // doc when the ranking improves; never tune against the held-out half.
+// The tuning, development and fresh sets are also what the learned table
+// is learned from (learn_test.go): their figures are a fit, and
+// TestLearnedCV measures the table on writers it did not learn from.
 const (
-	floorTuning1, floorTuning3   = 0.814, 1.000
-	floorDev1, floorDev3         = 0.629, 0.811
+	floorTuning1, floorTuning3   = 0.857, 0.971
+	floorDev1, floorDev3         = 0.850, 0.939
 	floorHeldout1, floorHeldout3 = 0.629, 0.857
-	floorFresh1, floorFresh3     = 0.620, 0.860
+	floorFresh1, floorFresh3     = 0.867, 0.953
 )
 
 // TestRecall prints recall@1 and recall@3 of the tuning half of the

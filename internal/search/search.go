@@ -108,6 +108,9 @@ type Index struct {
 	// web marks the docs that search the web: "search" in the name, and
 	// "web" in the name or description.
 	web []bool
+	// learned is the table of learned related terms (learned(), or in
+	// tests one learned from part of the queries).
+	learned map[string][]learnedTerm
 }
 
 type posting struct {
@@ -117,7 +120,7 @@ type posting struct {
 
 // New indexes docs.
 func New(docs []Doc) *Index {
-	ix := &Index{docs: docs, postings: map[string][]posting{}, n: len(docs), named: map[string][]int{}}
+	ix := &Index{docs: docs, postings: map[string][]posting{}, n: len(docs), named: map[string][]int{}, learned: learned()}
 	// Each doc's terms per field, and each field's average length.
 	fields := make([][numFields][]string, len(docs))
 	cache := map[string]string{}
@@ -202,7 +205,8 @@ func (ix *Index) Search(query string, limit int, upstream string) []Hit {
 	for i := range terms {
 		all |= 1 << i
 	}
-	for _, qt := range expand(terms) {
+	question := isQuestion(query)
+	for _, qt := range expand(terms, ix.learned, queryForm(terms, question)) {
 		ps := ix.postings[qt.term]
 		if len(ps) == 0 {
 			continue
@@ -222,7 +226,6 @@ func (ix *Index) Search(query string, limit int, upstream string) []Hit {
 	}
 	nq := float64(bits.OnesCount64(all))
 	named := ix.namedUpstreams(terms)
-	question := isQuestion(query)
 	var acts []bool // the docs whose names do what a command's first word asks
 	if !question && len(terms) > 0 && verbBoost > 0 {
 		acts = make([]bool, ix.n)
@@ -288,6 +291,23 @@ func (ix *Index) Search(query string, limit int, upstream string) []Hit {
 	}
 	return hits
 }
+
+// queryForm is the learned table's feature for what kind of query it
+// is: "?" for a question, which tasks answer with tools that read (what's
+// on my calendar: list events), and for a command "^" and its first
+// term, its verb (remind me Thursday: a task; email Sam: send).
+func queryForm(terms []string, question bool) string {
+	switch {
+	case question:
+		return "?"
+	case len(terms) > 0:
+		return "^" + terms[0]
+	}
+	return ""
+}
+
+// formWeight scales the learned terms of a query's form.
+const formWeight = 1.5
 
 // upstreamBoost raises the score of a tool whose upstream the query
 // names ("where's the sales playbook in Notion", "hand zendesk ticket
@@ -397,10 +417,13 @@ type queryTerm struct {
 }
 
 // expand weighs the query's terms: each term 1, each related term of
-// one (see relatedGroups) relatedWeight unless the query has it too, in
-// the query's order, so that a query's scores are always summed in one
-// order (a map's order would change their last bits, and ties with them).
-func expand(terms []string) []queryTerm {
+// one (see relatedGroups) relatedWeight, each learned term of one or of
+// a pair (see learnedTable) its learned weight and of the query's form
+// (queryForm) formWeight times it, a term that comes more
+// than once its largest weight; in the query's order, so that a query's
+// scores are always summed in one order (a map's order would change
+// their last bits, and ties with them).
+func expand(terms []string, learned map[string][]learnedTerm, form string) []queryTerm {
 	out := make([]queryTerm, 0, 4*len(terms))
 	add := func(t string, w float64, from uint64) {
 		for i := range out {
@@ -425,6 +448,29 @@ func expand(terms []string) []queryTerm {
 			for _, r := range rel[terms[i-1]+"_"+t] {
 				add(r, relatedWeight, bit(i)|bit(i-1))
 			}
+		}
+	}
+	// The query's form stands for none of its terms: it adds to the
+	// tools the terms find, and finds none by itself.
+	for _, l := range learned[form] {
+		add(l.term, formWeight*l.weight, 0)
+	}
+	// A learned term counts for the query's terms it was learned from;
+	// a question takes no verb that writes from them ("what's on the
+	// calendar": most tasks that name a calendar create an event, but a
+	// question lists them).
+	addLearned := func(ls []learnedTerm, from uint64) {
+		for _, l := range ls {
+			if form == "?" && writeVerbs[l.term] {
+				continue
+			}
+			add(l.term, l.weight, from)
+		}
+	}
+	for i, t := range terms {
+		addLearned(learned[t], bit(i))
+		if i > 0 {
+			addLearned(learned[terms[i-1]+"_"+t], bit(i)|bit(i-1))
 		}
 	}
 	return out

@@ -186,6 +186,7 @@ func TestSearchCommandVerb(t *testing.T) {
 		{Name: "mail__send_email", Upstream: "mail", Description: "Send an email."},
 	}
 	ix := New(docs)
+	ix.learned = nil // the boost alone: the learned table weighs verbs too
 	score := func(query string, doc int) float64 {
 		for _, h := range ix.Search(query, len(docs), "") {
 			if h.Doc == doc {
@@ -228,14 +229,73 @@ func TestSearchWebFallback(t *testing.T) {
 	}
 }
 
-// firstHits checks that each query's best hit is the doc it maps to.
+// firstHits checks that each query's best hit is the doc it maps to,
+// without the learned table: the tests that use it check the ranking's
+// written rules, on catalogs of a few tools where a learned term
+// outweighs them (a calendar's tasks mostly create events).
 func firstHits(t *testing.T, docs []Doc, want map[string]int) {
 	t.Helper()
 	ix := New(docs)
+	ix.learned = nil
 	for query, w := range want {
 		if got := ix.Search(query, 1, ""); len(got) != 1 || got[0].Doc != w {
 			t.Errorf("%q: %v, want %s", query, got, docs[w].Name)
 		}
+	}
+}
+
+// The learned table leads a term, a pair of terms and a query's form to
+// tool terms at their weights; a question takes no verb that writes.
+func TestSearchLearned(t *testing.T) {
+	docs := []Doc{
+		{Name: "pay__list_invoices", Upstream: "pay", Description: "List the invoices of the account."},
+		{Name: "pay__create_invoice", Upstream: "pay", Description: "Create an invoice for a customer."},
+		{Name: "crm__list_deals", Upstream: "crm", Description: "List the deals of the pipeline."},
+		{Name: "tasks__create_task", Upstream: "tasks", Description: "Create a task with a due date."},
+	}
+	ix := New(docs)
+	ix.learned = parseLearned(`
+overdu invoic:1.00 creat:0.90 list:0.20
+chase_up task:0.80
+^chase creat:0.40
+`)
+	first := func(query string) int {
+		t.Helper()
+		hits := ix.Search(query, 1, "")
+		if len(hits) == 0 {
+			t.Fatalf("%q: no hit", query)
+		}
+		return hits[0].Doc
+	}
+	// Without the table, nothing holds "overdue" or "chase".
+	plain := New(docs)
+	plain.learned = nil
+	if got := plain.Search("overdue", 3, ""); len(got) != 0 {
+		t.Errorf("without the table: %v, want nothing", got)
+	}
+	if got := first("overdue"); got != 0 && got != 1 {
+		t.Errorf("overdue: %s, want an invoice tool", docs[got].Name)
+	}
+	// A question drops the learned creat: list_invoices, not create.
+	if got := first("what is overdue?"); got != 0 {
+		t.Errorf("what is overdue?: %s, want list_invoices", docs[got].Name)
+	}
+	// A pair leads where neither word does; the form adds to it.
+	if got := first("chase up Bob"); got != 3 {
+		t.Errorf("chase up Bob: %s, want create_task", docs[got].Name)
+	}
+	if got := ix.Search("Bob chase", 3, ""); len(got) != 0 {
+		t.Errorf("Bob chase: %v, want nothing (the pair is chase up, and a form finds nothing by itself)", got)
+	}
+	for _, bad := range []string{"w t", "w t:0", "w t:1.5", "w t:x"} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("parseLearned(%q) did not panic", bad)
+				}
+			}()
+			parseLearned(bad)
+		}()
 	}
 }
 
