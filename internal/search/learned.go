@@ -14,11 +14,12 @@ type learnedTerm struct {
 }
 
 // learned reads learnedTable (learned_table.go): the tool terms that
-// tasks with a term, or a pair of terms, were answered by, far more
-// often than tasks without it. The table relates the words users say to
+// tasks with a term, a pair of terms or a form (queryForm) were answered
+// by, far more often than tasks without it. The table relates the words users say to
 // the words tools use, as relatedGroups does, but counted from tasks
 // labelled with the tools that answer them rather than written by hand:
-// "overdue" leads to invoice, "pipeline" to deal, "chase" to remind.
+// "overdue" leads to invoice, "pipeline" to deal, "chase" to task, and
+// a command that starts with "remind" to create and task.
 // TestLearnedTable learns it from the benchmark's queries (never the
 // held-out half) and checks that the committed table is what they give;
 // docs/context.md measures it on writers it did not learn from.

@@ -11,7 +11,9 @@
 // path, a phone number, a quoted phrase) stands for its kind and a day
 // for "date" (queryTerms); a query also looks for the words related to
 // its own (relatedGroups: a user says "folder" where a tool says
-// "directory"); a tool's score grows with the share of the query it
+// "directory"), and for the tool words that tasks with its words were
+// answered by (learnedTable, learned from labelled tasks: "overdue"
+// invoices); a tool's score grows with the share of the query it
 // meets, when the query names its upstream ("in Notion"), when it reads
 // and the query is a question, and when its name does what a command's
 // first word says; when nothing matches well, the tools that search the
