@@ -6,41 +6,42 @@ package search
 // pair of terms, "term tool-term:weight ...", learned from the
 // benchmark's queries by learnTable (learn_test.go).
 const learnedTable = `
-10am creat:0.86 event:0.43 meet:0.43 attende:0.11 join:0.11 schedul:0.11
-10am_date creat:0.86 event:0.43 meet:0.43 attende:0.11 join:0.11 schedul:0.11
-11am creat:1.00
-11am_date creat:1.00
+10am creat:0.78 event:0.33 meet:0.33 attende:0.08 join:0.08 schedul:0.08
+10am_date creat:0.78 event:0.33 meet:0.33 attende:0.08 join:0.08 schedul:0.08
+11am creat:1.00 event:0.67 attende:0.17 end:0.17 start:0.17
+11am_date creat:1.00 event:0.67 attende:0.17 end:0.17 start:0.17
 14th event:0.50 flight:0.33 airport:0.08 attende:0.08 start:0.08
 14th_date event:0.50 flight:0.33 airport:0.08 attende:0.08 start:0.08
 24h presign:0.67 url:0.67 time:0.25 limit:0.17 object:0.17
-2pm convert:0.40 meet:0.40 anoth:0.10 join:0.10 schedul:0.10 timezon:0.10
-2pm_date convert:0.40 meet:0.40 anoth:0.10 join:0.10 schedul:0.10 timezon:0.10
-30pm event:1.00 creat:0.67 attende:0.25 time:0.25 titl:0.25 end:0.17 start:0.17
-3pm event:0.40 messag:0.20 post:0.20 send:0.20 sm:0.20 attende:0.10
-3pm_date event:0.33 messag:0.22 post:0.22 send:0.22 sm:0.22 attende:0.08
-45am locat:0.25
+2pm convert:0.33 meet:0.33 anoth:0.08 join:0.08 schedul:0.08 timezon:0.08
+2pm_date convert:0.33 meet:0.33 anoth:0.08 join:0.08 schedul:0.08 timezon:0.08
+30pm event:1.00 creat:0.60 updat:0.40 attende:0.25 time:0.25 titl:0.25 end:0.15 start:0.15 exist:0.10
+30pm_date event:1.00 updat:0.67 attende:0.25 time:0.25 titl:0.25 chang:0.17 exist:0.17
+3pm event:0.36 messag:0.18 post:0.18 send:0.18 sm:0.18 attende:0.09
+3pm_date event:0.30 messag:0.20 post:0.20 send:0.20 sm:0.20 attende:0.08
+45am creat:0.67 event:0.67 locat:0.25 attende:0.17 end:0.17 start:0.17
 48k deal:1.00 updat:1.00 amount:0.25 anoth:0.25 chang:0.25 close:0.25 crm:0.25 hub:0.25 move:0.25 spot:0.25 stage:0.25
-4pm event:0.80 attende:0.15 start:0.10
-4pm_date event:0.75 attende:0.13
-5pm send:0.67
+4pm event:0.75 updat:0.25 attende:0.16
+4pm_date event:0.83 updat:0.33 attende:0.17 exist:0.08
+5pm send:0.50
 5pm_date send:0.67
 6h metric:1.00 queri:1.00 cpu:0.25 error:0.25 latenc:0.25 over:0.25 rate:0.25 time:0.25 timeseri:0.25 window:0.25
-7pm creat:0.70 meet:0.50 convert:0.20 event:0.20 join:0.13 schedul:0.13
-7pm_date creat:0.78 meet:0.56 convert:0.22 event:0.22 join:0.14 schedul:0.14
-8pm creat:0.67
-8pm_date creat:0.67
-9am convert:0.43 monitor:0.29 mute:0.29 anoth:0.11 timezon:0.11
-9am_date convert:0.43 monitor:0.29 mute:0.29 anoth:0.11 timezon:0.11
-? get:0.23 list:0.18
+7pm creat:0.67 meet:0.47 convert:0.20 event:0.20 join:0.12 schedul:0.12
+7pm_date creat:0.69 meet:0.54 convert:0.23 event:0.15 join:0.13 schedul:0.13
+8pm creat:0.60 meet:0.40 join:0.10 schedul:0.10
+8pm_date creat:0.60 meet:0.40 join:0.10 schedul:0.10
+9am convert:0.38 monitor:0.25 mute:0.25 anoth:0.09 timezon:0.09
+9am_date convert:0.38 monitor:0.25 mute:0.25 anoth:0.09 timezon:0.09
+? search:0.27 get:0.22 list:0.18
 ^ack acknowledg:1.00 incid:1.00 duti:0.25 pager:0.25
-^add append:0.53 row:0.53 creat:0.43 task:0.23 end:0.13 sheet:0.13 tabl:0.13 contact:0.10 dn:0.10 record:0.10 add:0.09
-^append append:1.00 row:0.67 end:0.25 sheet:0.17 tabl:0.17
+^add append:0.52 row:0.50 creat:0.43 task:0.24 end:0.13 sheet:0.13 tabl:0.13 contact:0.11 add:0.09
+^append append:1.00 row:0.75 end:0.25 sheet:0.19 tabl:0.19
 ^approv creat:1.00 pull:1.00 request:1.00 review:1.00
 ^ban ban:1.00 member:1.00 server:0.25
 ^best search:1.00 web:1.00 about:0.25 abstract:0.25 across:0.25 add:0.25 affili:0.25 alexandria:0.25 alreadi:0.25 ani:0.25 answer:0.25 api:0.25
 ^bill creat:1.00 invoic:1.00 custom:0.25 item:0.25 line:0.25
 ^book request:1.00 timeoff:1.00 employe:0.25 leav:0.25 sick:0.25 vacat:0.25
-^build build:1.00 imag:1.00 dockerfil:0.25
+^build build:0.67 imag:0.67 dockerfil:0.17
 ^bump updat:0.50 chang:0.13
 ^cancel book:1.00 cancel:1.00 flight:0.25 hotel:0.25
 ^catch channel:0.71 get:0.71 histori:0.71 messag:0.29 read:0.29 recent:0.25
@@ -54,76 +55,79 @@ const learnedTable = `
 ^custom order:0.67 refund:0.67 item:0.17
 ^declin event:1.00 respond:1.00 accept:0.25 declin:0.25 invit:0.25 tent:0.25
 ^deep research:1.00 agent:0.67 answer:0.25 base:0.25 complet:0.25 comprehens:0.25 detail:0.25 find:0.25 gather:0.25 given:0.25 inform:0.25 limit:0.25
-^dig search:1.00 email:0.71 file:0.29 date:0.18 mailbox:0.18 queri:0.18 sender:0.18 subject:0.18 word:0.18
+^dig search:1.00 email:0.75 file:0.25 date:0.19 mailbox:0.19 queri:0.19 sender:0.19 subject:0.19 word:0.19
 ^direct direct:1.00 between:0.25 get:0.25 point:0.25 two:0.25
 ^docker build:0.67 imag:0.67 dockerfil:0.17
 ^draft creat:1.00 draft:1.00 messag:0.25 save:0.25 send:0.25 without:0.25
 ^drain gener:1.00 kubectl:1.00 manag:1.00 node:1.00 ani:0.25 argument:0.25 command:0.25 cordon:0.25 drain:0.25 execut:0.25 flag:0.25 oper:0.25
 ^draw gener:1.00 imag:1.00 art:0.25 avail:0.25 browser:0.25 click:0.25 clickabl:0.25 contain:0.25 diffus:0.25 direct:0.25 ever:0.25 flux:0.25
+^drive direct:0.50 between:0.19 get:0.19 point:0.13 two:0.13
 ^drop messag:0.67 post:0.33 send:0.33 channel:0.17 new:0.08 note:0.08
 ^dump env:1.00 environ:1.00 get:1.00 print:1.00 tool:1.00 all:0.25 configur:0.25 debug:0.25 help:0.25 mcp:0.25 return:0.25 server:0.25
 ^email email:1.00 send:1.00 account:0.25 messag:0.25 user:0.25
 ^file creat:1.00 issu:1.00 bug:0.20 project:0.20 stori:0.20 task:0.20 git:0.10 hub:0.10 new:0.10 repositori:0.10
 ^fill fill:1.00 form:1.00 field:0.25
-^find search:0.92 email:0.21 file:0.20 api:0.16 post:0.16 date:0.08 return:0.08
+^find search:0.93 email:0.19 file:0.19 api:0.15 post:0.15 video:0.10 return:0.08
 ^flight flight:0.83 search:0.83 airport:0.21 between:0.21 date:0.21 price:0.21 two:0.21
 ^full browser:1.00 screenshot:1.00 take:1.00 action:0.25 base:0.25 current:0.25 element:0.25 page:0.25 perform:0.25 snapshot:0.25 specif:0.25
 ^ga report:1.00 run:1.00 convers:0.25 date:0.25 dimens:0.25 metric:0.25 over:0.25 rang:0.25 session:0.25 user:0.25
-^get get:0.46 transcript:0.46 extract:0.31 pars:0.23 text:0.23 record:0.12 id:0.10 identifi:0.10 markdown:0.10 meet:0.10 metadata:0.10 on:0.10
-^give file:0.56 share:0.56 editor:0.14 viewer:0.14 articl:0.13 summari:0.13
+^gener presign:1.00 url:1.00 creat:0.25 limit:0.25 object:0.25 time:0.25
+^get get:0.43 transcript:0.43 extract:0.29 pars:0.21 text:0.21 record:0.11 id:0.09 identifi:0.09 link:0.09 markdown:0.09 meet:0.09 metadata:0.09
+^give file:0.53 share:0.53 articl:0.18 summari:0.18 editor:0.13 viewer:0.13
 ^googl search:1.00 web:1.00 about:0.25 abstract:0.25 across:0.25 add:0.25 affili:0.25 alexandria:0.25 alreadi:0.25 ani:0.25 answer:0.25 api:0.25
-^grab extract:0.52 scrape:0.52 fetch:0.48 web:0.48 get:0.38 transcript:0.33 record:0.20 content:0.15 page:0.15 action:0.14 answer:0.14 authent:0.14
+^grab extract:0.54 scrape:0.54 fetch:0.50 web:0.50 get:0.38 transcript:0.33 record:0.21 content:0.16 page:0.16 action:0.15 answer:0.15 authent:0.15
 ^grep search:1.00 log:0.67 over:0.17 queri:0.17 time:0.17 window:0.17
 ^hotel hotel:1.00 search:1.00 citi:0.25 date:0.25 given:0.25 price:0.25 rate:0.25
 ^id gener:0.67 kubectl:0.67 ani:0.17 argument:0.17 command:0.17 execut:0.17 flag:0.17 provid:0.17 resourc:0.17
 ^jot creat:1.00 note:1.00 bodi:0.25 markdown:0.25 titl:0.25
-^keep creat:1.00 monitor:0.80 accept:0.20 advanc:0.20 bodi:0.20 chang:0.20 check:0.20 compar:0.20 configur:0.20 contain:0.20 control:0.20 crawl:0.20
+^keep creat:1.00 monitor:0.83 accept:0.21 advanc:0.21 bodi:0.21 chang:0.21 check:0.21 compar:0.21 configur:0.21 contain:0.21 control:0.21 crawl:0.21
 ^kick pipelin:1.00 trigger:1.00 branch:0.25 build:0.25 ci:0.25 circl:0.25 start:0.25
 ^kill delet:0.60 turnoff:0.40 applianc:0.10 light:0.10 switch:0.10
 ^last log:1.00 contain:0.60 fetch:0.15 commit:0.10 histori:0.10 local:0.10 repositori:0.10 show:0.10
 ^leav api:1.00 comment:1.00 creat:1.00 bad:0.25 error:0.25 request:0.25 respons:0.25
-^list map:0.43 list:0.36 get:0.21 option:0.16 gener:0.14 kubectl:0.14 across:0.13 request:0.13 search:0.13 ask:0.11 authent:0.11 base:0.11
+^list map:0.47 list:0.33 get:0.20 option:0.17 across:0.13 gener:0.13 kubectl:0.13 request:0.13 search:0.13 ask:0.12 authent:0.12 base:0.12
 ^lock door:1.00 lock:1.00 smart:0.25
-^log creat:0.67 append:0.22 issu:0.22 row:0.22 ticket:0.22 new:0.14 hub:0.11 request:0.08
-^look search:1.00 compani:0.33 web:0.33 domain:0.17 name:0.17 crm:0.13 find:0.13 hub:0.13 job:0.13 spot:0.13 titl:0.13 about:0.08
-^make gener:0.50 imag:0.50 creat:0.33 url:0.16 link:0.14 respons:0.14 return:0.14 tool:0.14 art:0.13 avail:0.13 browser:0.13 click:0.13
+^log creat:0.60 append:0.30 row:0.30 issu:0.20 ticket:0.20 new:0.13 hub:0.10 end:0.08 request:0.08 sheet:0.08 tabl:0.08
+^look search:1.00 compani:0.29 contact:0.29 web:0.29 name:0.18 crm:0.14 domain:0.14 hub:0.14 spot:0.14 find:0.11 job:0.11 titl:0.11
+^make gener:0.54 imag:0.54 creat:0.32 url:0.16 link:0.14 respons:0.14 return:0.14 tool:0.14 art:0.13 avail:0.13 browser:0.13 click:0.13
 ^mark fulfil:0.75 order:0.75 mark:0.19 number:0.19 ship:0.19 track:0.19
 ^merg merg:1.00 file:0.19 on:0.19 sever:0.19
 ^more adjust:1.00 inventori:1.00 chang:0.25 locat:0.25 product:0.25 quantiti:0.25 stock:0.25 variant:0.25
 ^move issu:0.60 transit:0.60 updat:0.40 anoth:0.20 move:0.20 done:0.15 progress:0.15 statu:0.15 todo:0.15 workflow:0.15 chang:0.10
 ^mysql lite:0.25 sq:0.25 sql:0.25
-^need search:0.27 get:0.20 hotel:0.20 link:0.20 payment:0.20 document:0.13 transcript:0.13 translat:0.13 price:0.10
-^new creat:0.63 gener:0.25 kubectl:0.25 note:0.25 rollout:0.25
+^need creat:0.25 link:0.25 payment:0.25 get:0.19 hotel:0.19 document:0.13 transcript:0.13 translat:0.13 price:0.11
+^new creat:0.70 contact:0.30 gener:0.20 kubectl:0.20 note:0.20 rollout:0.20 crm:0.10 hub:0.10 spot:0.10 address:0.08 email:0.08 name:0.08
 ^news categori:0.25 get:0.25 news:0.25 top:0.25
 ^ocr extract:1.00 imag:1.00 text:1.00 document:0.25 ocr:0.25 read:0.25 scan:0.25
-^open creat:0.65 issu:0.39 deprec:0.30 file:0.30 read:0.30 text:0.30 request:0.17 new:0.13 pull:0.13 ticket:0.13 git:0.11 hub:0.10
+^open creat:0.64 issu:0.36 deprec:0.32 file:0.32 read:0.32 text:0.32 request:0.16 new:0.12 pull:0.12 ticket:0.12 git:0.10 hub:0.10
 ^p99 metric:1.00 queri:1.00 cpu:0.25 error:0.25 latenc:0.25 over:0.25 rate:0.25 time:0.25 timeseri:0.25 window:0.25
 ^page creat:1.00 incid:1.00 duti:0.25 oncal:0.25 page:0.25 pager:0.25 respond:0.25 servic:0.25 trigger:0.25
 ^ping creat:0.67 monitor:0.67 accept:0.17 advanc:0.17 bodi:0.17 chang:0.17 check:0.17 compar:0.17 configur:0.17 contain:0.17 control:0.17 crawl:0.17
 ^pip instal:1.00 packag:1.00 npm:0.25 pip:0.25
 ^point creat:1.00 dn:1.00 record:1.00 add:0.25 cname:0.25 mx:0.25 txt:0.25 zone:0.25
-^post messag:0.90 post:0.86 channel:0.23 new:0.19 send:0.14
+^post post:0.88 messag:0.85 channel:0.21 new:0.18 tweet:0.15 send:0.12
 ^postgr queri:1.00 onli:0.25 read:0.25 run:0.25 sql:0.25
-^pull extract:0.47 text:0.34 get:0.26 pars:0.24 web:0.16 fetch:0.13 request:0.13 scrape:0.13 respons:0.12 call:0.11 content:0.11 id:0.11
+^pull extract:0.47 text:0.33 get:0.28 pars:0.23 web:0.16 fetch:0.14 scrape:0.14 request:0.12 respons:0.12 read:0.11 answer:0.10 authent:0.10
 ^push event:1.00 updat:1.00 attende:0.25 chang:0.25 exist:0.25 time:0.25 titl:0.25
-^put creat:0.71 event:0.67 start:0.18 titl:0.18 attende:0.17 end:0.17 locat:0.17 time:0.17 text:0.13 translat:0.13
+^put creat:0.72 event:0.69 start:0.18 titl:0.18 attende:0.17 end:0.17 locat:0.17 time:0.17 text:0.14 translat:0.14
 ^quick articl:0.50 get:0.50 summari:0.50 web:0.25 first:0.13 section:0.13 bodi:0.09 execut:0.09 return:0.09 titl:0.09
-^read extract:0.83 imag:0.67 text:0.67 document:0.18 fetch:0.17 ocr:0.17 scan:0.17 scrape:0.17 web:0.17 rang:0.13 read:0.13
+^read extract:0.84 imag:0.64 text:0.64 fetch:0.20 scrape:0.20 web:0.20 document:0.17 ocr:0.16 scan:0.16 rang:0.12 read:0.12
 ^recent paper:0.67 research:0.67 search:0.67 abstract:0.17 across:0.17 alongsid:0.17 ar:0.17 author:0.17 bio:0.17 biomed:0.17 canon:0.17 categori:0.17
 ^refund refund:1.00 creat:0.67 charg:0.17 fulli:0.17 intent:0.17 partli:0.17 payment:0.17
 ^rememb add:1.00 creat:1.00 entiti:1.00 observ:1.00 exist:0.25 graph:0.25 knowledg:0.25 multipl:0.25 new:0.25
 ^remind creat:1.00 task:1.00 add:0.25 date:0.25 due:0.25 prioriti:0.25 project:0.25
 ^renam file:1.00 move:1.00 across:0.25 allow:0.25 between:0.25 both:0.25 destin:0.25 differ:0.25 directori:0.25 exist:0.25 fail:0.25 must:0.25
-^repli repli:1.00 email:0.67 thread:0.33 messag:0.25 specif:0.08
+^repli repli:1.00 email:0.78 messag:0.25 thread:0.22
 ^rerun rerun:1.00 workflow:1.00 ci:0.25 circl:0.25 fail:0.25 job:0.25 onli:0.25 option:0.25
 ^ring call:1.00 make:1.00 messag:0.25 outbound:0.25 phone:0.25 place:0.25 speak:0.25
 ^run run:0.75 python:0.38 queri:0.38 return:0.22 execut:0.14 output:0.14 exec:0.13 gener:0.13 kubectl:0.13 pod:0.13 onli:0.09 read:0.09
-^save creat:0.67 file:0.27 write:0.27 note:0.20 add:0.12 address:0.10 book:0.10 person:0.10 user:0.10 exist:0.08 new:0.08 without:0.08
+^save creat:0.69 file:0.25 note:0.25 write:0.25 add:0.11 address:0.09 book:0.09 person:0.09 user:0.09 exist:0.08 new:0.08 without:0.08
 ^scrape extract:1.00 fetch:1.00 scrape:1.00 web:1.00 access:0.25 across:0.25 action:0.25 addit:0.25 after:0.25 ag:0.25 alexandria:0.25 ani:0.25
 ^screenshot browser:1.00 screenshot:1.00 take:1.00 action:0.25 base:0.25 current:0.25 element:0.25 page:0.25 perform:0.25 snapshot:0.25 specif:0.25
-^search search:1.00 web:0.25 queri:0.16 over:0.13 titl:0.13 abstract:0.09 across:0.09 api:0.09 ar:0.09 bio:0.09 categori:0.09 date:0.09
+^search search:1.00 api:0.18 flight:0.18 post:0.18 web:0.18 queri:0.11 titl:0.11 date:0.09 over:0.09 price:0.09 request:0.09 respons:0.09
+^send send:0.75 email:0.50 account:0.13 messag:0.13 user:0.13
 ^set set:0.25
-^setup creat:1.00 meet:1.00 get:0.25 join:0.25 link:0.25 schedul:0.25
+^setup creat:1.00 meet:0.95 schedul:0.25 get:0.24 join:0.24 link:0.24
 ^share file:1.00 share:1.00 editor:0.25 viewer:0.25
 ^shoot email:0.75 send:0.75 account:0.19 messag:0.19 user:0.19
 ^show file:0.36 read:0.36 deprec:0.27 get:0.27 text:0.27 diff:0.18 content:0.09 directori:0.09 line:0.09
@@ -131,7 +135,8 @@ const learnedTable = `
 ^skip next:1.00 skip:1.00 track:0.25
 ^slack messag:1.00 post:1.00 channel:0.25 new:0.25
 ^somewher search:1.00
-^start creat:0.67 api:0.33 page:0.33 post:0.33 bad:0.08 error:0.08 request:0.08 respons:0.08
+^spin creat:1.00
+^start creat:0.71 api:0.29 document:0.29 page:0.29 post:0.29
 ^stick plai:0.50 merg:0.33 option:0.13 playback:0.13 playlist:0.13 resum:0.13 start:0.13 track:0.13 file:0.08 on:0.08 sever:0.08
 ^switch applianc:0.25 light:0.25 switch:0.25
 ^tack append:0.67 end:0.17 row:0.17
@@ -140,23 +145,23 @@ const learnedTable = `
 ^text send:1.00 sm:1.00 messag:0.25 number:0.25 phone:0.25 text:0.25
 ^tick complet:1.00 task:1.00 done:0.25 mark:0.25
 ^top top:1.00 get:0.67 headlin:0.67 categori:0.17 countri:0.17 news:0.17 todai:0.17
-^translat translat:1.00 document:0.50 text:0.50 anoth:0.13 deep:0.13 docx:0.13 format:0.13 keep:0.13 languag:0.13 pdf:0.13 pptx:0.13 whole:0.13
+^translat translat:1.00 text:0.64 document:0.36 anoth:0.16 deep:0.16 languag:0.16 docx:0.09 format:0.09 keep:0.09 pdf:0.09 pptx:0.09 whole:0.09
 ^turn translat:0.80 document:0.60 docx:0.15 format:0.15 keep:0.15 pdf:0.15 pptx:0.15 whole:0.15
 ^tweet post:1.00 tweet:1.00
 ^weather forecast:1.00 get:1.00 dai:0.25 daili:0.25 hourli:0.25 locat:0.25 next:0.25 weather:0.25
 ^wikipedia articl:1.00 get:1.00 summari:1.00 first:0.25 section:0.25
 ^write creat:1.00 draft:1.00 messag:0.25 save:0.25 send:0.25 without:0.25
-about search:0.60 email:0.27 tweet:0.11
+about search:0.55 email:0.26 tweet:0.11
 about_channel recent:0.25
 about_soc email:1.00 search:1.00 mailbox:0.25 sender:0.25 subject:0.25 word:0.25
 abov elev:1.00 data:0.25 earth:0.25 locat:0.25
 abov_sea elev:1.00 data:0.25 earth:0.25 locat:0.25
 abstract paper:1.00 research:1.00 inspect:0.67 ar:0.25 author:0.25 canon:0.25 categori:0.25 metadata:0.25 sourc:0.25 titl:0.25 xiv:0.25 doi:0.17
 accept creat:0.67
-access file:0.79 share:0.79 editor:0.20 viewer:0.20
-account compani:0.29
+access file:0.73 share:0.73 editor:0.18 viewer:0.18
+account compani:0.37 crm:0.09 spot:0.09
 account_hub compani:1.00 search:1.00 account:0.25 crm:0.25 domain:0.25 hub:0.25 name:0.25 spot:0.25
-account_record compani:1.00 search:1.00 account:0.25 crm:0.25 domain:0.25 hub:0.25 name:0.25 spot:0.25
+account_record compani:1.00 search:0.67 account:0.25 crm:0.25 hub:0.25 spot:0.25 domain:0.17 name:0.17
 ack acknowledg:1.00 incid:1.00 duti:0.25 pager:0.25
 acm pull:0.19 request:0.19
 acm_api get:0.67 job:0.67 log:0.67 ci:0.17 circl:0.17 output:0.17 step:0.17
@@ -164,45 +169,55 @@ acquisit news:1.00 search:1.00 web:1.00 about:0.25 abstract:0.25 across:0.25 add
 across code:0.50 git:0.13 hub:0.13 repositori:0.13
 across_github code:1.00 search:1.00 across:0.25 git:0.25 hub:0.25 repositori:0.25
 activ list:0.67 subscript:0.67
-actual extract:0.23 research:0.23 text:0.23 imag:0.15 paper:0.15 pars:0.15
+actual extract:0.20 research:0.20 text:0.20 geocod:0.13 imag:0.13 paper:0.13 pars:0.13 revers:0.13
 actual_sai extract:1.00 text:1.00 pars:0.67 document:0.25 read:0.25 account:0.17 again:0.17 anonym:0.17 belong:0.17 both:0.17 bound:0.17 call:0.17
-add append:0.50 row:0.50 creat:0.43 task:0.21 end:0.13 sheet:0.13 tabl:0.13
+add append:0.49 row:0.47 creat:0.45 task:0.22 end:0.13 contact:0.12 sheet:0.12 tabl:0.12
 add_cname creat:1.00 dn:1.00 record:1.00 add:0.25 cname:0.25 mx:0.25 txt:0.25 zone:0.25
 add_expens append:1.00 row:1.00 end:0.25 sheet:0.25 tabl:0.25
 add_henderson append:1.00 row:1.00 end:0.25 sheet:0.25 tabl:0.25
 add_line append:1.00 row:1.00 end:0.25 sheet:0.25 tabl:0.25
-add_new append:0.75 row:0.75 end:0.19 sheet:0.19 tabl:0.19
+add_new append:0.71 row:0.71 contact:0.29 end:0.18 sheet:0.18 tabl:0.18
 add_row append:1.00 row:1.00 end:0.25 sheet:0.25 tabl:0.25
 add_text creat:1.00 task:1.00 add:0.25 due:0.25 prioriti:0.25 project:0.25
 add_todo creat:1.00 task:1.00 add:0.25 due:0.25 prioriti:0.25 project:0.25
-address file:0.27 share:0.27 email:0.23 send:0.23
+address file:0.25 share:0.25 email:0.23 send:0.22 contact:0.11 event:0.11
 address_ask email:1.00 send:1.00 account:0.25 messag:0.25 user:0.25
 address_book search:0.67 address:0.25 book:0.25 user:0.25 email:0.17 name:0.17 phone:0.17
 address_coordin geocod:1.00 revers:1.00 address:0.25 convert:0.25 coordin:0.25
 address_edit file:1.00 share:1.00 editor:0.25 viewer:0.25
 address_editor file:1.00 share:1.00 editor:0.25 viewer:0.25
-address_phone creat:1.00 contact:0.71 address:0.25 crm:0.18 email:0.18 hub:0.18 name:0.18 new:0.18 number:0.18 phone:0.18 spot:0.18
+address_email creat:1.00 event:1.00 attende:0.25 end:0.25 locat:0.25 start:0.25 time:0.25 titl:0.25
+address_phone creat:1.00 contact:0.80 address:0.25 crm:0.20 email:0.20 hub:0.20 name:0.20 new:0.20 number:0.20 phone:0.20 record:0.20 spot:0.20
 address_q2 messag:0.25 send:0.25
+address_subject email:1.00 send:1.00 account:0.25 messag:0.25 user:0.25
 address_view file:1.00 share:1.00 editor:0.25 viewer:0.25
 adult search:1.00 price:0.25
-afternoon forecast:0.67 get:0.67 dai:0.17 daili:0.17 hourli:0.17 next:0.17 weather:0.17
-afternoon_date forecast:0.67 get:0.67 dai:0.17 daili:0.17 hourli:0.17 next:0.17 weather:0.17
-again book:0.09
+advisori search:1.00 api:0.25 best:0.25 detail:0.25 inform:0.25 no:0.25 place:0.25 restaur:0.25 result:0.25 web:0.25
+afternoon forecast:0.40 get:0.40 dai:0.10 daili:0.10 hourli:0.10 next:0.10 weather:0.10
+afternoon_date forecast:0.40 get:0.40 dai:0.10 daili:0.10 hourli:0.10 next:0.10 weather:0.10
+again air:0.18 qualiti:0.18
 against queri:1.00 run:1.00 databas:0.25 lite:0.25 onli:0.25 read:0.25 row:0.25 select:0.25 sq:0.25 sql:0.25
 agenc creat:0.75 address:0.13 book:0.13 person:0.13 user:0.13
+agenda document:0.17
 agreement account:0.17
 air get:0.83 qualiti:0.83 index:0.21 level:0.21 locat:0.21 pollut:0.21
 alert monitor:1.00 mute:0.67
 algorithm paper:1.00 research:1.00 rank:0.25
-all find:0.36 free:0.36 time:0.36 given:0.09 slot:0.09
+all find:0.32 free:0.32 time:0.32 given:0.08 slot:0.08
 all_free find:1.00 free:1.00 time:1.00 all:0.25 given:0.25 peopl:0.25 slot:0.25
 all_open find:1.00 free:1.00 time:1.00 all:0.25 given:0.25 peopl:0.25 slot:0.25
+all_url map:1.00 across:0.25 ask:0.25 authent:0.25 base:0.25 bodi:0.25 collect:0.25 content:0.25 control:0.25 coverag:0.25 crawl:0.25 desir:0.25
 allerg add:1.00 creat:1.00 entiti:1.00 observ:1.00 exist:0.25 graph:0.25 knowledg:0.25 multipl:0.25 new:0.25
 allerg_peanut add:1.00 creat:1.00 entiti:1.00 observ:1.00 exist:0.25 graph:0.25 knowledg:0.25 multipl:0.25 new:0.25
-amount run:0.17
-ani search:0.64 news:0.28 web:0.28 alert:0.22 weather:0.22 ticket:0.14 local:0.11 place:0.11
+almost directori:1.00 list:1.00 size:1.00 all:0.25 allow:0.25 between:0.25 clearli:0.25 detail:0.25 dir:0.25 distinguish:0.25 onli:0.25 path:0.25
+almost_full directori:1.00 list:1.00 size:1.00 all:0.25 allow:0.25 between:0.25 clearli:0.25 detail:0.25 dir:0.25 distinguish:0.25 onli:0.25 path:0.25
+alreadi compani:0.18 contact:0.18 hub:0.11 crm:0.09 spot:0.09
+amount deal:0.43 list:0.29 close:0.11 crm:0.11 spot:0.11 stage:0.11
+analyt compani:0.25
+ani search:0.67 news:0.29 web:0.29 alert:0.21 weather:0.21 local:0.12 place:0.12 ticket:0.12
 ani_news news:1.00 search:1.00 web:1.00 about:0.25 abstract:0.25 across:0.25 add:0.25 affili:0.25 alexandria:0.25 alreadi:0.25 ani:0.25 answer:0.25
 ani_open list:0.75 search:0.75 issu:0.50 pull:0.50 request:0.50 filter:0.13 git:0.13 hub:0.13 repositori:0.13
+ani_recent news:1.00 search:1.00 web:1.00 about:0.25 abstract:0.25 across:0.25 add:0.25 affili:0.25 alexandria:0.25 alreadi:0.25 ani:0.25 answer:0.25
 ani_sever alert:1.00 get:1.00 weather:1.00 activ:0.25 flood:0.25 heat:0.25 region:0.25 sever:0.25 storm:0.25
 ani_storm alert:1.00 get:1.00 weather:1.00 activ:0.25 flood:0.25 heat:0.25 region:0.25 sever:0.25 storm:0.25
 ani_zendesk search:1.00 ticket:1.00 support:0.25 tag:0.25
@@ -211,139 +226,167 @@ answer research:0.40 question:0.15 author:0.10 base:0.10 constrain:0.10 product:
 anywher file:1.00 search:1.00 all:0.25 allow:0.25 current:0.25 directori:0.25 exact:0.25 ext:0.25 full:0.25 glob:0.25 great:0.25 item:0.25
 api log:0.25 metric:0.25 queri:0.25 gener:0.17 job:0.17 kubectl:0.17 window:0.08
 api_over metric:1.00 queri:1.00 cpu:0.25 error:0.25 latenc:0.25 over:0.25 rate:0.25 time:0.25 timeseri:0.25 window:0.25
-append row:0.67 end:0.25 sheet:0.17 tabl:0.17
+append row:0.75 end:0.25 sheet:0.19 tabl:0.19
 append_octob append:1.00 row:1.00 end:0.25 sheet:0.25 tabl:0.25
 appl get:1.00 price:0.25 ticker:0.25
 appl_stock get:1.00 price:0.25 ticker:0.25
 applic fill:1.00 form:1.00 field:0.25
 approv pull:0.43 request:0.43 review:0.43 list:0.29 timeoff:0.29
 approv_repositori creat:1.00 pull:1.00 request:1.00 review:1.00
-april creat:0.67
-april_date creat:0.67
+april creat:0.60 email:0.40
+april_date creat:0.60 email:0.40
+aqi air:1.00 get:1.00 qualiti:1.00 index:0.25 level:0.25 locat:0.25 pollut:0.25
 ar paper:0.57 research:0.57 relat:0.29
 ar_xiv paper:1.00 research:1.00 relat:0.50 on:0.25 anchor:0.13 bibliograph:0.13 candid:0.13 citat:0.13 cite:0.13 citer:0.13 co:0.13 coupl:0.13
 arab translat:1.00
-around search:1.00
-articl web:1.00 news:0.67 search:0.67 across:0.25 alexandria:0.25 ani:0.25 answer:0.25 authent:0.25 best:0.25 capabl:0.25 clean:0.25 content:0.25
-ask send:0.36 email:0.29 draft:0.14 messag:0.14 post:0.14
+archiv presign:0.67 url:0.67 limit:0.17 object:0.17
+around search:0.67
+arr deal:0.67 crm:0.25 hub:0.25 spot:0.25 amount:0.17 stage:0.17
+articl web:1.00 news:0.75 search:0.75 across:0.25 alexandria:0.25 ani:0.25 answer:0.25 authent:0.25 best:0.25 capabl:0.25 clean:0.25 content:0.25
+articl_past news:1.00 search:1.00 web:1.00 about:0.25 abstract:0.25 across:0.25 add:0.25 affili:0.25 alexandria:0.25 alreadi:0.25 ani:0.25 answer:0.25
+ask email:0.30 send:0.30 draft:0.15 messag:0.10 repli:0.10 sm:0.10
 assess titl:0.25
 asthma air:1.00 get:1.00 qualiti:1.00 index:0.25 level:0.25 locat:0.25 pollut:0.25
 audit email:0.67
 auditor presign:1.00 url:1.00 limit:0.25 object:0.25 time:0.25
-aug creat:1.00
-aug_date creat:1.00
-austin search:0.60 local:0.30 place:0.30 direct:0.20 distanc:0.20 hotel:0.20 matrix:0.20 rate:0.13 automat:0.08 back:0.08 busi:0.08 count:0.08
-author inspect:1.00 paper:1.00 research:1.00 abstract:0.25 ar:0.25 canon:0.25 categori:0.25 doi:0.25 identifi:0.25 markdown:0.25 metadata:0.25 on:0.25
+aug creat:0.67
+aug_date creat:0.67
+austin local:0.25 place:0.25 direct:0.17 distanc:0.17 hotel:0.17 matrix:0.17
+author inspect:0.67 paper:0.67 research:0.67 abstract:0.17 ar:0.17 canon:0.17 categori:0.17 doi:0.17 identifi:0.17 markdown:0.17 pmc:0.17 pmid:0.17
 author_list inspect:1.00 paper:1.00 research:1.00 abstract:0.25 ar:0.25 author:0.25 canon:0.25 categori:0.25 doi:0.25 identifi:0.25 markdown:0.25 metadata:0.25
 av direct:1.00 between:0.25 point:0.25 two:0.25
-avail balanc:1.00 get:1.00 account:0.25 current:0.25 pend:0.25
+avail balanc:0.75 get:0.75 account:0.19 pend:0.19
 avail_vs balanc:1.00 get:1.00 account:0.25 avail:0.25 current:0.25 pend:0.25
 aw cost:0.70 get:0.70 report:0.70 email:0.20 explor:0.18 month:0.18 servic:0.18 spend:0.18
 aw_bill cost:0.67 get:0.67 report:0.67 explor:0.17 month:0.17 servic:0.17 spend:0.17
-back email:0.27 messag:0.16 gener:0.11 kubectl:0.11
+back email:0.26 messag:0.16 gener:0.11 kubectl:0.11
 back_about email:0.71 search:0.71 list:0.29 messag:0.29 mailbox:0.18 sender:0.18 subject:0.18 word:0.18
 back_door door:1.00 lock:1.00 smart:0.25
 back_text crawl:1.00 action:0.25 bound:0.25 breadth:0.25 collect:0.25 configur:0.25 conserv:0.25 content:0.25 control:0.25 coverag:0.25 data:0.25 delai:0.25
 backup send:0.33 sm:0.33
 bad air:0.60 get:0.60 qualiti:0.60 index:0.15 level:0.15 pollut:0.15
-balanc compani:0.75 financi:0.75 get:0.75 earn:0.19 incom:0.19 sheet:0.19 statement:0.19
+bakeri open:0.17
+balanc compani:0.60 financi:0.60 get:0.60 earn:0.15 incom:0.15 sheet:0.15 statement:0.15
 balanc_sheet compani:1.00 financi:1.00 get:1.00 balanc:0.25 earn:0.25 incom:0.25 sheet:0.25 statement:0.25
+ball task:1.00 project:0.25
 ban member:0.75 server:0.19
 bangalor timezon:0.25
 base web:0.40 about:0.15 beyond:0.15 fals:0.15 filter:0.15 gener:0.15 ideal:0.15 knowledg:0.15 more:0.15 over:0.15 paramet:0.15 perform:0.15
 bath direct:0.50 distanc:0.50 matrix:0.50 multipl:0.19 calcul:0.13 destin:0.13 origin:0.13 point:0.13 travel:0.13
-beach get:0.75 forecast:0.50 weather:0.19 dai:0.13 daili:0.13 hourli:0.13 next:0.13
+beach get:0.80 alert:0.40 forecast:0.40 weather:0.40 activ:0.10 dai:0.10 daili:0.10 flood:0.10 heat:0.10 hourli:0.10 next:0.10 region:0.10
 bed format:0.17
-befor timeoff:0.14
+befor task:0.11 timeoff:0.11
 below read:0.25
 berlin convert:0.43 timezon:0.11
 best search:1.00 web:1.00 about:0.25 abstract:0.25 across:0.25 add:0.25 affili:0.25 alexandria:0.25 alreadi:0.25 ani:0.25 answer:0.25 api:0.25
-between list:0.67 timeoff:0.67 out:0.17 two:0.17
+between list:0.57 timeoff:0.57 out:0.14 two:0.14
 between_dec list:1.00 timeoff:1.00 between:0.25 out:0.25 two:0.25
-big directori:0.60 list:0.60 size:0.60 get:0.40 detail:0.20 all:0.15 allow:0.15 clearli:0.15 dir:0.15 distinguish:0.15 path:0.15 prefix:0.15
+big directori:0.71 list:0.71 size:0.71 detail:0.21 result:0.21 all:0.18 allow:0.18 clearli:0.18 dir:0.18 distinguish:0.18 path:0.18 prefix:0.18
+big_folder directori:1.00 list:1.00 size:1.00 all:0.25 allow:0.25 between:0.25 clearli:0.25 detail:0.25 dir:0.25 distinguish:0.25 onli:0.25 path:0.25
 bill invoic:0.28 cancel:0.17 subscript:0.17 append:0.11 cost:0.11 report:0.11 row:0.11
+bio creat:1.00 link:1.00 payment:1.00 price:0.25 product:0.25 shareabl:0.25
 birthdai creat:0.67 event:0.67 attende:0.17 end:0.17 start:0.17
 blog view:0.25
 blog_post view:0.25
 bloom answer:0.25 authent:0.25 content:0.25 data:0.25 feedback:0.25 field:0.25 inform:0.25 keyless:0.25 match:0.25 metadata:0.25 not:0.25 omit:0.25
 blow get:1.00
-board file:0.40
-book event:0.20 request:0.20 timeoff:0.20
+blurb articl:0.67 get:0.67 summari:0.67 first:0.17 section:0.17
+board file:0.19 gener:0.13 imag:0.13 meet:0.13 share:0.13
+board_imag gener:1.00 imag:1.00 art:0.25 avail:0.25 browser:0.25 click:0.25 clickabl:0.25 contain:0.25 diffus:0.25 direct:0.25 ever:0.25 flux:0.25
+book event:0.20 updat:0.20 request:0.13 timeoff:0.13
 bookkeep end:0.25
-boston flight:1.00 search:1.00 airport:0.25 between:0.25 price:0.25 two:0.25
+boston search:1.00 flight:0.75 airport:0.19 price:0.19 two:0.19
 boston_lisbon flight:1.00 search:1.00 airport:0.25 between:0.25 price:0.25 two:0.25
 both find:1.00 free:1.00 time:1.00 all:0.25 given:0.25 peopl:0.25 slot:0.25
 both_free find:1.00 free:1.00 time:1.00 all:0.25 given:0.25 peopl:0.25 slot:0.25
-bottom append:1.00 row:0.86 end:0.25 sheet:0.21 tabl:0.21
-box instanc:0.60 list:0.40 ip:0.10 machin:0.10 run:0.10 state:0.10 virtual:0.10
+both_open find:1.00 free:1.00 time:1.00 all:0.25 given:0.25 peopl:0.25 slot:0.25
+bottom append:1.00 row:0.80 end:0.25 sheet:0.20 tabl:0.20 text:0.20
+box instanc:0.43 list:0.29 local:0.29 place:0.29
 branch creat:0.75 merg:0.50 request:0.50 git:0.19 lab:0.19 new:0.19 project:0.19
 break tweet:0.50
-breakdown cost:1.00 get:1.00 report:1.00 explor:0.25 month:0.25 servic:0.25 spend:0.25
-brightlin creat:1.00
+breakdown get:1.00 cost:0.67 report:0.67 explor:0.17 month:0.17 servic:0.17 spend:0.17
+bright gener:0.67 imag:0.67 art:0.17 avail:0.17 browser:0.17 click:0.17 clickabl:0.17 contain:0.17 diffus:0.17 direct:0.17 ever:0.17 flux:0.17
+brightlin creat:1.00 crm:0.17 hub:0.17 spot:0.17
 brightwav crm:0.25 hub:0.25 spot:0.25
 bring crawl:1.00 action:0.25 bound:0.25 breadth:0.25 collect:0.25 configur:0.25 conserv:0.25 content:0.25 control:0.25 coverag:0.25 data:0.25 delai:0.25
 bring_back crawl:1.00 action:0.25 bound:0.25 breadth:0.25 collect:0.25 configur:0.25 conserv:0.25 content:0.25 control:0.25 coverag:0.25 data:0.25 delai:0.25
 broken cost:0.50 get:0.50 report:0.50 ticket:0.25 explor:0.13 month:0.13 servic:0.13 spend:0.13
 broken_down cost:1.00 get:1.00 report:1.00 explor:0.25 month:0.25 servic:0.25 spend:0.25
 broken_out cost:1.00 get:1.00 report:1.00 explor:0.25 month:0.25 servic:0.25 spend:0.25
+brook contact:1.00 creat:1.00 address:0.25 crm:0.25 email:0.25 hub:0.25 name:0.25 new:0.25 number:0.25 phone:0.25 record:0.25 spot:0.25
+brook_email contact:1.00 creat:1.00 address:0.25 crm:0.25 email:0.25 hub:0.25 name:0.25 new:0.25 number:0.25 phone:0.25 record:0.25 spot:0.25
 browser action:0.25
 brunch send:0.67
-bucket presign:0.60 url:0.60 object:0.20 limit:0.15
-budget append:0.25 sheet:0.09
+bucket presign:0.67 url:0.67 object:0.21 limit:0.17
+budget merg:0.27 append:0.18
+budget_pdf merg:1.00 on:0.25 sever:0.25
 bug issu:0.73 creat:0.64 browser:0.18 screenshot:0.18 take:0.18 git:0.11 hub:0.11 project:0.11 repositori:0.11 stori:0.11
 bug_report browser:1.00 screenshot:1.00 take:1.00 action:0.25 base:0.25 current:0.25 element:0.25 perform:0.25 snapshot:0.25 specif:0.25
-build imag:0.36 pipelin:0.27 trigger:0.27 gener:0.18 kubectl:0.18 rollout:0.18 dockerfil:0.09
+build imag:0.29 pipelin:0.21 trigger:0.21 gener:0.14 kubectl:0.14 research:0.14 rollout:0.14
 build_folder build:1.00 imag:1.00 dockerfil:0.25
 build_repositori pipelin:1.00 trigger:1.00 branch:0.25 build:0.25 ci:0.25 circl:0.25 start:0.25
 bulk post:1.00
-bump adjust:0.33 inventori:0.33 updat:0.22 chang:0.17 product:0.11 quantiti:0.08 stock:0.08 variant:0.08
+bump updat:0.33 adjust:0.25 inventori:0.25 chang:0.17 deal:0.17 product:0.08
 bump_stock adjust:1.00 inventori:1.00 chang:0.25 locat:0.25 product:0.25 quantiti:0.25 stock:0.25 variant:0.25
+buri file:1.00 search:1.00 all:0.25 allow:0.25 current:0.25 directori:0.25 exact:0.25 ext:0.25 full:0.25 glob:0.25 great:0.25 item:0.25
+buri_somewher file:1.00 search:1.00 all:0.25 allow:0.25 current:0.25 directori:0.25 exact:0.25 ext:0.25 full:0.25 glob:0.25 great:0.25 item:0.25
 burn cost:0.50 get:0.50 report:0.50 explor:0.13 month:0.13 servic:0.13 spend:0.13
 burn_aw cost:1.00 get:1.00 report:1.00 explor:0.25 month:0.25 servic:0.25 spend:0.25
 cach purg:1.00 cdn:0.25 zone:0.25
 cad convert:1.00 currenc:1.00 amount:0.25 between:0.25 exchang:0.25 latest:0.25 rate:0.25
-calendar event:0.88 creat:0.71 time:0.22 end:0.19 attende:0.18 locat:0.18 start:0.18
+calendar event:0.87 creat:0.68 time:0.23 list:0.19 end:0.18 attende:0.17 start:0.17
 calendar_march creat:1.00 event:1.00 attende:0.25 end:0.25 locat:0.25 start:0.25 time:0.25 titl:0.25
-calendar_next event:1.00 time:0.25
+calendar_next event:1.00 list:0.67 time:0.25 two:0.17
+calendar_sat creat:1.00 event:1.00 attende:0.25 end:0.25 locat:0.25 start:0.25 time:0.25 titl:0.25
 calendar_saturdai creat:1.00 event:1.00 attende:0.25 end:0.25 locat:0.25 start:0.25 time:0.25 titl:0.25
 calendar_thu creat:1.00 event:1.00 attende:0.25 end:0.25 locat:0.25 start:0.25 time:0.25 titl:0.25
+calendar_thursdai creat:1.00 event:1.00 attende:0.25 end:0.25 locat:0.25 start:0.25 time:0.25 titl:0.25
 calendar_tue creat:1.00 event:1.00 attende:0.25 end:0.25 locat:0.25 start:0.25 time:0.25 titl:0.25
 california search:1.00 web:1.00 about:0.25 abstract:0.25 across:0.25 add:0.25 affili:0.25 alexandria:0.25 alreadi:0.25 ani:0.25 answer:0.25 api:0.25
-call convert:0.19 note:0.15
+call convert:0.15 note:0.15
 call_about name:0.25
-came email:0.56 list:0.22 order:0.22 mailbox:0.11 sender:0.11 subject:0.11 word:0.11
+came email:0.50 contact:0.14 order:0.14 mailbox:0.11 sender:0.11 subject:0.11 word:0.11
 came_last email:1.00 search:1.00 mailbox:0.25 sender:0.25 subject:0.25 word:0.25
 came_sometim email:1.00 search:1.00 mailbox:0.25 sender:0.25 subject:0.25 word:0.25
 canari search:1.00 api:0.25 best:0.25 count:0.25 detail:0.25 inform:0.25 name:0.25 no:0.25 number:0.25 place:0.25 restaur:0.25 result:0.25
-cancel book:0.25 extract:0.25 subscript:0.25 text:0.25
+cancel book:0.22 extract:0.22 refund:0.22 subscript:0.22 text:0.22
 caption get:1.00 transcript:1.00 video:1.00 tube:0.25
 caption_off get:1.00 transcript:1.00 video:1.00 caption:0.25 tube:0.25
 caption_url get:1.00 transcript:1.00 video:1.00 caption:0.25 tube:0.25
 card payment:0.10
 carla messag:0.25 send:0.25
+cartoon gener:1.00 imag:1.00 art:0.25 avail:0.25 browser:0.25 click:0.25 clickabl:0.25 contain:0.25 diffus:0.25 direct:0.25 ever:0.25 flux:0.25
+case articl:0.13
 catch channel:0.73 get:0.73 histori:0.73 messag:0.27 read:0.27 recent:0.25
 catch_up channel:0.73 get:0.73 histori:0.73 messag:0.27 read:0.27 recent:0.25
+cell name:0.15 phone:0.15 address:0.10 book:0.10
+center distanc:0.67 matrix:0.67 calcul:0.17 destin:0.17 multipl:0.17 origin:0.17 travel:0.17
 centr time:0.25
-chang diff:0.22 monitor:0.22
+ceremoni forecast:0.67 get:0.67 dai:0.17 daili:0.17 hourli:0.17 next:0.17 weather:0.17
+chang monitor:0.24 diff:0.20 valu:0.08
 chang_check creat:1.00 monitor:1.00 accept:0.25 advanc:0.25 bodi:0.25 chang:0.25 check:0.25 compar:0.25 configur:0.25 contain:0.25 control:0.25 crawl:0.25
 chang_not diff:1.00 between:0.25 chang:0.25 commit:0.25 not:0.25 show:0.25 yet:0.25
-channel messag:0.67 post:0.50 histori:0.27
+channel messag:0.67 post:0.52 histori:0.27 new:0.13
 channel_channel messag:0.67 channel:0.25
 channel_discord messag:1.00 read:0.50 send:0.50 channel:0.25
-channel_slack messag:0.59 post:0.59 channel:0.41 histori:0.36 new:0.15
+channel_slack messag:0.60 post:0.60 channel:0.40 histori:0.36 new:0.15
+channel_text messag:1.00 post:0.67 channel:0.25 new:0.17
 channel_todai channel:1.00 get:1.00 histori:1.00 messag:0.25 recent:0.25
-charg creat:0.50 refund:0.33 web:0.33 affili:0.08 blog:0.08 broad:0.08 contract:0.08 cutoff:0.08 discoveri:0.08 divers:0.08 enough:0.08 estat:0.08
+charg creat:0.50 refund:0.38 web:0.38 about:0.09 affili:0.09 alreadi:0.09 beyond:0.09 blog:0.09 broad:0.09 contract:0.09 cutoff:0.09 discoveri:0.09
+charleston alert:1.00 get:1.00 weather:1.00 activ:0.25 flood:0.25 heat:0.25 region:0.25 sever:0.25 storm:0.25
 chart imag:0.67 text:0.67
 chase creat:0.80 task:0.80 add:0.20 due:0.20 prioriti:0.20 project:0.20
 chat get:0.50
 cheap search:1.00 flight:0.67 airport:0.17 price:0.17 two:0.17
 cheapest search:1.00 flight:0.67 price:0.25 airport:0.17 two:0.17
-check email:0.15 pull:0.12 request:0.12 statu:0.12
+check email:0.14 monitor:0.10 pull:0.10 request:0.10 statu:0.10
 check_green get:1.00 pull:1.00 request:1.00 statu:1.00 all:0.25 check:0.25 combin:0.25
 checkin given:0.17 hotel:0.17
 checklist api:0.80 search:0.80 post:0.60 bad:0.20 error:0.20
 checklist_page api:1.00 post:1.00 search:1.00 bad:0.25 error:0.25 titl:0.25
 checkout log:0.20 metric:0.20 queri:0.20 repositori:0.08
+cheer gener:1.00 imag:1.00 art:0.25 avail:0.25 browser:0.25 click:0.25 clickabl:0.25 contain:0.25 diffus:0.25 direct:0.25 ever:0.25 flux:0.25
+chicago convert:0.50 anoth:0.13 timezon:0.13
 chuck get:1.00 current:0.50 forecast:0.50 weather:0.50 citi:0.13 condit:0.13 coordin:0.13 dai:0.13 daili:0.13 hourli:0.13 humid:0.13 next:0.13
 chuck_down get:1.00 current:0.50 forecast:0.50 weather:0.50 citi:0.13 condit:0.13 coordin:0.13 dai:0.13 daili:0.13 hourli:0.13 humid:0.13 next:0.13
 churn end:0.19 about:0.13 beyond:0.13 fals:0.13 filter:0.13 ideal:0.13 more:0.13 paramet:0.13 readi:0.13 through:0.13 true:0.13 up:0.13
@@ -354,12 +397,11 @@ circl_ci get:0.67 job:0.67 log:0.67 ci:0.25 circl:0.25 output:0.17 step:0.17
 circleci ci:0.25 circl:0.25
 cite paper:1.00 research:1.00 relat:0.86 on:0.25 anchor:0.21 bibliograph:0.21 candid:0.21 citat:0.21 citer:0.21 co:0.21 coupl:0.21 default:0.21
 cite_doi paper:1.00 relat:1.00 research:1.00 anchor:0.25 bibliograph:0.25 candid:0.25 citat:0.25 cite:0.25 citer:0.25 co:0.25 coupl:0.25 default:0.25
-claim fill:0.40 form:0.40 field:0.20 follow:0.10 gather:0.10 thei:0.10 topic:0.10
+claim fill:0.33 form:0.33 through:0.13 ask:0.08 base:0.08 limit:0.08 structur:0.08 term:0.08 without:0.08
 claus extract:0.75 text:0.75 pars:0.50 answer:0.19 authent:0.19 feedback:0.19 inform:0.19 keyless:0.19 omit:0.19 support:0.19 account:0.13 again:0.13
-clean creat:0.50
-client invoic:0.20
-clip video:0.50 tube:0.13
-close deal:0.40 updat:0.30 histori:0.20 post:0.20 price:0.20 amount:0.10 crm:0.10 hub:0.10 spot:0.10 stage:0.10 anoth:0.08 move:0.08
+client convert:0.13 invoic:0.13 translat:0.13
+clip video:0.33 tube:0.08
+close deal:0.50 updat:0.25 histori:0.17 post:0.17 price:0.17 amount:0.13 crm:0.13 hub:0.13 spot:0.13 stage:0.13
 cloudflar cach:0.57 purg:0.57 dn:0.43 record:0.43 zone:0.25 cdn:0.14
 cloudflar_cach cach:1.00 purg:1.00 cdn:0.25 zone:0.25
 cname dn:1.00 record:1.00 creat:0.75 zone:0.25 add:0.19 mx:0.19 txt:0.19
@@ -368,85 +410,98 @@ co creat:0.75
 coach time:0.25
 coat forecast:1.00 get:1.00 dai:0.25 daili:0.25 hourli:0.25 locat:0.25 next:0.25 weather:0.25
 code repositori:0.08
-coffe local:0.67 place:0.67 search:0.67 address:0.17 automat:0.17 back:0.17 busi:0.17 count:0.17 etc:0.17 fall:0.17 found:0.17 hour:0.17
+coffe local:0.71 place:0.71 search:0.71 address:0.18 api:0.18 automat:0.18 back:0.18 busi:0.18 count:0.18 etc:0.18 fall:0.18 found:0.18
 coffe_shop local:1.00 place:1.00 search:1.00 address:0.25 api:0.25 automat:0.25 back:0.25 best:0.25 busi:0.25 count:0.25 detail:0.25 etc:0.25
 coffe_spot local:1.00 place:1.00 search:1.00 address:0.25 api:0.25 automat:0.25 back:0.25 best:0.25 busi:0.25 count:0.25 detail:0.25 etc:0.25
+color gener:0.67 imag:0.67 avail:0.25 high:0.25 qualiti:0.25 tool:0.25 art:0.17 browser:0.17 click:0.17 clickabl:0.17 contain:0.17 diffus:0.17
+columbu local:0.40 place:0.40 address:0.10 automat:0.10 back:0.10 busi:0.10 count:0.10 etc:0.10 fall:0.10 found:0.10 hour:0.10 impli:0.10
 column describ:0.60 tabl:0.60 rang:0.40 read:0.40 index:0.15 lite:0.15 show:0.15 sq:0.15 sql:0.15 cell:0.10 sheet:0.10 valu:0.10
 combin merg:1.00 on:0.25 sever:0.25
-come search:0.60
-command must:0.25
+combin_three merg:1.00 on:0.25 sever:0.25
+come search:0.67 local:0.33 place:0.33 automat:0.08 back:0.08 busi:0.08 count:0.08 etc:0.08 fall:0.08 found:0.08 hour:0.08 impli:0.08
+command must:0.25 provid:0.25
 comment api:0.71 creat:0.71 bad:0.18 error:0.18
 comment_notion api:1.00 comment:1.00 creat:1.00 bad:0.25 error:0.25
 commit diff:0.42 log:0.33 show:0.19 chang:0.15 repositori:0.13 local:0.10 yet:0.10 histori:0.08
 commit_local log:1.00 commit:0.25 histori:0.25 local:0.25 repositori:0.25 show:0.25
 commit_yet diff:1.00 between:0.25 chang:0.25 commit:0.25 not:0.25 show:0.25 yet:0.25
+commun email:1.00
+comp get:0.67
 compar extract:0.67 fetch:0.67 scrape:0.67 web:0.67 across:0.25 index:0.25 metadata:0.25 option:0.25 same:0.25 sever:0.25 sourc:0.25 access:0.17
 competitor extract:0.50 bound:0.13 call:0.13 html:0.13 identifi:0.13 json:0.13 max:0.13 schema:0.13 set:0.13 target:0.13
 competitor_price extract:0.67 bound:0.17 call:0.17 html:0.17 identifi:0.17 json:0.17 link:0.17 markdown:0.17 max:0.17 schema:0.17 set:0.17 target:0.17
 conf file:1.00 allow:0.25 content:0.25 directori:0.25 onli:0.25 within:0.25 work:0.25 last:0.17
 config file:0.50 pull:0.50 request:0.50
-confirm book:0.33 send:0.22 sm:0.22 flight:0.08 hotel:0.08
+confirm book:0.30 send:0.20 sm:0.20 flight:0.08 hotel:0.08
 congress direct:1.00 between:0.25 point:0.25 two:0.25
 congress_av direct:1.00 between:0.25 point:0.25 two:0.25
 consol browser:1.00 messag:1.00 all:0.25
-contact creat:0.50 address:0.22 book:0.19 user:0.19 phone:0.13 person:0.09
+contact address:0.16 fill:0.14 form:0.14 book:0.13 user:0.13
+contact_crm contact:1.00 creat:1.00 address:0.25 crm:0.25 email:0.25 hub:0.25 name:0.25 new:0.25 number:0.25 phone:0.25 record:0.25 spot:0.25
 contain log:0.67 fetch:0.17
-content extract:0.50 fetch:0.50 scrape:0.50 web:0.50 authent:0.19 collect:0.19 crawl:0.19 feedback:0.19 index:0.19 map:0.19 multipl:0.19 site:0.19
+content extract:0.60 fetch:0.60 scrape:0.60 web:0.60 authent:0.20 collect:0.20 crawl:0.20 feedback:0.20 index:0.20 map:0.20 multipl:0.20 site:0.20
 content_url extract:1.00 fetch:1.00 scrape:1.00 web:1.00 access:0.25 across:0.25 action:0.25 addit:0.25 after:0.25 ag:0.25 alexandria:0.25 ani:0.25
 context question:0.25 author:0.17 call:0.17 code:0.17 compat:0.17 document:0.17 exact:0.17 exampl:0.17 explicitli:0.17 format:0.17 librari:0.17 more:0.17
-contract extract:0.29 text:0.29 merg:0.21 pars:0.21 document:0.14 translat:0.14 pdf:0.09
-contract_pdf extract:0.75 pars:0.75 text:0.75 document:0.25 pdf:0.25 account:0.19 again:0.19 anonym:0.19 answer:0.19 authent:0.19 belong:0.19 both:0.19
+contract extract:0.25 merg:0.25 text:0.25 pars:0.19 document:0.13 translat:0.13 pdf:0.08
+contract_pdf extract:0.50 pars:0.50 text:0.50 document:0.17 pdf:0.17 account:0.13 again:0.13 anonym:0.13 belong:0.13 both:0.13 bound:0.13 call:0.13
 control fetch:0.25
 convers report:1.00 run:1.00 dimens:0.25 metric:0.25 over:0.25 rang:0.25 session:0.25 user:0.25
 convert currenc:0.67 amount:0.17 exchang:0.17 latest:0.17 rate:0.17
-coordin geocod:0.60 revers:0.50 elev:0.30 address:0.15 convert:0.15 earth:0.08
-copi messag:0.25
-corp creat:0.50
+coordin geocod:0.58 revers:0.50 elev:0.25 address:0.15 convert:0.15
+coordin_actual geocod:1.00 revers:1.00 address:0.25 convert:0.25 coordin:0.25
+copi email:0.50 send:0.50 account:0.13 user:0.13
+corp creat:0.50 new:0.13
 costco compani:0.40 financi:0.40 get:0.40 sheet:0.15 balanc:0.10 earn:0.10 incom:0.10 statement:0.10
 costco_latest compani:1.00 financi:1.00 get:1.00 balanc:0.25 earn:0.25 incom:0.25 sheet:0.25 statement:0.25
 count queri:0.50 run:0.50 issu:0.20 databas:0.13 lite:0.13 row:0.13 sq:0.13 sql:0.13
 count_signup queri:1.00 run:1.00 databas:0.25 lite:0.25 onli:0.25 read:0.25 row:0.25 select:0.25 sq:0.25 sql:0.25
-counti search:1.00 api:0.25 best:0.25 detail:0.25 inform:0.25 no:0.25 place:0.25 restaur:0.25 result:0.25 web:0.25
+counti restaur:0.13
 countri run:1.00
 court two:0.25
-cover messag:0.67
-coverag list:0.67 timeoff:0.67 news:0.33 web:0.33 out:0.17 two:0.17 affili:0.08 blog:0.08 broad:0.08 contract:0.08 cutoff:0.08 discoveri:0.08
+cover messag:0.50 sm:0.13
+coverag list:0.57 timeoff:0.57 news:0.29 web:0.29 out:0.14 two:0.14
 crash gener:0.38 kubectl:0.38 log:0.38 issu:0.25 argument:0.09 command:0.09 flag:0.09 like:0.09 resourc:0.09
 crawl action:0.25 bound:0.25 breadth:0.25 collect:0.25 configur:0.25 conserv:0.25 content:0.25 control:0.25 coverag:0.25 data:0.25 delai:0.25 depth:0.25
 crew flight:0.33
-crm contact:1.00 creat:0.60 email:0.25 hub:0.25 name:0.25 spot:0.25 address:0.15 new:0.15 number:0.15 phone:0.15
+crm contact:1.00 creat:0.63 email:0.25 hub:0.25 name:0.25 spot:0.25 address:0.16 new:0.16 number:0.16 phone:0.16
+crm_need contact:1.00 search:1.00 compani:0.25 crm:0.25 email:0.25 hub:0.25 name:0.25 spot:0.25
 csv deprec:0.29 file:0.29 read:0.29 text:0.29 ticket:0.29
 csv_export search:0.67 ticket:0.67 support:0.17 tag:0.17
-ct creat:0.67
-current develop:0.25 id:0.25 librari:0.25 resolv:0.25 base:0.09 issu:0.09 qualiti:0.09
+ct creat:0.75
+current develop:0.22 id:0.22 librari:0.22 resolv:0.22 web:0.22 after:0.08 base:0.08 issu:0.08 qualiti:0.08
 custom order:0.24 refund:0.18 ticket:0.18 develop:0.12 incid:0.12 transcript:0.12
 custom_sai open:0.25
-cut get:0.50 repositori:0.13
+cut get:0.40 repositori:0.10
 cve add:0.25 task:0.25
 da search:1.00
-dai run:0.23 web:0.19 page:0.16 report:0.16 top:0.16
-daili get:0.67 histori:0.67 price:0.67 close:0.17 high:0.17 histor:0.17 low:0.17 open:0.17 ticker:0.17
+dai run:0.20 web:0.20 page:0.14 report:0.14 top:0.14
+daili creat:0.50 get:0.50 histori:0.50 monitor:0.50 price:0.50 accept:0.13 advanc:0.13 check:0.13 close:0.13 compar:0.13 configur:0.13 contain:0.13
 daili_close get:1.00 histori:1.00 price:1.00 close:0.25 daili:0.25 high:0.25 histor:0.25 low:0.25 open:0.25 ticker:0.25
-dana find:0.29 free:0.29 time:0.29
-databas queri:1.00 run:0.75 lite:0.19 row:0.19 select:0.19 sq:0.19 sql:0.19
-datadog log:0.50 list:0.33 monitor:0.33 over:0.17 window:0.17 alert:0.08 state:0.08
+dalla distanc:1.00 matrix:1.00 calcul:0.25 destin:0.25 multipl:0.25 origin:0.25 time:0.25 travel:0.25
+dana find:0.25 free:0.25 time:0.25
+daniel field:0.25
+databas queri:1.00 run:0.60 api:0.40 data:0.40 sourc:0.40 lite:0.15 row:0.15 sq:0.15 sql:0.15 bad:0.10 error:0.10
+datadog log:0.43 list:0.29 monitor:0.29 over:0.14 window:0.14
 datadog_log log:1.00 search:1.00 over:0.25 time:0.25 window:0.25
 datadog_right list:1.00 monitor:1.00 alert:0.25 state:0.25
-date event:0.12
-date_10am creat:0.83 event:0.50 meet:0.50 attende:0.13 join:0.13 schedul:0.13 start:0.08
-date_11am creat:1.00
+date event:0.13
+date_10am creat:0.86 event:0.43 meet:0.43 attende:0.11 join:0.11 schedul:0.11
+date_11am creat:1.00 event:0.67 attende:0.17 end:0.17 start:0.17
 date_2pm creat:1.00 meet:1.00 join:0.25 link:0.25 schedul:0.25
-date_30pm event:1.00 creat:0.67 attende:0.25 time:0.25 titl:0.25 end:0.17 start:0.17
-date_3pm creat:1.00 event:1.00 attende:0.25 end:0.25 locat:0.25 start:0.25 time:0.25 titl:0.25
-date_45am locat:0.25
-date_4pm creat:0.67 event:0.67 attende:0.17 end:0.17 start:0.17
-date_7pm creat:1.00 meet:0.71 event:0.29 join:0.18 link:0.18 schedul:0.18
-date_afternoon forecast:1.00 get:1.00 dai:0.25 daili:0.25 hourli:0.25 locat:0.25 next:0.25 weather:0.25
+date_30pm event:1.00 creat:0.75 attende:0.25 time:0.25 titl:0.25 end:0.19 locat:0.19 start:0.19
+date_3pm creat:1.00 event:0.75 attende:0.19 end:0.19 locat:0.19 start:0.19 time:0.19
+date_45am creat:0.67 event:0.67 locat:0.25 attende:0.17 end:0.17 start:0.17
+date_4pm event:0.80 updat:0.40 attende:0.20 time:0.20 exist:0.10 start:0.10
+date_7pm creat:1.00 meet:0.70 event:0.30 join:0.18 link:0.18 schedul:0.18 attende:0.08
+date_8pm creat:1.00 meet:1.00 join:0.25 link:0.25 schedul:0.25
+date_afternoon forecast:0.50 get:0.50 dai:0.13 daili:0.13 hourli:0.13 next:0.13 weather:0.13
 date_broken cost:1.00 get:1.00 report:1.00 explor:0.25 month:0.25 servic:0.25 spend:0.25
 date_calendar creat:1.00 event:1.00 attende:0.25 end:0.25 locat:0.25 start:0.25 time:0.25 titl:0.25
 date_date creat:0.67
-date_high creat:1.00 task:0.89 add:0.22 due:0.22 prioriti:0.22 project:0.22
+date_et creat:1.00 meet:0.67 join:0.17 link:0.17 schedul:0.17
+date_high creat:1.00 task:0.92 add:0.23 due:0.23 prioriti:0.23 project:0.23
 date_hour creat:1.00 meet:1.00 join:0.25 link:0.25 schedul:0.25
+date_ideal hotel:1.00 search:1.00 citi:0.25 given:0.25 price:0.25 rate:0.25
 date_invit creat:1.00 event:1.00 attende:0.25 end:0.25 locat:0.25 start:0.25 time:0.25 titl:0.25
 date_invoic email:0.17
 date_jan list:1.00 timeoff:1.00 between:0.25 out:0.25 two:0.25
@@ -454,8 +509,9 @@ date_juli timeoff:1.00
 date_june creat:0.67 event:0.67 attende:0.17 end:0.17 start:0.17
 date_leed forecast:1.00 get:1.00 dai:0.25 daili:0.25 hourli:0.25 locat:0.25 next:0.25 weather:0.25
 date_min creat:1.00 meet:1.00 join:0.25 link:0.25 schedul:0.25
-date_morn flight:0.50 task:0.33 airport:0.08 due:0.08 prioriti:0.08
-date_need list:0.71 timeoff:0.57 two:0.18 out:0.14
+date_morn flight:0.33 forecast:0.22 task:0.22 weather:0.08
+date_need list:0.60 timeoff:0.40 out:0.10
+date_nov creat:0.67 event:0.67 attende:0.17 end:0.17 start:0.17
 date_oct creat:1.00 event:1.00 attende:0.25 end:0.25 locat:0.25 start:0.25 time:0.25 titl:0.25
 date_open creat:1.00
 date_out hotel:0.67 search:0.67 citi:0.17 given:0.17 price:0.17 rate:0.17
@@ -465,23 +521,24 @@ date_round get:1.00 weather:0.25
 date_same event:1.00 updat:1.00 attende:0.25 chang:0.25 exist:0.25 time:0.25 titl:0.25
 date_send creat:1.00 draft:1.00 messag:0.25 save:0.25 send:0.25 without:0.25
 date_sydnei convert:1.00 anoth:0.25 on:0.25 timezon:0.25
+date_text event:0.67 updat:0.67 attende:0.17 chang:0.17 exist:0.17
+date_through event:0.50 list:0.50
 date_till creat:1.00 event:1.00 attende:0.25 end:0.25 locat:0.25 start:0.25 time:0.25 titl:0.25
 date_tomorrow monitor:1.00 mute:1.00
-date_try list:0.75 timeoff:0.50 two:0.19 out:0.13
+date_try list:0.80 event:0.40 timeoff:0.40 between:0.20 two:0.20 out:0.10
 date_two search:1.00 price:0.25
 date_utc convert:0.50 anoth:0.13 timezon:0.13
-date_zoom get:1.00 transcript:0.90 meet:0.25 record:0.25
+date_zoom get:1.00 transcript:0.91 meet:0.25 record:0.25
 db queri:0.64 run:0.29 sql:0.21 tabl:0.21 describ:0.14 lite:0.14 sq:0.14 databas:0.09
 db_select queri:1.00 run:1.00 databas:0.25 lite:0.25 onli:0.25 read:0.25 row:0.25 select:0.25 sq:0.25 sql:0.25
-dc phone:0.13
 dead map:0.67 ask:0.17 base:0.17 bodi:0.17 collect:0.17 control:0.17 coverag:0.17 crawl:0.17 desir:0.17 enumer:0.17 fetch:0.17 found:0.17
 dead_page map:1.00 across:0.25 ask:0.25 authent:0.25 base:0.25 bodi:0.25 collect:0.25 content:0.25 control:0.25 coverag:0.25 crawl:0.25 desir:0.25
-deadlin email:0.33 mailbox:0.08 sender:0.08 subject:0.08 without:0.08
-deal amount:0.19 crm:0.19 hub:0.19 spot:0.19 stage:0.19 close:0.13 pipelin:0.13
-dec timeoff:0.63 list:0.50 two:0.16 out:0.13
-dec_date timeoff:0.63 list:0.50 two:0.16 out:0.13
-decent search:1.00 hotel:0.50 local:0.50 place:0.50 rate:0.25 address:0.13 automat:0.13 back:0.13 busi:0.13 citi:0.13 count:0.13 etc:0.13
-decid get:0.80 forecast:0.40 weather:0.15 dai:0.10 daili:0.10 hourli:0.10 next:0.10
+deadlin email:0.29
+deal updat:0.43 list:0.29 amount:0.21 crm:0.21 hub:0.21 spot:0.21 stage:0.21 close:0.18 anoth:0.11 move:0.11 pipelin:0.11
+dec timeoff:0.56 list:0.44 two:0.14 out:0.11
+dec_date timeoff:0.56 list:0.44 two:0.14 out:0.11
+decent search:1.00 local:0.60 place:0.60 hotel:0.40 rate:0.25 address:0.15 automat:0.15 back:0.15 busi:0.15 count:0.15 etc:0.15 fall:0.15
+decid get:0.86 forecast:0.43 weather:0.14 dai:0.11 daili:0.11 hourli:0.11 next:0.11
 decid_whether get:1.00 weather:0.25
 deck search:0.67 name:0.17
 declin event:0.75 respond:0.75 accept:0.19 invit:0.19 tent:0.19
@@ -489,17 +546,20 @@ deep research:1.00 agent:0.75 answer:0.25 base:0.25 complet:0.25 comprehens:0.25
 deep_dive research:1.00 agent:0.67 answer:0.25 base:0.25 complet:0.25 comprehens:0.25 detail:0.25 gather:0.25 given:0.25 inform:0.25 limit:0.25 minut:0.25
 delhi air:1.00 get:1.00 qualiti:1.00 index:0.25 level:0.25 locat:0.25 pollut:0.25
 dentist event:0.67
-deploy gener:1.00 kubectl:1.00 rollout:1.00 ani:0.25 argument:0.25 command:0.25 daemonset:0.25 execut:0.25 flag:0.25 manag:0.25 resourc:0.25 statefulset:0.25
-deploy_back gener:1.00 kubectl:1.00 rollout:1.00 ani:0.25 argument:0.25 command:0.25 daemonset:0.25 deploy:0.25 execut:0.25 flag:0.25 manag:0.25 resourc:0.25
-deposit creat:0.80
+denver flight:0.29
+deploy gener:1.00 kubectl:1.00 rollout:1.00 ani:0.25 argument:0.25 command:0.25 daemonset:0.25 execut:0.25 flag:0.25 manag:0.25 provid:0.25 resourc:0.25
+deploy_back gener:1.00 kubectl:1.00 rollout:1.00 ani:0.25 argument:0.25 command:0.25 daemonset:0.25 deploy:0.25 execut:0.25 flag:0.25 manag:0.25 provid:0.25
+deposit creat:0.75 append:0.25 link:0.25 payment:0.25 refund:0.25 row:0.25
 desc queri:1.00 onli:0.25 read:0.25 run:0.25 sql:0.25
 desc_limit queri:1.00 onli:0.25 read:0.25 run:0.25 sql:0.25
 design file:0.22 imag:0.22 text:0.22
-desk ticket:1.00
+desk ticket:0.67
+destin flight:0.67 search:0.67 between:0.25 airport:0.17 price:0.17 two:0.17
+destin_wed flight:1.00 search:1.00 airport:0.25 between:0.25 price:0.25 two:0.25
 dev git:0.17
 diff chang:0.25 not:0.25 commit:0.17 show:0.17 yet:0.17
-dig search:0.80 email:0.60 file:0.20 mailbox:0.15 sender:0.15 subject:0.15 word:0.15
-dig_up search:1.00 email:0.71 file:0.29 mailbox:0.18 sender:0.18 subject:0.18 word:0.18
+dig search:0.82 email:0.64 file:0.18 mailbox:0.16 sender:0.16 subject:0.16 word:0.16
+dig_up search:1.00 email:0.75 file:0.25 mailbox:0.19 sender:0.19 subject:0.19 word:0.19
 dinner event:0.25 local:0.25 place:0.25
 dinner_calendar creat:1.00 event:1.00 attende:0.25 end:0.25 locat:0.25 start:0.25 time:0.25 titl:0.25
 direct between:0.25 point:0.25 two:0.25
@@ -510,47 +570,55 @@ disk monitor:0.67 mute:0.67
 disk_space monitor:1.00 mute:1.00
 dive research:1.00 agent:0.67 answer:0.25 base:0.25 complet:0.25 comprehens:0.25 detail:0.25 gather:0.25 given:0.25 inform:0.25 limit:0.25 minut:0.25
 dive_sourc agent:1.00 research:1.00 accept:0.25 across:0.25 action:0.25 alexandria:0.25 answer:0.25 approv:0.25 ask:0.25 assembl:0.25 base:0.25 budget:0.25
-do get:0.60 quot:0.40 stock:0.40 latest:0.10 symbol:0.10 ticker:0.10 volum:0.10
+do get:0.43 quot:0.29 stock:0.29
 do_todai get:1.00 quot:1.00 stock:1.00 chang:0.25 latest:0.25 price:0.25 symbol:0.25 ticker:0.25 volum:0.25
-doc id:0.27 librari:0.27 resolv:0.27 file:0.23 share:0.23 develop:0.19 base:0.09 coverag:0.08 exampl:0.08 most:0.08 must:0.08 unknown:0.08
+doc file:0.23 id:0.23 librari:0.23 resolv:0.23 share:0.23 develop:0.17 document:0.13 append:0.10 base:0.08
 doc_drive file:0.80 share:0.80 editor:0.20 viewer:0.20
+dock append:0.67 row:0.67 end:0.17 sheet:0.17 tabl:0.17
 docker build:0.50 contain:0.50 imag:0.50 list:0.50 all:0.13 dockerfil:0.13 run:0.13
 docker_build build:1.00 imag:1.00 dockerfil:0.25
 document file:0.67 allow:0.25 directori:0.25 onli:0.25 within:0.25 work:0.25 path:0.17
-docx document:0.71 translat:0.71 file:0.29 move:0.21 format:0.18 keep:0.18 pdf:0.18 pptx:0.18 whole:0.18
-docx_file document:0.77 translat:0.77 file:0.23 move:0.23 docx:0.19 format:0.19 keep:0.19 pdf:0.19 pptx:0.19 whole:0.19
+docx document:0.71 translat:0.71 file:0.29 move:0.24 format:0.18 keep:0.18 pdf:0.18 pptx:0.18 whole:0.18
+docx_file document:0.75 translat:0.75 file:0.25 move:0.25 docx:0.19 format:0.19 keep:0.19 pdf:0.19 pptx:0.19 whole:0.19
 doi paper:1.00 relat:1.00 research:1.00 anchor:0.25 bibliograph:0.25 candid:0.25 citat:0.25 cite:0.25 citer:0.25 co:0.25 coupl:0.25 default:0.25
-dollar convert:1.00 currenc:1.00 amount:0.25 between:0.25 exchang:0.25 latest:0.25 rate:0.25
-domain dn:0.32 record:0.32 map:0.27 zone:0.10 collect:0.09 crawl:0.09 coverag:0.08 limit:0.08 sitemap:0.08 subdomain:0.08
-domain_domain creat:1.00 dn:1.00 record:1.00 add:0.25 cname:0.25 mx:0.25 txt:0.25 zone:0.25
-done issu:0.50 transit:0.38 complet:0.25 messag:0.25 task:0.25 statu:0.13 anoth:0.09 move:0.09 progress:0.09 todo:0.09 workflow:0.09
+dollar convert:0.91 currenc:0.91 amount:0.23 between:0.23 exchang:0.23 latest:0.23 rate:0.23
+dollar_todai convert:1.00 currenc:1.00 amount:0.25 between:0.25 exchang:0.25 latest:0.25 rate:0.25
+domain map:0.31 dn:0.27 record:0.27 collect:0.10 crawl:0.10 coverag:0.09 limit:0.09 sitemap:0.09 start:0.09 subdomain:0.09 zone:0.09 ask:0.08
+domain_domain creat:1.00 dn:0.67 record:0.67 cname:0.17 mx:0.17 txt:0.17 zone:0.17
+domain_under map:1.00 across:0.25 ask:0.25 authent:0.25 base:0.25 bodi:0.25 collect:0.25 content:0.25 control:0.25 coverag:0.25 crawl:0.25 desir:0.25
+done issu:0.44 transit:0.33 complet:0.22 messag:0.22 task:0.22 statu:0.11 anoth:0.08 move:0.08 progress:0.08 todo:0.08 workflow:0.08
 door lock:0.78 smart:0.19
 door_unlock door:1.00 lock:1.00 smart:0.25
-doubl creat:0.80 refund:0.40 charg:0.10 fulli:0.10 intent:0.10 partli:0.10 payment:0.10
+doubl creat:0.67 refund:0.33 charg:0.08 fulli:0.08 intent:0.08 partli:0.08 payment:0.08
 doubl_charg creat:1.00 refund:0.67 charg:0.17 fulli:0.17 intent:0.17 partli:0.17 payment:0.17
-down get:0.46 note:0.23 weather:0.19 alert:0.12
+down get:0.44 note:0.26 weather:0.19 alert:0.11
 down_evernot creat:1.00 note:1.00 bodi:0.25 markdown:0.25 titl:0.25
 down_obsidian creat:1.00 note:1.00 bodi:0.25 markdown:0.25 titl:0.25
 down_servic cost:1.00 get:1.00 report:1.00 explor:0.25 month:0.25 servic:0.25 spend:0.25
-download presign:0.63 url:0.63 directori:0.25 list:0.25 size:0.25 tree:0.25 object:0.19 limit:0.16
+download presign:0.67 url:0.67 directori:0.22 list:0.22 size:0.22 tree:0.22 object:0.19 limit:0.17
 download_link presign:1.00 url:1.00 limit:0.25 object:0.25 time:0.25
-downtown search:0.75 local:0.50 place:0.50 rate:0.19 address:0.13 automat:0.13 back:0.13 busi:0.13 count:0.13 etc:0.13 fall:0.13 found:0.13
+downtown search:0.60 direct:0.40 local:0.40 place:0.40 rate:0.15 address:0.10 automat:0.10 back:0.10 busi:0.10 count:0.10 etc:0.10 fall:0.10
 downtown_austin search:1.00 rate:0.25
 dr search:0.60
-draft creat:0.63 file:0.32 move:0.21 save:0.14 without:0.14 share:0.11
+draft creat:0.68 file:0.27 move:0.18 save:0.16 without:0.16
 draft_docx file:1.00 move:1.00 across:0.25 allow:0.25 between:0.25 both:0.25 destin:0.25 differ:0.25 directori:0.25 exist:0.25 fail:0.25 must:0.25
 draft_email creat:0.67 draft:0.67 save:0.17 without:0.17
+draft_send creat:1.00 draft:1.00 messag:0.25 save:0.25 send:0.25 without:0.25
 draft_thank creat:1.00 draft:1.00 messag:0.25 save:0.25 send:0.25 without:0.25
-drain gener:0.75 kubectl:0.75 manag:0.75 node:0.75 ani:0.19 argument:0.19 command:0.19 cordon:0.19 flag:0.19 oper:0.19 uncordon:0.19
+drain gener:0.75 kubectl:0.75 manag:0.75 node:0.75 ani:0.19 argument:0.19 command:0.19 cordon:0.19 execut:0.19 flag:0.19 oper:0.19 uncordon:0.19
 drain_id gener:1.00 kubectl:1.00 manag:1.00 node:1.00 ani:0.25 argument:0.25 command:0.25 cordon:0.25 drain:0.25 execut:0.25 flag:0.25 oper:0.25
 draw gener:0.50 imag:0.50 research:0.50 art:0.13 browser:0.13 click:0.13 clickabl:0.13 constrain:0.13 contain:0.13 diffus:0.13 direct:0.13 ever:0.13
-drive file:0.35 direct:0.33 distanc:0.33 matrix:0.33 share:0.33 calcul:0.08 destin:0.08 editor:0.08 origin:0.08 point:0.08 travel:0.08 viewer:0.08
+drive file:0.33 direct:0.29 share:0.29 distanc:0.27 matrix:0.27
+drive_almost directori:1.00 list:1.00 size:1.00 all:0.25 allow:0.25 between:0.25 clearli:0.25 detail:0.25 dir:0.25 distinguish:0.25 onli:0.25 path:0.25
+drive_direct direct:1.00 between:0.25 point:0.25 two:0.25
 drive_email file:1.00 share:1.00 editor:0.25 viewer:0.25
-driver phone:0.13 sm:0.13
-drop messag:0.19 send:0.19 post:0.14
+driver sm:0.10
+drop link:0.15 messag:0.15 payment:0.15 send:0.15
+drop_insta creat:1.00 link:1.00 payment:1.00 price:0.25 product:0.25 shareabl:0.25
 drop_last creat:1.00
 drop_note messag:1.00 send:1.00 channel:0.25 post:0.25
-due task:0.65 creat:0.59 list:0.24 invoic:0.18 project:0.16 prioriti:0.13 send:0.12
+drop_pin geocod:1.00 revers:1.00 address:0.25 convert:0.25 coordin:0.25
+due creat:0.64 task:0.59 invoic:0.18 project:0.15 prioriti:0.13
 due_fridai task:1.00 creat:0.67 project:0.25 due:0.17 prioriti:0.17
 dump env:1.00 environ:1.00 get:1.00 print:1.00 tool:1.00 all:0.25 configur:0.25 debug:0.25 help:0.25 mcp:0.25 server:0.25 variabl:0.25
 earli send:0.67 sm:0.67 messag:0.25 number:0.17 phone:0.17
@@ -559,25 +627,28 @@ east search:0.60 instanc:0.40 list:0.40 web:0.40 place:0.15 restaur:0.15 about:0
 ec2 instanc:1.00 list:1.00 ip:0.25 machin:0.25 state:0.25 virtual:0.25
 ec2_box instanc:1.00 list:1.00 ip:0.25 machin:0.25 state:0.25 virtual:0.25
 edg creat:1.00
-edit file:0.78 share:0.78 post:0.22 editor:0.19 viewer:0.19
+edit file:0.80 share:0.80 editor:0.20 post:0.20 viewer:0.20
 edit_access file:1.00 share:1.00 editor:0.25 viewer:0.25
 editor file:1.00 share:1.00 viewer:0.25
 editori search:1.00
 effect id:1.00 librari:1.00 resolv:1.00 acknowledg:0.25 after:0.25 ambigu:0.25 analyz:0.25 author:0.25 authorit:0.25 avail:0.25 base:0.25 befor:0.25
 elev data:0.25 earth:0.25 locat:0.25
 elev_coordin elev:1.00 data:0.25 earth:0.25 locat:0.25
-elm direct:0.30 post:0.30 distanc:0.20 matrix:0.20 messag:0.20 point:0.08
-elm_st direct:0.29 distanc:0.29 matrix:0.29 post:0.29
-email send:0.21 file:0.20 share:0.20
+elig extract:1.00 pars:0.67 text:0.67 answer:0.25 authent:0.25 bound:0.25 call:0.25 content:0.25 data:0.25 feedback:0.25 field:0.25 html:0.25
+elig_expens extract:1.00 pars:1.00 text:1.00 account:0.25 again:0.25 anonym:0.25 answer:0.25 authent:0.25 belong:0.25 both:0.25 bound:0.25 call:0.25
+elm direct:0.36 post:0.27 distanc:0.18 matrix:0.18 messag:0.18 point:0.09
+elm_st direct:0.38 distanc:0.25 matrix:0.25 post:0.25 point:0.09
+email send:0.20 file:0.18 share:0.18
 email_about email:1.00 search:1.00 mailbox:0.25 sender:0.25 subject:0.25 word:0.25
-email_address file:0.34 share:0.34 email:0.28 send:0.28 contact:0.10 editor:0.09 viewer:0.09
+email_address file:0.30 share:0.30 email:0.27 send:0.26 contact:0.12 event:0.12 editor:0.08 viewer:0.08
 email_aw email:1.00 search:1.00 mailbox:0.25 sender:0.25 subject:0.25 word:0.25
 email_back email:1.00 search:1.00 mailbox:0.25 sender:0.25 subject:0.25 word:0.25
-email_email email:0.63 send:0.63 draft:0.38 messag:0.25 account:0.16 user:0.16 save:0.09 without:0.09
+email_email email:0.67 send:0.67 draft:0.33 messag:0.25 account:0.17 user:0.17 save:0.08 without:0.08
 email_sai email:1.00 messag:0.25
 emma end:0.17
-end cancel:0.23 subscript:0.23 api:0.15 file:0.15
+end cancel:0.20 subscript:0.20 api:0.13
 end_bill cancel:1.00 subscript:1.00 end:0.25 now:0.25 period:0.25
+end_month creat:1.00
 end_up full:0.25 match:0.25 onli:0.25
 eng add:0.50 comment:0.50 ticket:0.50 intern:0.13 note:0.13 public:0.13 repli:0.13
 english translat:1.00 document:0.55 text:0.45 docx:0.14 format:0.14 keep:0.14 pdf:0.14 pptx:0.14 whole:0.14 anoth:0.11 deep:0.11 languag:0.11
@@ -585,55 +656,67 @@ english_keep document:1.00 translat:1.00 docx:0.25 format:0.25 keep:0.25 pdf:0.2
 enough get:1.00 locat:0.25
 env environ:1.00 get:1.00 print:1.00 tool:1.00 all:0.25 configur:0.25 debug:0.25 help:0.25 mcp:0.25 server:0.25 variabl:0.25
 error browser:0.40 consol:0.40 extract:0.40 imag:0.40 messag:0.40 text:0.40 all:0.10 ocr:0.10 scan:0.10
+et creat:1.00 meet:0.67 join:0.17 link:0.17 schedul:0.17
+et_min creat:1.00 meet:1.00 join:0.25 link:0.25 schedul:0.25
 eur convert:0.83 currenc:0.83 rate:0.25 amount:0.21 between:0.21 exchang:0.21 latest:0.21
 eur_usd convert:1.00 currenc:1.00 amount:0.25 between:0.25 exchang:0.25 latest:0.25 rate:0.25
-euro convert:0.93 currenc:0.93 amount:0.23 between:0.23 exchang:0.23 latest:0.23 rate:0.23
+euro convert:0.88 currenc:0.88 rate:0.23 amount:0.22 between:0.22 exchang:0.22 latest:0.22
 euro_dollar convert:1.00 currenc:1.00 amount:0.25 between:0.25 exchang:0.25 latest:0.25 rate:0.25
 euro_pound convert:1.00 currenc:1.00 amount:0.25 between:0.25 exchang:0.25 latest:0.25 rate:0.25
 even detect:0.50 languag:0.50 describ:0.33 imag:0.33 written:0.13 label:0.08 object:0.08 show:0.08
 even_text detect:1.00 languag:1.00 written:0.25
-event show:0.08
+event list:0.22
 ever email:0.69 search:0.69 list:0.31 messag:0.23 mailbox:0.17 sender:0.17 subject:0.17 word:0.17
 ever_email email:1.00 search:1.00 mailbox:0.25 sender:0.25 subject:0.25 word:0.25
 ever_get email:1.00 search:1.00 mailbox:0.25 sender:0.25 subject:0.25 word:0.25
 ever_text list:1.00 messag:1.00 receiv:0.25 sent:0.25 sm:0.25
-everi file:0.36 map:0.25 path:0.11 ext:0.09 glob:0.09 great:0.09 item:0.09 know:0.09 like:0.09 limit:0.09 pattern:0.09 recurs:0.09
+everi file:0.33 map:0.27 path:0.10 limit:0.09 ask:0.08 base:0.08 collect:0.08 coverag:0.08 ext:0.08 glob:0.08 great:0.08 item:0.08
 everi_file file:1.00 search:1.00 all:0.25 allow:0.25 current:0.25 directori:0.25 exact:0.25 ext:0.25 full:0.25 glob:0.25 great:0.25 item:0.25
 everi_overdu invoic:1.00 list:1.00 open:0.25 overdu:0.25 paid:0.25 statu:0.25
 everi_url map:1.00 across:0.25 ask:0.25 authent:0.25 base:0.25 bodi:0.25 collect:0.25 content:0.25 control:0.25 coverag:0.25 crawl:0.25 desir:0.25
 evernot creat:1.00 note:1.00 bodi:0.25 markdown:0.25 titl:0.25
-expens append:0.44 row:0.44 end:0.11 sheet:0.11 tabl:0.11
+expens append:0.36 row:0.36 extract:0.27 text:0.27 pars:0.18 sheet:0.09 tabl:0.09
 expens_sheet append:1.00 row:1.00 end:0.25 sheet:0.25 tabl:0.25
 explain video:1.00 tube:0.25
 export creat:0.43 issu:0.29 ticket:0.29 project:0.11
-ey creat:0.67 monitor:0.50 accept:0.13 advanc:0.13 chang:0.13 check:0.13 compar:0.13 configur:0.13 contain:0.13 control:0.13 crawl:0.13 empti:0.13
+ey creat:0.71 monitor:0.57 accept:0.14 advanc:0.14 chang:0.14 check:0.14 compar:0.14 configur:0.14 contain:0.14 control:0.14 crawl:0.14 empti:0.14
+ey_url creat:1.00 monitor:1.00 accept:0.25 advanc:0.25 bodi:0.25 chang:0.25 check:0.25 compar:0.25 configur:0.25 contain:0.25 control:0.25 crawl:0.25
 fail rerun:0.67 workflow:0.67 onli:0.25 ci:0.17 circl:0.17 job:0.17
 fail_job rerun:1.00 workflow:1.00 ci:0.25 circl:0.25 fail:0.25 job:0.25 onli:0.25 option:0.25
-famili text:0.40 translat:0.40 anoth:0.15 languag:0.15 deep:0.10
+fall gener:0.67 imag:0.67 link:0.25 art:0.17 avail:0.17 browser:0.17 click:0.17 clickabl:0.17 contain:0.17 diffus:0.17 direct:0.17 ever:0.17
+famili text:0.33 translat:0.33 event:0.22 anoth:0.11 languag:0.11 deep:0.08
 fanci hotel:1.00 search:1.00 citi:0.25 given:0.25 price:0.25 rate:0.25
 far distanc:0.50 matrix:0.50 calcul:0.13 destin:0.13 origin:0.13 travel:0.13
 faster post:1.00 tweet:1.00
 fee creat:0.50 requir:0.13 retent:0.13 target:0.13
 figma news:1.00 search:1.00 web:1.00 about:0.25 abstract:0.25 across:0.25 add:0.25 affili:0.25 alexandria:0.25 alreadi:0.25 ani:0.25 answer:0.25
-figur list:0.50 forecast:0.33 timeoff:0.33 dai:0.08 daili:0.08 hourli:0.08 next:0.08 out:0.08 weather:0.08
-figur_out list:0.60 forecast:0.40 get:0.40 timeoff:0.40 dai:0.10 daili:0.10 hourli:0.10 next:0.10 out:0.10 weather:0.10
+figur list:0.57 forecast:0.29 timeoff:0.29
+figur_out list:0.67 forecast:0.33 timeoff:0.33 dai:0.08 daili:0.08 hourli:0.08 next:0.08 out:0.08 weather:0.08
 file text:0.38 extract:0.30 imag:0.19 pars:0.13
 file_bug creat:1.00 issu:1.00 bug:0.25 project:0.25 stori:0.25 task:0.25
+file_drive file:1.00 share:1.00 editor:0.25 viewer:0.25
 file_english document:1.00 translat:1.00 docx:0.25 format:0.25 keep:0.25 pdf:0.25 pptx:0.25 whole:0.25
-file_folder directori:0.50 list:0.50 size:0.50 all:0.19 allow:0.19 path:0.19 within:0.19 work:0.19 clearli:0.13 dir:0.13 distinguish:0.13 prefix:0.13
+file_find extract:1.00 pars:1.00 text:1.00 account:0.25 again:0.25 anonym:0.25 answer:0.25 authent:0.25 belong:0.25 both:0.25 bound:0.25 call:0.25
+file_folder directori:0.60 list:0.60 size:0.60 all:0.20 allow:0.20 path:0.20 within:0.20 work:0.20 clearli:0.15 dir:0.15 distinguish:0.15 prefix:0.15
 file_german document:1.00 translat:1.00 docx:0.25 format:0.25 keep:0.25 pdf:0.25 pptx:0.25 whole:0.25
+file_last content:0.25
+file_narr merg:1.00 on:0.25 sever:0.25
 file_on merg:1.00 on:0.25 sever:0.25
-file_path text:0.76 file:0.52 extract:0.48 deprec:0.28 pars:0.28 read:0.28 imag:0.20 first:0.14 allow:0.13 directori:0.13 within:0.13 work:0.13
+file_path text:0.74 file:0.56 extract:0.44 deprec:0.30 read:0.30 pars:0.26 imag:0.19 allow:0.14 directori:0.14 first:0.14 within:0.14 work:0.14
 file_pr file:1.00 get:1.00 pull:1.00 request:1.00 chang:0.25
+file_read extract:1.00 imag:1.00 text:1.00 document:0.25 ocr:0.25 read:0.25 scan:0.25
 file_spanish document:1.00 translat:1.00 docx:0.25 format:0.25 keep:0.25 pdf:0.25 pptx:0.25 whole:0.25
+file_translat document:1.00 translat:1.00 docx:0.25 format:0.25 keep:0.25 pdf:0.25 pptx:0.25 whole:0.25
 file_under file:1.00 search:1.00 all:0.25 allow:0.25 current:0.25 directori:0.25 exact:0.25 ext:0.25 full:0.25 glob:0.25 great:0.25 item:0.25
 fill form:1.00 field:0.25
 fill_out fill:1.00 form:1.00 field:0.25
-final file:0.38 move:0.38 pars:0.15 task:0.15 both:0.13 destin:0.10 differ:0.10 exist:0.10 fail:0.10 must:0.10 renam:0.10 simpl:0.10
+fillabl fill:1.00 form:1.00 field:0.25
+fillabl_pdf fill:1.00 form:1.00 field:0.25
+final file:0.36 move:0.36 draft:0.14 pars:0.14 task:0.14 both:0.13 destin:0.09 differ:0.09 exist:0.09 fail:0.09 must:0.09 renam:0.09
 final_final file:1.00 move:1.00 across:0.25 allow:0.25 between:0.25 both:0.25 destin:0.25 differ:0.25 directori:0.25 exist:0.25 fail:0.25 must:0.25
 final_pdf extract:1.00 pars:1.00 text:1.00 account:0.25 again:0.25 anonym:0.25 answer:0.25 authent:0.25 belong:0.25 both:0.25 bound:0.25 call:0.25
 final_v3 file:1.00 move:1.00 across:0.25 allow:0.25 between:0.25 both:0.25 destin:0.25 differ:0.25 directori:0.25 exist:0.25 fail:0.25 must:0.25
-find search:0.87 email:0.19 file:0.19 api:0.14 post:0.14
+find search:0.85 file:0.18 email:0.16 api:0.14 post:0.14
 find_all file:1.00 search:1.00 all:0.25 allow:0.25 current:0.25 directori:0.25 exact:0.25 ext:0.25 full:0.25 glob:0.25 great:0.25 item:0.25
 find_email email:1.00 search:1.00 mailbox:0.25 sender:0.25 subject:0.25 word:0.25
 find_everi file:1.00 search:1.00 all:0.25 allow:0.25 current:0.25 directori:0.25 exact:0.25 ext:0.25 full:0.25 glob:0.25 great:0.25 item:0.25
@@ -641,48 +724,62 @@ find_flight flight:1.00 search:1.00 airport:0.25 between:0.25 price:0.25 two:0.2
 find_hour find:1.00 free:1.00 time:1.00 all:0.25 given:0.25 peopl:0.25 slot:0.25
 find_min find:1.00 free:1.00 time:1.00 all:0.25 given:0.25 peopl:0.25 slot:0.25
 find_notion api:1.00 post:1.00 search:1.00 bad:0.25 error:0.25 titl:0.25
+find_page api:0.67 post:0.67 search:0.67 bad:0.17 error:0.17
+find_short search:1.00 video:1.00 tube:0.25
 find_tube search:1.00 video:1.00 tube:0.25
 find_youtub search:1.00 video:1.00 tube:0.25
+fine email:0.25
+fintech agent:1.00 research:1.00 accept:0.25 across:0.25 action:0.25 alexandria:0.25 answer:0.25 approv:0.25 ask:0.25 assembl:0.25 base:0.25 budget:0.25
 fire list:0.43 monitor:0.43 alert:0.11 state:0.11
-first draft:0.27 deprec:0.18 file:0.18 read:0.18 text:0.18
+first draft:0.23 deprec:0.15 file:0.15 read:0.15
 first_line deprec:1.00 file:1.00 read:1.00 text:1.00 allow:0.25 cannot:0.25 complet:0.25 content:0.25 detail:0.25 directori:0.25 encod:0.25 error:0.25
 fiscal add:1.00 creat:1.00 entiti:1.00 observ:1.00 exist:0.25 graph:0.25 knowledg:0.25 multipl:0.25 new:0.25
 fiscal_year add:1.00 creat:1.00 entiti:1.00 observ:1.00 exist:0.25 graph:0.25 knowledg:0.25 multipl:0.25 new:0.25
 fit search:0.75
 fix add:0.33 comment:0.33 ticket:0.33 intern:0.08 note:0.08 repli:0.08
 fix_ship add:1.00 comment:1.00 ticket:1.00 intern:0.25 note:0.25 public:0.25 repli:0.25
-flag chang:0.17
-flight search:0.80 price:0.20 airport:0.18 two:0.18 statu:0.13
+flag creat:0.50 monitor:0.50 chang:0.19 accept:0.13 advanc:0.13 check:0.13 compar:0.13 configur:0.13 contain:0.13 control:0.13 crawl:0.13 empti:0.13
+flash default:0.17 mode:0.17
+flight search:0.81 price:0.20 airport:0.19 two:0.19 statu:0.13
 flight_boston flight:1.00 search:1.00 airport:0.25 between:0.25 price:0.25 two:0.25
 flight_manchest flight:1.00 search:1.00 airport:0.25 between:0.25 price:0.25 two:0.25
 flight_ord flight:1.00 search:1.00 airport:0.25 between:0.25 price:0.25 two:0.25
-folder directori:0.31 file:0.29 list:0.24 size:0.22 allow:0.14 within:0.14 work:0.14 path:0.13 all:0.11 structur:0.08
-folder_path file:0.31 directori:0.19 size:0.19 allow:0.13 build:0.13 diff:0.13 imag:0.13 within:0.13 work:0.13 all:0.12 path:0.12
-forecast get:0.75 dai:0.19 daili:0.19 hourli:0.19 locat:0.19 next:0.19 weather:0.19
+flyer text:1.00 translat:1.00 anoth:0.25 deep:0.25 languag:0.25
+flyer_text text:1.00 translat:1.00 anoth:0.25 deep:0.25 languag:0.25
+folder directori:0.30 file:0.30 list:0.24 size:0.22 allow:0.14 within:0.14 work:0.14 path:0.13 all:0.11 structur:0.08
+folder_path file:0.30 directori:0.20 list:0.20 size:0.20 allow:0.13 within:0.13 work:0.13 all:0.12 path:0.12 build:0.10 diff:0.10
+follow draft:0.40 save:0.10 without:0.10
+follow_up creat:0.50 draft:0.50 save:0.13 without:0.13
+forecast get:0.80 dai:0.20 daili:0.20 hourli:0.20 locat:0.20 next:0.20 weather:0.20
 forecast_saturdai forecast:1.00 get:1.00 dai:0.25 daili:0.25 hourli:0.25 locat:0.25 next:0.25 weather:0.25
 forgot door:1.00 lock:1.00 smart:0.25
-form extract:0.25 fill:0.25 imag:0.25 text:0.25
-form_pdf fill:0.67 form:0.67
+forklift api:0.50 bad:0.13 error:0.13
+form fill:0.33 extract:0.22 imag:0.22 text:0.22
+form_pdf fill:0.75 form:0.75
 format document:1.00 translat:1.00 docx:0.25 keep:0.25 pdf:0.25 pptx:0.25 whole:0.25
 format_intact document:1.00 translat:1.00 docx:0.25 format:0.25 keep:0.25 pdf:0.25 pptx:0.25 whole:0.25
 fortinet search:1.00 web:1.00 about:0.25 abstract:0.25 across:0.25 add:0.25 affili:0.25 alexandria:0.25 alreadi:0.25 ani:0.25 answer:0.25 api:0.25
 fox gener:1.00 imag:1.00 art:0.25 avail:0.25 browser:0.25 click:0.25 clickabl:0.25 contain:0.25 diffus:0.25 direct:0.25 ever:0.25 flux:0.25
-free find:0.93 time:0.93 peopl:0.25 all:0.23 given:0.23 slot:0.23
+freak alert:1.00 get:1.00 weather:1.00 activ:0.25 flood:0.25 heat:0.25 region:0.25 sever:0.25 storm:0.25
+freak_out alert:1.00 get:1.00 weather:1.00 activ:0.25 flood:0.25 heat:0.25 region:0.25 sever:0.25 storm:0.25
+free find:0.87 time:0.87 peopl:0.23 all:0.22 given:0.22 slot:0.22
 free_hour find:1.00 free:1.00 time:1.00 all:0.25 given:0.25 peopl:0.25 slot:0.25
 free_next find:1.00 free:1.00 time:1.00 all:0.25 given:0.25 peopl:0.25 slot:0.25
 freez set:1.00 thermostat:1.00 mode:0.25 target:0.25 temperatur:0.25
-fridai creat:0.42 task:0.29 event:0.19 email:0.16 send:0.13
-fridai_date creat:0.42 task:0.29 event:0.19 email:0.16 send:0.13
-front door:0.57 lock:0.57 smart:0.14
+fri_date creat:0.50
+fridai creat:0.44 task:0.32 email:0.18 event:0.18 send:0.15
+fridai_date creat:0.44 task:0.32 email:0.18 event:0.18 send:0.15
+front door:0.50 lock:0.50 smart:0.13
 front_door door:1.00 lock:1.00 smart:0.25
-full browser:0.38 screenshot:0.38 take:0.38 extract:0.25 fetch:0.25 research:0.25 scrape:0.25 web:0.25 action:0.16 base:0.13 perform:0.13 specif:0.13
+full browser:0.25 directori:0.25 list:0.25 screenshot:0.25 size:0.25 take:0.25 extract:0.17 fetch:0.17 research:0.17 scrape:0.17 web:0.17 specif:0.13
 full_page browser:1.00 screenshot:1.00 take:1.00 action:0.25 base:0.25 current:0.25 element:0.25 perform:0.25 snapshot:0.25 specif:0.25
 full_text extract:1.00 fetch:1.00 scrape:1.00 web:1.00 access:0.25 across:0.25 action:0.25 addit:0.25 after:0.25 ag:0.25 alexandria:0.25 ani:0.25
-fun gener:1.00 imag:1.00 art:0.25 avail:0.25 browser:0.25 click:0.25 clickabl:0.25 contain:0.25 diffus:0.25 direct:0.25 ever:0.25 flux:0.25
+fun gener:0.67 imag:0.67 art:0.17 avail:0.17 browser:0.17 click:0.17 clickabl:0.17 contain:0.17 diffus:0.17 direct:0.17 ever:0.17 flux:0.17
 ga report:0.60 run:0.60 convers:0.15 dimens:0.15 metric:0.15 over:0.15 rang:0.15 user:0.15
-german translat:0.88 document:0.63 text:0.25 docx:0.16 format:0.16 keep:0.16 pdf:0.16 pptx:0.16 whole:0.16
+gener presign:0.67 url:0.67 limit:0.17 object:0.17
+german translat:0.89 document:0.56 text:0.33 docx:0.14 format:0.14 keep:0.14 pdf:0.14 pptx:0.14 whole:0.14 anoth:0.08 deep:0.08 languag:0.08
 german_keep document:1.00 translat:1.00 docx:0.25 format:0.25 keep:0.25 pdf:0.25 pptx:0.25 whole:0.25
-get transcript:0.21 pars:0.10
+get transcript:0.18
 get_back email:1.00 search:1.00 mailbox:0.25 sender:0.25 subject:0.25 word:0.25
 get_text extract:1.00 pars:0.75 text:0.75 answer:0.25 authent:0.25 bound:0.25 call:0.25 content:0.25 data:0.25 feedback:0.25 field:0.25 html:0.25
 get_transcript get:1.00 transcript:1.00 meet:0.25 record:0.25
@@ -693,73 +790,85 @@ git_lab git:0.25 lab:0.25 project:0.25
 github issu:0.57 creat:0.43 git:0.23 hub:0.23 repositori:0.23 list:0.21 code:0.14 develop:0.14 pull:0.14 request:0.14
 github_issu creat:1.00 issu:1.00 git:0.25 hub:0.25 new:0.25 repositori:0.25
 gitlab creat:0.67 merg:0.67 request:0.67 git:0.25 lab:0.25 project:0.25 new:0.17
-give file:0.36 share:0.36 run:0.12 editor:0.09 viewer:0.09
+give file:0.32 share:0.32 articl:0.11 run:0.11 summari:0.11 editor:0.08 viewer:0.08
 give_email file:1.00 share:1.00 editor:0.25 viewer:0.25
 give_gist read:0.25
-go web:0.21 forecast:0.14 news:0.14 request:0.14
-good search:0.67 local:0.50 place:0.50 restaur:0.17 address:0.13 automat:0.13 back:0.13 busi:0.13 count:0.13 etc:0.13 fall:0.13 found:0.13
+go web:0.17 forecast:0.11 news:0.11 request:0.11 send:0.11
+good search:0.63 local:0.38 place:0.38 presign:0.25 url:0.25 web:0.25 restaur:0.16 automat:0.09 back:0.09 busi:0.09 count:0.09 etc:0.09
 good_ramen local:1.00 place:1.00 search:1.00 address:0.25 api:0.25 automat:0.25 back:0.25 best:0.25 busi:0.25 count:0.25 detail:0.25 etc:0.25
-googl append:0.27 file:0.27 share:0.20 web:0.20 row:0.13
-googl_doc append:0.50 text:0.50 doc:0.19 document:0.19 end:0.13
-googl_drive file:0.60 share:0.40 editor:0.10 viewer:0.10
+googl file:0.26 append:0.21 share:0.21 document:0.11 row:0.11
+googl_doc append:0.33 document:0.33 file:0.33 share:0.33 text:0.33 doc:0.17 editor:0.08 viewer:0.08
+googl_drive search:0.57 file:0.43 share:0.29
 googl_sheet append:1.00 row:1.00 end:0.25 sheet:0.25 tabl:0.25
-got event:0.16 browser:0.13
+got event:0.16 browser:0.11 forecast:0.11 page:0.11 top:0.11
 got_most page:1.00 top:1.00 most:0.25 over:0.25 period:0.25 site:0.25 view:0.25
 got_open browser:0.80 screenshot:0.60 take:0.60 action:0.15 base:0.15 element:0.15 perform:0.15 snapshot:0.15 specif:0.15
 goton event:0.67 list:0.67 two:0.17
 gotta between:0.25 two:0.25
-grab extract:0.44 scrape:0.44 fetch:0.37 web:0.37 transcript:0.26 action:0.12 bound:0.12 call:0.12 html:0.12 identifi:0.12 json:0.12 max:0.12
+grab extract:0.45 scrape:0.45 fetch:0.39 web:0.39 transcript:0.29 action:0.12 bound:0.12 browser:0.12 call:0.12 html:0.12 identifi:0.12 json:0.12
 grab_content extract:1.00 fetch:1.00 scrape:1.00 web:1.00 access:0.25 across:0.25 action:0.25 addit:0.25 after:0.25 ag:0.25 alexandria:0.25 ani:0.25
 grab_screenshot browser:1.00 navig:0.67 scrape:0.67 action:0.25 current:0.25 screenshot:0.25 access:0.17 addit:0.17 ag:0.17 alexandria:0.17 bound:0.17 brand:0.17
-grab_text extract:1.00 fetch:0.75 scrape:0.75 web:0.75 answer:0.25 authent:0.25 bound:0.25 call:0.25 content:0.25 data:0.25 feedback:0.25 field:0.25
+grab_text extract:1.00 fetch:0.80 scrape:0.80 web:0.80 answer:0.25 authent:0.25 bound:0.25 call:0.25 content:0.25 data:0.25 feedback:0.25 field:0.25
 grab_transcript get:1.00 transcript:1.00 meet:0.25 record:0.25
 grade onli:0.25 read:0.25 run:0.25
+grant merg:0.21 web:0.21 email:0.14 task:0.14
 graphic gener:1.00 imag:1.00 art:0.25 avail:0.25 browser:0.25 click:0.25 clickabl:0.25 contain:0.25 diffus:0.25 direct:0.25 ever:0.25 flux:0.25
-green get:1.00 pull:1.00 request:1.00 statu:1.00 all:0.25 check:0.25 combin:0.25
+green get:1.00 pull:0.75 request:0.75 statu:0.75 all:0.19 check:0.19 combin:0.19
 green_pr get:1.00 pull:1.00 request:1.00 statu:1.00 all:0.25 check:0.25 combin:0.25
 grep search:1.00 log:0.67 over:0.17 window:0.17
 grep_datadog log:1.00 search:1.00 over:0.25 time:0.25 window:0.25
 group queri:0.43 run:0.29 sql:0.11
 guest hotel:0.29
 gui address:0.13 book:0.13 user:0.13
+guidelin extract:0.50 pars:0.50 text:0.50 account:0.13 again:0.13 anonym:0.13 belong:0.13 both:0.13 bound:0.13 call:0.13 common:0.13 elig:0.13
+guidelin_pdf extract:1.00 pars:1.00 text:1.00 account:0.25 again:0.25 anonym:0.25 answer:0.25 authent:0.25 belong:0.25 both:0.25 bound:0.25 call:0.25
+half extract:0.33 transcript:0.33 meet:0.08
+hall creat:1.00 event:1.00 attende:0.25 end:0.25 locat:0.25 start:0.25 time:0.25 titl:0.25
+handl search:0.67
+handwrit extract:1.00 imag:1.00 text:1.00 document:0.25 ocr:0.25 read:0.25 scan:0.25
+handwritten extract:1.00 imag:1.00 text:1.00 document:0.25 ocr:0.25 read:0.25 scan:0.25
 harbor call:0.17 end:0.17 json:0.17 max:0.17 omit:0.17 requir:0.17 schema:0.17 set:0.17
-hate creat:1.00 add:0.50 entiti:0.50 note:0.50 observ:0.50 exist:0.13 graph:0.13 knowledg:0.13
+hartwel creat:0.50
+hate creat:0.80 add:0.40 entiti:0.40 note:0.40 observ:0.40 exist:0.10 graph:0.10
+head complet:0.08 instead:0.08
 headlin get:1.00 top:1.00 categori:0.25 countri:0.25 news:0.25 todai:0.25
 heat set:1.00 thermostat:1.00 mode:0.25 target:0.25 temperatur:0.25
 heat_up set:1.00 thermostat:1.00 mode:0.25 target:0.25 temperatur:0.25
-henderson append:0.20 row:0.20
+henderson append:0.18 row:0.18
 henderson_bottom append:1.00 row:1.00 end:0.25 sheet:0.25 tabl:0.25
-high creat:0.70 task:0.40 project:0.13 due:0.10 elev:0.10 incid:0.10 issu:0.10 prioriti:0.10 ticket:0.10
+high creat:0.74 task:0.48 project:0.14 due:0.12 prioriti:0.12
 high_abov elev:1.00 data:0.25 earth:0.25 locat:0.25
-high_prioriti creat:1.00 task:0.88 project:0.25 add:0.22 due:0.22 prioriti:0.22
+high_prioriti creat:1.00 task:0.91 project:0.25 add:0.23 due:0.23 prioriti:0.23
 high_urgenc creat:1.00 incid:1.00 duti:0.25 oncal:0.25 pager:0.25 respond:0.25 servic:0.25 trigger:0.25
-histori show:0.25
+histori show:0.17
 hog directori:1.00 list:1.00 size:1.00 all:0.25 allow:0.25 between:0.25 clearli:0.25 detail:0.25 dir:0.25 distinguish:0.25 onli:0.25 path:0.25
-hold get:0.40 oncal:0.40 duti:0.10 escal:0.10 now:0.10 pager:0.10 polici:0.10 schedul:0.10
+hold oncal:0.33 duti:0.08 escal:0.08 now:0.08 pager:0.08 polici:0.08 schedul:0.08
 hold_pager get:1.00 oncal:1.00 duti:0.25 escal:0.25 now:0.25 pager:0.25 polici:0.25 schedul:0.25
 home set:0.25 thermostat:0.25
 hot record:0.25
-hotel search:0.75 rate:0.19 citi:0.17 given:0.17 price:0.17
+hotel search:0.67 rate:0.17 citi:0.15 given:0.15
 hotel_kyoto hotel:1.00 search:1.00 citi:0.25 given:0.25 price:0.25 rate:0.25
-hour find:0.38 free:0.38 time:0.38 meet:0.12 given:0.10 slot:0.10
+hour find:0.39 free:0.39 time:0.39 meet:0.13 given:0.10 slot:0.10
 hour_next find:1.00 free:1.00 time:1.00 all:0.25 given:0.25 peopl:0.25 slot:0.25
 hour_week find:1.00 free:1.00 time:1.00 all:0.25 given:0.25 peopl:0.25 slot:0.25
-hous set:0.15 thermostat:0.15
-hub search:0.64 compani:0.27 code:0.18 contact:0.18 issu:0.18 crm:0.11 git:0.11 spot:0.11 repositori:0.09
-hub_spot compani:0.60 search:0.60 contact:0.40 crm:0.25 hub:0.25 name:0.25 spot:0.25 account:0.15 domain:0.15 address:0.10
-hubspot compani:0.67 search:0.67 crm:0.25 hub:0.25 spot:0.25 account:0.17 domain:0.17 name:0.17
+hous set:0.14 thermostat:0.14
+hr fill:0.40 form:0.40
+hub search:0.58 compani:0.25 contact:0.25 code:0.17 issu:0.17 crm:0.13 spot:0.13 git:0.10 repositori:0.08
+hub_spot compani:0.50 contact:0.50 creat:0.50 crm:0.25 hub:0.25 name:0.25 spot:0.25 account:0.13 address:0.13 domain:0.13 new:0.13
+hubspot search:0.75 compani:0.50 crm:0.25 hub:0.25 spot:0.25 name:0.19 account:0.13 domain:0.13
 hunt map:0.67 ask:0.17 base:0.17 bodi:0.17 collect:0.17 control:0.17 coverag:0.17 crawl:0.17 desir:0.17 enumer:0.17 fetch:0.17 found:0.17
 hunt_dead map:1.00 across:0.25 ask:0.25 authent:0.25 base:0.25 bodi:0.25 collect:0.25 content:0.25 control:0.25 coverag:0.25 crawl:0.25 desir:0.25
-id gener:0.14 kubectl:0.14 video:0.14 instanc:0.11
-id_id get:1.00 video:1.00 transcript:0.67 tube:0.25 caption:0.17
-idea creat:1.00 note:1.00 bodi:0.25 markdown:0.25 titl:0.25
-ideal search:1.00 hotel:0.75 price:0.25 citi:0.19 given:0.19 rate:0.19
-ideal_under hotel:1.00 search:1.00 citi:0.25 given:0.25 price:0.25 rate:0.25
+id gener:0.13 kubectl:0.13 video:0.13 instanc:0.10 rang:0.10 read:0.10
+id_id get:0.75 video:0.75 transcript:0.50 tube:0.19 caption:0.13
+idea creat:0.67 note:0.67 bodi:0.25 titl:0.25 markdown:0.17
+ideal search:1.00 hotel:0.67 price:0.21 citi:0.17 given:0.17 rate:0.17
+ideal_under search:1.00 hotel:0.75 citi:0.19 given:0.19 price:0.19 rate:0.19
 imag gener:1.00 art:0.25 avail:0.25 browser:0.25 click:0.25 clickabl:0.25 contain:0.25 diffus:0.25 direct:0.25 ever:0.25 flux:0.25 high:0.25
-img imag:1.00 extract:0.75 text:0.75 describ:0.25 document:0.19 ocr:0.19 scan:0.19
-img_jpg imag:1.00 extract:0.75 text:0.75 describ:0.25 document:0.19 ocr:0.19 scan:0.19
+img imag:0.90 extract:0.70 text:0.70 describ:0.20 document:0.18 ocr:0.18 scan:0.18
+img_jpg imag:0.90 extract:0.70 text:0.70 describ:0.20 document:0.18 ocr:0.18 scan:0.18
 import python:0.67 run:0.67 output:0.17
 import_numpi python:1.00 run:1.00 execut:0.25 output:0.25
+improv research:1.00 across:0.25 constrain:0.25 option:0.25 paper:0.25 question:0.25 result:0.25 same:0.25 sever:0.25 sourc:0.25 span:0.25
 inbox email:1.00 search:1.00 mailbox:0.25 sender:0.25 subject:0.25 word:0.25
 incid get:0.40 transcript:0.40 duti:0.10 meet:0.10 pager:0.10
 incom compani:1.00 financi:1.00 get:1.00 balanc:0.25 earn:0.25 sheet:0.25 statement:0.25
@@ -770,83 +879,92 @@ index_session lite:0.25 sq:0.25 sql:0.25
 infra get:1.00 oncal:1.00 duti:0.25 escal:0.25 now:0.25 pager:0.25 polici:0.25 schedul:0.25
 infra_week get:1.00 oncal:1.00 duti:0.25 escal:0.25 now:0.25 pager:0.25 polici:0.25 schedul:0.25
 initech search:0.60 web:0.40 support:0.15 about:0.10 affili:0.10 alreadi:0.10 articl:0.10 beyond:0.10 bio:0.10 blog:0.10 broad:0.10 compar:0.10
-insid exec:0.67 gener:0.67 kubectl:0.67 pod:0.67 argument:0.17 arrai:0.17 command:0.17 contain:0.17 directli:0.17 element:0.17 first:0.17 flag:0.17
+insid exec:0.50 gener:0.50 kubectl:0.50 pod:0.50 argument:0.13 arrai:0.13 command:0.13 contain:0.13 directli:0.13 element:0.13 first:0.13 flag:0.13
+insta creat:1.00 link:1.00 payment:1.00 price:0.25 product:0.25 shareabl:0.25
+insta_bio creat:1.00 link:1.00 payment:1.00 price:0.25 product:0.25 shareabl:0.25
 instal packag:1.00 npm:0.25 pip:0.25
+instrument search:1.00 track:1.00 album:0.25 artist:0.25 song:0.25
 intact document:1.00 translat:1.00 docx:0.25 format:0.25 keep:0.25 pdf:0.25 pptx:0.25 whole:0.25
 intern add:0.75 comment:0.75 ticket:0.75 note:0.19 public:0.19 repli:0.19
 intern_note add:1.00 comment:1.00 ticket:1.00 intern:0.25 note:0.25 public:0.25 repli:0.25
 interview transcript:0.33 video:0.22
-inventori queri:0.40 row:0.10 run:0.10 sheet:0.10 sql:0.10 tabl:0.10
+inventori queri:0.33 sheet:0.13 cell:0.08 row:0.08 run:0.08 sql:0.08 tabl:0.08 valu:0.08
+inventori_spreadsheet sheet:0.25
 investor price:0.25
-invit event:0.88 creat:0.50 respond:0.38 attende:0.13 end:0.13 start:0.13 accept:0.09 declin:0.09 tent:0.09
+invit event:0.92 creat:0.62 respond:0.23 attende:0.17 end:0.15 start:0.15
 invit_email creat:1.00 event:1.00 attende:0.25 end:0.25 locat:0.25 start:0.25 time:0.25 titl:0.25
-invoic list:0.36 open:0.14 send:0.14 overdu:0.08 paid:0.08
+invoic list:0.33 send:0.17 open:0.14 custom:0.08
 invoic_pdf on:0.25
 invoic_still invoic:1.00 list:1.00 open:0.25 overdu:0.25 paid:0.25 statu:0.25
+invoic_stripe invoic:1.00
 ip instanc:0.40 list:0.40 machin:0.10 state:0.10 virtual:0.10
 issu transit:0.21 git:0.09 repositori:0.09
 issu_done issu:1.00 transit:1.00 anoth:0.25 done:0.25 move:0.25 progress:0.25 statu:0.25 todo:0.25 workflow:0.25
 issu_repositori creat:1.00 issu:1.00 git:0.25 hub:0.25 new:0.25 repositori:0.25
 item text:0.50
-jan timeoff:0.57 list:0.43 out:0.11
-jan_date timeoff:0.57 list:0.43 out:0.11
+jan timeoff:0.50 list:0.38 out:0.09
+jan_date timeoff:0.50 list:0.38 out:0.09
 japanes text:1.00 translat:1.00 anoth:0.25 deep:0.25 languag:0.25
-jenna email:0.25
-jess creat:0.67
+jenna creat:0.67 email:0.17
+jess creat:0.50
+jim address:0.25 email:0.25 name:0.25 phone:0.25
 jira issu:1.00 creat:0.86 bug:0.21 project:0.21 stori:0.21 task:0.21
 jira_ticket issu:1.00 creat:0.67 bug:0.17 project:0.17 stori:0.17
 job get:0.44 log:0.28 gener:0.11 issu:0.11 kubectl:0.11 rerun:0.11 workflow:0.11 ci:0.10 circl:0.10
 job_acm get:1.00 job:1.00 log:1.00 ci:0.25 circl:0.25 output:0.25 step:0.25
-join creat:0.67 meet:0.67 link:0.17 schedul:0.17
+join creat:0.75 meet:0.75 link:0.19 schedul:0.19
 join_link creat:1.00 meet:1.00 join:0.25 link:0.25 schedul:0.25
+jordan creat:0.67
 jot creat:1.00 note:1.00 bodi:0.25 markdown:0.25 titl:0.25
 jot_down creat:1.00 note:1.00 bodi:0.25 markdown:0.25 titl:0.25
-jpg imag:1.00 extract:0.86 text:0.86 document:0.22 ocr:0.22 scan:0.22 describ:0.14
-jpg_file imag:1.00 extract:0.84 text:0.84 document:0.21 ocr:0.21 scan:0.21 describ:0.16
-juli search:0.67 timeoff:0.33 file:0.22 flight:0.22 list:0.22
-juli_date search:0.63 timeoff:0.38 flight:0.25 list:0.25
-june event:0.27 email:0.13 timeoff:0.13
-june_date event:0.29 email:0.14 timeoff:0.14
-keep document:0.41 translat:0.41 gener:0.19 kubectl:0.19 log:0.15 monitor:0.15 format:0.14 docx:0.10 pdf:0.10 pptx:0.10 whole:0.10
+jpg imag:0.96 extract:0.85 text:0.85 document:0.21 ocr:0.21 scan:0.21 describ:0.12
+jpg_file imag:0.96 extract:0.83 text:0.83 document:0.21 ocr:0.21 scan:0.21 describ:0.13
+juli search:0.64 list:0.27 timeoff:0.27 file:0.18 flight:0.18
+juli_date search:0.60 list:0.30 timeoff:0.30 flight:0.20
+june event:0.24 email:0.18 timeoff:0.12
+june_date event:0.25 email:0.19 timeoff:0.13
+keep document:0.39 translat:0.39 gener:0.16 kubectl:0.16 monitor:0.16 format:0.14 log:0.13 docx:0.10 pdf:0.10 pptx:0.10 whole:0.10
 keep_ask current:0.25
 keep_call lookup:1.00 number:1.00 phone:1.00 caller:0.25 carrier:0.25 look:0.25 name:0.25 up:0.25
 keep_crash log:1.00 gener:0.67 kubectl:0.67 argument:0.17 command:0.17 deploy:0.17 flag:0.17 job:0.17 like:0.17 pod:0.17 resourc:0.17
-keep_ey creat:0.75 monitor:0.75 accept:0.19 advanc:0.19 bodi:0.19 chang:0.19 check:0.19 compar:0.19 configur:0.19 contain:0.19 control:0.19 crawl:0.19
+keep_ey creat:0.80 monitor:0.80 accept:0.20 advanc:0.20 bodi:0.20 chang:0.20 check:0.20 compar:0.20 configur:0.20 contain:0.20 control:0.20 crawl:0.20
 keep_format document:1.00 translat:1.00 docx:0.25 format:0.25 keep:0.25 pdf:0.25 pptx:0.25 whole:0.25
 keep_layout document:1.00 translat:1.00 docx:0.25 format:0.25 keep:0.25 pdf:0.25 pptx:0.25 whole:0.25
 keep_tabl document:1.00 translat:1.00 docx:0.25 format:0.25 keep:0.25 pdf:0.25 pptx:0.25 whole:0.25
 kick pipelin:0.67 trigger:0.67 branch:0.17 build:0.17 ci:0.17 circl:0.17 start:0.17
 kick_off pipelin:0.67 trigger:0.67 branch:0.17 build:0.17 ci:0.17 circl:0.17 start:0.17
-kid search:0.57
+kid imag:0.25
 kill delet:0.43 turnoff:0.43 applianc:0.11 light:0.11 switch:0.11
-know file:0.18 timeoff:0.18
+kim append:0.50 row:0.50 end:0.13 sheet:0.13 tabl:0.13
+know monitor:0.11 send:0.11 timeoff:0.11
 kyoto hotel:1.00 search:1.00 citi:0.25 given:0.25 price:0.25 rate:0.25
-lab git:0.10 project:0.10
+lab project:0.11
 label issu:0.50
+lake search:0.67 rate:0.17
 land flight:0.30 statu:0.30 send:0.20 sm:0.20 delai:0.08 gate:0.08 live:0.08 ontim:0.08 termin:0.08
 land_ontim flight:1.00 statu:1.00 delai:0.25 gate:0.25 live:0.25 ontim:0.25 termin:0.25
 languag detect:1.00 written:0.25
 languag_even detect:1.00 languag:1.00 written:0.25
-laptop file:0.63 search:0.63 all:0.19 allow:0.19 directori:0.19 path:0.19 recurs:0.19 within:0.19 work:0.19 exact:0.16 ext:0.16 glob:0.16
-last log:0.19 queri:0.15 run:0.15 report:0.11
+laptop file:0.63 search:0.63 onli:0.22 all:0.19 allow:0.19 directori:0.19 path:0.19 recurs:0.19 within:0.19 work:0.19 exact:0.16 ext:0.16
+last log:0.17 queri:0.14 run:0.14 report:0.10
 last_6h metric:1.00 queri:1.00 cpu:0.25 error:0.25 latenc:0.25 over:0.25 rate:0.25 time:0.25 timeseri:0.25 window:0.25
-last_commit diff:0.50 log:0.50 commit:0.25 show:0.25 local:0.17 repositori:0.17 chang:0.13 histori:0.13 yet:0.13
+last_commit diff:0.50 log:0.50 commit:0.25 show:0.25 local:0.17 repositori:0.17 histori:0.13 yet:0.13
 last_dai run:0.67 page:0.50 report:0.50 top:0.50 over:0.17 convers:0.13 dimens:0.13 metric:0.13 most:0.13 period:0.13 rang:0.13 site:0.13
 last_line log:1.00 contain:0.83 fetch:0.21
 last_modifi file:1.00 get:1.00 info:1.00 about:0.25 actual:0.25 allow:0.25 characterist:0.25 comprehens:0.25 content:0.25 creation:0.25 detail:0.25 directori:0.25
-last_month report:1.00
+last_month get:0.50 report:0.50 run:0.13 spend:0.13 user:0.13
 last_week email:0.40 run:0.20 mailbox:0.10 sender:0.10 subject:0.10 word:0.10
-late send:0.33 local:0.27 place:0.27 sm:0.20 messag:0.13 phone:0.13 relat:0.08
+late send:0.41 local:0.24 place:0.24 sm:0.24 phone:0.13 messag:0.12
 late_night local:1.00 place:1.00 search:1.00 address:0.25 api:0.25 automat:0.25 back:0.25 best:0.25 busi:0.25 count:0.25 detail:0.25 etc:0.25
 latenc metric:1.00 queri:1.00 cpu:0.25 error:0.25 over:0.25 rate:0.25 time:0.25 timeseri:0.25 window:0.25
 later graph:0.25
-latest get:0.75 compani:0.50 financi:0.50 id:0.25 librari:0.25 resolv:0.25 balanc:0.13 earn:0.13 incom:0.13 sheet:0.13 statement:0.13
+latest get:0.70 compani:0.50 financi:0.50 id:0.20 librari:0.20 resolv:0.20 balanc:0.13 earn:0.13 incom:0.13 sheet:0.13 statement:0.13
 latest_incom compani:1.00 financi:1.00 get:1.00 balanc:0.25 earn:0.25 incom:0.25 sheet:0.25 statement:0.25
 latest_react id:1.00 librari:1.00 resolv:1.00 acknowledg:0.25 after:0.25 ambigu:0.25 analyz:0.25 author:0.25 authorit:0.25 avail:0.25 base:0.25 befor:0.25
 launch gener:0.33 imag:0.22 tweet:0.22
 layoff news:0.67 search:0.67 web:0.67 bodi:0.25 titl:0.25 about:0.17 abstract:0.17 affili:0.17 alexandria:0.17 alreadi:0.17 ar:0.17 articl:0.17
 layout document:1.00 translat:1.00 docx:0.25 format:0.25 keep:0.25 pdf:0.25 pptx:0.25 whole:0.25
-lead contact:0.43 creat:0.43 address:0.11 crm:0.11 hub:0.11 spot:0.11
+lead contact:0.50 crm:0.13 hub:0.13 spot:0.13 address:0.10
 leak text:0.40 anoth:0.10
 leas extract:0.50 pars:0.50 text:0.50 both:0.19 account:0.13 again:0.13 anonym:0.13 belong:0.13 bound:0.13 call:0.13 common:0.13 elig:0.13
 leav creat:0.55 api:0.45 comment:0.45 flight:0.18 statu:0.18 bad:0.11 error:0.11
@@ -854,56 +972,70 @@ leav_comment api:1.00 comment:1.00 creat:1.00 bad:0.25 error:0.25
 leed direct:0.40 forecast:0.40 get:0.40 dai:0.10 daili:0.10 hourli:0.10 next:0.10 point:0.10 weather:0.10
 left door:0.33 lock:0.33 turnoff:0.22 smart:0.08
 legal search:0.67
+lego event:0.25
 lena add:1.00 creat:1.00 entiti:1.00 observ:1.00 exist:0.25 graph:0.25 knowledg:0.25 multipl:0.25 new:0.25
 lesson content:0.25
 lesson_plan content:0.25
-letter merg:0.38 text:0.25
+let email:0.33 send:0.33
+let_know email:0.67 send:0.67 account:0.17 user:0.17
+letter merg:0.36 text:0.18
 level elev:0.67 earth:0.17
-light turnoff:0.50 gener:0.25 imag:0.25 applianc:0.16 switch:0.16
-like search:0.56 detail:0.22 video:0.22
+light turnoff:0.44 gener:0.22 imag:0.22 applianc:0.14 switch:0.14
+like get:0.38 detail:0.15 forecast:0.15 video:0.15
 limit queri:0.67 onli:0.25 read:0.25 run:0.25 sql:0.17
 line log:0.33 contain:0.28 append:0.22 row:0.22 text:0.22 deprec:0.11 read:0.11
 line_log contain:1.00 log:1.00 fetch:0.25
-link presign:0.42 url:0.42 payment:0.26 ban:0.11 limit:0.11 meet:0.11 member:0.11 object:0.11
+link creat:0.46 presign:0.35 url:0.35 payment:0.27 meet:0.19 limit:0.10 object:0.09 product:0.08
+link_drop creat:1.00 link:0.25
+link_peopl creat:1.00 link:1.00 payment:1.00 price:0.25 product:0.25 shareabl:0.25
 link_s3 presign:1.00 url:1.00 limit:0.25 object:0.25 time:0.25
+lisa_chen messag:0.25
 lisbon flight:0.29 hotel:0.14 timeoff:0.14
-list task:0.25 map:0.14
-list_all option:0.25
+list task:0.25 map:0.15
+list_all map:0.67 option:0.25 ask:0.17 base:0.17 bodi:0.17 collect:0.17 control:0.17 coverag:0.17 crawl:0.17 desir:0.17 enumer:0.17 fetch:0.17
 list_ec2 instanc:1.00 list:1.00 ip:0.25 machin:0.25 state:0.25 virtual:0.25
 list_everi map:1.00 across:0.25 ask:0.25 authent:0.25 base:0.25 bodi:0.25 collect:0.25 content:0.25 control:0.25 coverag:0.25 crawl:0.25 desir:0.25
-live applianc:0.08 light:0.08 switch:0.08
-local log:0.80 commit:0.20 histori:0.15 repositori:0.15 show:0.15
+list_order creat:1.00 task:1.00 add:0.25 due:0.25 prioriti:0.25 project:0.25
+live post:0.25
+local log:0.67 commit:0.17 histori:0.13 repositori:0.13 show:0.13
 lock door:0.88 smart:0.22
 lock_back door:1.00 lock:1.00 smart:0.25
 lock_front door:1.00 lock:1.00 smart:0.25
-log append:0.18 gener:0.18 kubectl:0.18 row:0.18 ticket:0.14
+log append:0.22 row:0.22 gener:0.17 kubectl:0.17 ticket:0.13
 log_bug creat:1.00 issu:1.00 git:0.25 hub:0.25 new:0.25 repositori:0.25
 log_sheet append:1.00 row:1.00 end:0.25 sheet:0.25 tabl:0.25
-login creat:0.50 ticket:0.33 custom:0.08
-logist creat:0.50 compani:0.13 end:0.13 user:0.13
-london convert:0.60 get:0.40 anoth:0.15 timezon:0.15
-long distanc:0.89 matrix:0.89 direct:0.83 time:0.24 calcul:0.22 destin:0.22 multipl:0.22 origin:0.22 travel:0.22 between:0.21 point:0.21 two:0.21
-long_drive direct:1.00 distanc:1.00 matrix:1.00 between:0.25 calcul:0.25 destin:0.25 multipl:0.25 origin:0.25 point:0.25 time:0.25 travel:0.25 two:0.25
-look search:0.57 web:0.29 compani:0.14 domain:0.10
-look_up search:1.00 web:0.55 compani:0.18 domain:0.18 avail:0.16 descript:0.16 develop:0.16 exact:0.16 job:0.16 more:0.16 packag:0.16 per:0.16
+login creat:0.50 ticket:0.33 new:0.13 custom:0.08
+logo must:0.08
+london convert:0.67 anoth:0.17 timezon:0.17
+long distanc:0.90 matrix:0.90 direct:0.75 time:0.24 calcul:0.23 destin:0.23 multipl:0.23 origin:0.23 travel:0.23 point:0.19 two:0.19
+long_drive distanc:1.00 matrix:1.00 direct:0.92 calcul:0.25 destin:0.25 multipl:0.25 origin:0.25 time:0.25 travel:0.25 between:0.23 point:0.23 two:0.23
+long_take distanc:1.00 matrix:1.00 calcul:0.25 destin:0.25 multipl:0.25 origin:0.25 time:0.25 travel:0.25
+look web:0.26
+look_like get:1.00 forecast:0.67 locat:0.25 dai:0.17 daili:0.17 hourli:0.17 next:0.17 weather:0.17
+look_over creat:1.00 draft:1.00 messag:0.25 save:0.25 send:0.25 without:0.25
+look_up search:1.00 web:0.57 domain:0.18 avail:0.16 descript:0.16 develop:0.16 exact:0.16 job:0.16 more:0.16 packag:0.16 per:0.16 program:0.16
 lost search:0.67 ticket:0.67
-lui send:0.67 sm:0.67 number:0.17 phone:0.17
+love email:0.67 send:0.67 account:0.17 user:0.17
+lui send:0.50 sm:0.50
 lyon between:0.25
-mai flight:0.30 append:0.20 cost:0.20 report:0.20 row:0.20 airport:0.08
-mai_date flight:0.33 append:0.22 cost:0.22 report:0.22 row:0.22 airport:0.08
+mai flight:0.25 append:0.17 cost:0.17 report:0.17 row:0.17
+mai_date flight:0.27 append:0.18 cost:0.18 report:0.18 row:0.18
 mail fulfil:0.50 order:0.50 mark:0.13 ship:0.13 track:0.13
 mail_track fulfil:1.00 order:1.00 mark:0.25 number:0.25 ship:0.25 track:0.25
-main creat:0.42 request:0.25 commit:0.17 pull:0.17 git:0.15 hub:0.10 repositori:0.10
+main direct:0.19 request:0.19 commit:0.13 pull:0.13 git:0.11 repositori:0.08
 main_acm creat:1.00 git:0.25 hub:0.25 new:0.25 repositori:0.25
 main_repositori git:0.25 hub:0.25 repositori:0.25
-make gener:0.41 imag:0.41 art:0.10 browser:0.10 click:0.10 clickabl:0.10 contain:0.10 diffus:0.10 direct:0.10 directori:0.10 ever:0.10 flux:0.10
+main_st direct:0.67 point:0.17 two:0.17
+make gener:0.43 imag:0.43 art:0.11 browser:0.11 click:0.11 clickabl:0.11 contain:0.11 diffus:0.11 direct:0.11 ever:0.11 flux:0.11 high:0.11
 make_download presign:1.00 url:1.00 limit:0.25 object:0.25 time:0.25
 make_folder creat:1.00 directori:1.00 allow:0.25 alreadi:0.25 ensur:0.25 exist:0.25 multipl:0.25 nest:0.25 new:0.25 on:0.25 onli:0.25 oper:0.25
+make_mood gener:1.00 imag:1.00 art:0.25 avail:0.25 browser:0.25 click:0.25 clickabl:0.25 contain:0.25 diffus:0.25 direct:0.25 ever:0.25 flux:0.25
 make_new creat:1.00
 make_note creat:1.00 note:1.00 bodi:0.25 markdown:0.25 titl:0.25
+make_sure event:0.17
 manag employe:0.43 job:0.14
 manchest flight:1.00 search:1.00 airport:0.25 between:0.25 price:0.25 two:0.25
-mani get:0.42 queri:0.26 realtim:0.21 user:0.21 detail:0.16 video:0.16
+mani get:0.40 queri:0.25 realtim:0.20 user:0.20 detail:0.15 video:0.15
 mani_order queri:1.00 onli:0.25 read:0.25 run:0.25 sql:0.25
 mani_peopl get:1.00 realtim:1.00 user:1.00 activ:0.25 now:0.25 number:0.25 right:0.25 site:0.25
 mani_ppl get:1.00 realtim:1.00 user:1.00 activ:0.25 now:0.25 number:0.25 right:0.25 site:0.25
@@ -911,55 +1043,65 @@ mani_row queri:1.00 onli:0.25 read:0.25 run:0.25 sql:0.25
 mani_view detail:1.00 get:1.00 video:1.00 channel:0.25 durat:0.25 like:0.25 titl:0.25 tube:0.25 view:0.25
 manila current:0.67 get:0.67 timezon:0.25
 mar price:0.17
-march creat:0.42 event:0.25 cost:0.17 draft:0.17 file:0.17 report:0.17
-march_date creat:0.50 event:0.30 cost:0.20 draft:0.20 report:0.20 attende:0.08
+march event:0.25 email:0.19 cost:0.13 draft:0.13 report:0.13 send:0.13
+march_date creat:0.43 event:0.29 email:0.21 cost:0.14 draft:0.14 report:0.14 send:0.14
 marco creat:0.50
-marcu find:0.24 free:0.24 time:0.24 event:0.18 email:0.12 send:0.12
-maria creat:0.67
+marcu find:0.21 free:0.21 time:0.21 event:0.16 send:0.16 sm:0.11
+marcu_phone send:1.00 sm:1.00 messag:0.25 number:0.25 phone:0.25
+maria creat:0.50 custom:0.13 open:0.13
 marisol search:1.00 email:0.25 name:0.25
-mark fulfil:0.33 order:0.33 updat:0.22 ship:0.08 track:0.08
-market search:0.75 web:0.38 job:0.13 restaur:0.13 top:0.13 about:0.09 affili:0.09 alreadi:0.09 beyond:0.09 blog:0.09 broad:0.09 contract:0.09
+mark fulfil:0.30 order:0.30 updat:0.20 ship:0.08 track:0.08
+market search:0.67 web:0.33 job:0.14 over:0.14 describ:0.11 entiti:0.11 follow:0.11 gather:0.11 per:0.11 perform:0.11 spend:0.11 thei:0.11
 marriott multipl:0.17 two:0.17
 max search:1.00 web:1.00 about:0.25 abstract:0.25 across:0.25 add:0.25 affili:0.25 alexandria:0.25 alreadi:0.25 ani:0.25 answer:0.25 api:0.25
 mcp env:1.00 environ:1.00 get:1.00 print:1.00 tool:1.00 all:0.25 configur:0.25 debug:0.25 help:0.25 server:0.25 variabl:0.25
 mcp_server env:1.00 environ:1.00 get:1.00 print:1.00 tool:1.00 all:0.25 configur:0.25 debug:0.25 help:0.25 mcp:0.25 server:0.25 variabl:0.25
 md file:1.00 deprec:0.50 read:0.50 text:0.50 write:0.33 allow:0.25 directori:0.25 within:0.25 work:0.25 complet:0.21 encod:0.21 handl:0.21
-md_file file:1.00 write:0.50 allow:0.25 directori:0.25 within:0.25 work:0.25 complet:0.19 encod:0.19 exist:0.19 handl:0.19 caution:0.13 overwrit:0.13
-meal append:1.00 row:1.00 end:0.25 sheet:0.25 tabl:0.25
+md_file file:1.00 write:0.50 allow:0.25 directori:0.25 within:0.25 work:0.25 complet:0.19 encod:0.19 exist:0.19 handl:0.19 caution:0.13 new:0.13
+meal append:0.67 row:0.67 end:0.17 sheet:0.17 tabl:0.17
 mean text:0.67 translat:0.67 anoth:0.17 deep:0.17 languag:0.17
 median search:0.67 web:0.67 execut:0.25 about:0.17 abstract:0.17 affili:0.17 alexandria:0.17 alreadi:0.17 ar:0.17 articl:0.17 avail:0.17 beyond:0.17
-meet get:0.54 transcript:0.54 event:0.23
+meet get:0.44 transcript:0.44 event:0.22 local:0.11 place:0.11 updat:0.11
 meet_phone get:1.00 transcript:1.00 meet:0.25 record:0.25
 memo extract:1.00 read:0.25
-mention search:1.00 ticket:0.60 support:0.20 tag:0.15
+mention search:0.75 ticket:0.38 news:0.25 web:0.25 support:0.16 tag:0.09
 merg request:0.56 pull:0.44 git:0.08
 merg_request creat:1.00 merg:1.00 request:1.00 git:0.25 lab:0.25 new:0.25 project:0.25
-mid avail:0.17 gener:0.17 real:0.17
+mess document:0.25
+mid compani:0.13 describ:0.13 entiti:0.13 follow:0.13 gather:0.13 job:0.13 paper:0.13 peopl:0.13 per:0.13 perform:0.13 real:0.13 skip:0.13
+mid_market across:0.25 alexandria:0.25 answer:0.25 compani:0.25 data:0.25 describ:0.25 detail:0.25 entiti:0.25 exact:0.25 field:0.25 follow:0.25 gather:0.25
+might search:1.00 api:0.25 best:0.25 detail:0.25 inform:0.25 no:0.25 place:0.25 restaur:0.25 result:0.25 web:0.25
 migrat messag:1.00 channel:0.25
 milk avail:0.25 gener:0.25 imag:0.25 real:0.25 tool:0.25
-min meet:0.26 send:0.22 find:0.19 free:0.19 time:0.19 sm:0.15 messag:0.11
-min_late send:0.71 sm:0.43 messag:0.29 phone:0.14
-min_next find:1.00 free:1.00 time:1.00 all:0.25 given:0.25 peopl:0.25 slot:0.25
-miss email:0.29 send:0.29
+min creat:0.43 meet:0.26 send:0.23 find:0.17 free:0.17 time:0.17 sm:0.14
+min_late send:0.75 sm:0.50 messag:0.25 phone:0.16
+min_next find:0.67 free:0.67 time:0.67 all:0.17 given:0.17 peopl:0.17 slot:0.17
+minut creat:0.67 meet:0.17
+miss email:0.22 send:0.22 transcript:0.22
 modifi file:1.00 get:1.00 info:1.00 about:0.25 actual:0.25 allow:0.25 characterist:0.25 comprehens:0.25 content:0.25 creation:0.25 detail:0.25 directori:0.25
 mondai list:0.22 news:0.22 task:0.22 web:0.22
 mondai_date list:0.22 news:0.22 task:0.22 web:0.22
 monei balanc:0.36 convert:0.18 currenc:0.18 instanc:0.18 order:0.18 refund:0.18 stop:0.18 account:0.09 pend:0.09
 monei_back order:1.00 refund:1.00 item:0.25
 monei_sit balanc:1.00 get:1.00 account:0.25 avail:0.25 current:0.25 pend:0.25
-month report:0.25
-monthli cancel:0.67 subscript:0.67 end:0.25 now:0.17 period:0.17
+month report:0.17
+monthli subscript:0.75 cancel:0.50 end:0.19 now:0.13 period:0.13
+mood gener:0.67 imag:0.67 art:0.17 avail:0.17 browser:0.17 click:0.17 clickabl:0.17 contain:0.17 diffus:0.17 direct:0.17 ever:0.17 flux:0.17
+mood_board gener:0.67 imag:0.67 art:0.17 avail:0.17 browser:0.17 click:0.17 clickabl:0.17 contain:0.17 diffus:0.17 direct:0.17 ever:0.17 flux:0.17
+moodi gener:1.00 imag:1.00 art:0.25 avail:0.25 browser:0.25 click:0.25 clickabl:0.25 contain:0.25 diffus:0.25 direct:0.25 ever:0.25 flux:0.25
 more adjust:0.67 inventori:0.67 chang:0.17 product:0.17 quantiti:0.17 stock:0.17 variant:0.17
-morn get:0.46 flight:0.23 channel:0.15 headlin:0.15 histori:0.15 task:0.15 top:0.15
-morn_date get:0.50 channel:0.17 flight:0.17 headlin:0.17 histori:0.17 task:0.17 top:0.17
-most page:1.00 top:1.00 report:0.50 run:0.50 over:0.25 period:0.25 site:0.25 view:0.25 convers:0.13 dimens:0.13 metric:0.13 rang:0.13
+morn get:0.50 flight:0.19 channel:0.13 forecast:0.13 headlin:0.13 histori:0.13 task:0.13 top:0.13
+morn_date get:0.53 channel:0.13 flight:0.13 forecast:0.13 headlin:0.13 histori:0.13 task:0.13 top:0.13
+most page:0.88 top:0.88 report:0.38 run:0.38 over:0.22 period:0.22 site:0.22 view:0.22 user:0.13 convers:0.09 dimens:0.09 metric:0.09
 most_view page:1.00 top:1.00 most:0.25 over:0.25 period:0.25 site:0.25 view:0.25
-move issu:0.27 send:0.20 sm:0.20 transit:0.20 updat:0.20 event:0.13
-move_3pm send:0.50 sm:0.50 phone:0.13
+most_visit page:1.00 top:1.00 most:0.25 over:0.25 period:0.25 site:0.25 view:0.25
+move updat:0.35 event:0.20 issu:0.20 deal:0.15 send:0.15 sm:0.15 transit:0.15 messag:0.10
+move_3pm send:0.50 sm:0.50
+move_deal deal:1.00 updat:1.00 amount:0.25 anoth:0.25 chang:0.25 close:0.25 crm:0.25 hub:0.25 move:0.25 spot:0.25 stage:0.25
 move_issu issu:1.00 transit:1.00 anoth:0.25 done:0.25 move:0.25 progress:0.25 statu:0.25 todo:0.25 workflow:0.25
-mr creat:0.54 email:0.23 draft:0.15 merg:0.15 note:0.15 request:0.15 send:0.15 sm:0.15
-msg messag:0.67 channel:0.17
-much convert:0.50 currenc:0.50 get:0.44 balanc:0.25 cost:0.19 report:0.19 rate:0.14 amount:0.13 exchang:0.13 latest:0.13
+mr creat:0.47 email:0.27 send:0.20 draft:0.13 merg:0.13 note:0.13 request:0.13 sm:0.13
+msg messag:0.50 channel:0.13
+much convert:0.44 currenc:0.44 get:0.39 balanc:0.22 cost:0.17 report:0.17 amount:0.13 rate:0.13 exchang:0.11 latest:0.11
 much_euro convert:1.00 currenc:1.00 amount:0.25 between:0.25 exchang:0.25 latest:0.25 rate:0.25
 much_monei balanc:1.00 get:1.00 account:0.25 avail:0.25 current:0.25 pend:0.25
 mug order:1.00 refund:1.00 item:0.25
@@ -967,11 +1109,14 @@ mum send:0.40 sm:0.40
 music plai:1.00 option:0.25 playback:0.25 playlist:0.25 resum:0.25 start:0.25 track:0.25
 mysql describ:0.50 tabl:0.50 execut:0.33 statement:0.33 lite:0.25 sq:0.25 sql:0.25 column:0.13 index:0.13 show:0.13 delet:0.08 insert:0.08
 mysql_db lite:0.25 sq:0.25 sql:0.25
-name file:0.36 fill:0.27 form:0.27 ext:0.09 glob:0.09 great:0.09 item:0.09 know:0.09 like:0.09 pattern:0.09 recurs:0.09 rel:0.09
+nair append:0.50 creat:0.50 row:0.50 end:0.13 sheet:0.13 tabl:0.13
+name file:0.27 fill:0.20 form:0.20
 name_under file:1.00 search:1.00 all:0.25 allow:0.25 current:0.25 directori:0.25 exact:0.25 ext:0.25 full:0.25 glob:0.25 great:0.25 item:0.25
-namespac gener:1.00 kubectl:1.00 get:0.60 log:0.40 ani:0.25 argument:0.25 command:0.25 execut:0.25 flag:0.25 resourc:0.25 name:0.15 deploy:0.10
+namespac gener:1.00 kubectl:1.00 get:0.60 log:0.40 ani:0.25 argument:0.25 command:0.25 execut:0.25 flag:0.25 provid:0.25 resourc:0.25 name:0.15
+narr merg:0.67 sever:0.25
+narr_pdf merg:1.00 on:0.25 sever:0.25
 nda merg:0.67
-near search:1.00 local:0.92 place:0.92 rate:0.25 address:0.23 api:0.23 automat:0.23 back:0.23 best:0.23 busi:0.23 count:0.23 detail:0.23
+near search:1.00 local:0.93 place:0.93 rate:0.25 address:0.23 api:0.23 automat:0.23 back:0.23 best:0.23 busi:0.23 count:0.23 detail:0.23
 near_downtown local:1.00 place:1.00 search:1.00 address:0.25 api:0.25 automat:0.25 back:0.25 best:0.25 busi:0.25 count:0.25 detail:0.25 etc:0.25
 near_union local:1.00 place:1.00 search:1.00 address:0.25 api:0.25 automat:0.25 back:0.25 best:0.25 busi:0.25 count:0.25 detail:0.25 etc:0.25
 nearest number:0.25 specif:0.25
@@ -979,91 +1124,108 @@ need_caption get:1.00 transcript:1.00 video:1.00 caption:0.25 tube:0.25
 need_check identifi:0.13
 need_figur list:1.00 between:0.25
 need_hotel hotel:1.00 search:1.00 citi:0.25 given:0.25 price:0.25 rate:0.25
-need_know list:0.50 timeoff:0.50 out:0.13
+need_know list:0.33 timeoff:0.33 out:0.08
+need_link creat:1.00 link:1.00 payment:1.00 price:0.25 product:0.25 shareabl:0.25
+need_see list:0.67
 neon gener:0.67 imag:0.67 art:0.17 avail:0.17 browser:0.17 click:0.17 clickabl:0.17 contain:0.17 diffus:0.17 direct:0.17 ever:0.17 flux:0.17
-never invoic:0.67 send:0.67 custom:0.25 open:0.25 email:0.17 payment:0.17
+net compani:0.50
+never invoic:0.50 send:0.50 custom:0.19 open:0.19 payment:0.13
 never_got invoic:1.00 send:1.00 custom:0.25 email:0.25 open:0.25 payment:0.25
 new creat:0.44
 new_hire creat:1.00
-new_lead contact:0.67 creat:0.67 address:0.17 crm:0.17 email:0.17 hub:0.17 name:0.17 new:0.17 number:0.17 phone:0.17 spot:0.17
+new_lead contact:0.75 creat:0.75 address:0.19 crm:0.19 email:0.19 hub:0.19 name:0.19 new:0.19 number:0.19 phone:0.19 spot:0.19
 new_note creat:1.00 note:1.00 bodi:0.25 markdown:0.25 titl:0.25
 new_notion api:1.00 page:1.00 post:1.00 bad:0.25 error:0.25
+new_price recent:0.25
+new_volunt end:0.13
 new_york convert:1.00 anoth:0.25 on:0.25 timezon:0.25
-news search:0.93 web:0.93 categori:0.25 top:0.25 about:0.23 abstract:0.23 across:0.23 add:0.23 affili:0.23 alexandria:0.23 alreadi:0.23 ani:0.23
+news search:0.94 web:0.94 categori:0.25 top:0.25 about:0.23 abstract:0.23 across:0.23 add:0.23 affili:0.23 alexandria:0.23 alreadi:0.23 ani:0.23
 news_articl news:1.00 search:1.00 web:1.00 about:0.25 abstract:0.25 across:0.25 add:0.25 affili:0.25 alexandria:0.25 alreadi:0.25 ani:0.25 answer:0.25
 news_week news:1.00 search:1.00 web:1.00 about:0.25 abstract:0.25 across:0.25 add:0.25 affili:0.25 alexandria:0.25 alreadi:0.25 ani:0.25 answer:0.25
-next find:0.38 free:0.38 time:0.38 event:0.21 list:0.21 forecast:0.14 given:0.10 slot:0.09
+next find:0.37 free:0.37 time:0.37 event:0.20 list:0.20 forecast:0.11 given:0.10 slot:0.09
 next_time add:1.00 creat:1.00 entiti:1.00 observ:1.00 exist:0.25 graph:0.25 knowledg:0.25 multipl:0.25 new:0.25
-next_week find:0.65 free:0.65 time:0.65 list:0.29 event:0.18 all:0.16 given:0.16 peopl:0.16 slot:0.16 timeoff:0.12
-nguyen creat:0.50
+next_tuesdai creat:1.00
+next_wednesdai time:0.25
+next_week find:0.58 free:0.58 time:0.58 list:0.32 event:0.21 all:0.14 given:0.14 peopl:0.14 slot:0.14 timeoff:0.11
+nguyen event:0.40 attende:0.10
 nice search:1.00 api:0.25 best:0.25 detail:0.25 inform:0.25 no:0.25 place:0.25 restaur:0.25 result:0.25 web:0.25
-night hotel:0.27 local:0.18 place:0.18
+night hotel:0.33 local:0.17 place:0.17 rate:0.13 citi:0.08 given:0.08
 nightli creat:0.67 issu:0.67 bug:0.17 project:0.17 stori:0.17
 no creat:0.43
-not diff:0.20 order:0.20 refund:0.20 send:0.20 sm:0.20
+not diff:0.18 order:0.18 refund:0.18 send:0.18 sm:0.18
 not_commit diff:1.00 between:0.25 chang:0.25 commit:0.25 not:0.25 show:0.25 yet:0.25
 notari local:1.00 place:1.00 search:1.00 address:0.25 api:0.25 automat:0.25 back:0.25 best:0.25 busi:0.25 count:0.25 detail:0.25 etc:0.25
-note creat:0.43 add:0.13 comment:0.10 ticket:0.10
+note creat:0.45 add:0.12
 note_mr creat:1.00
 note_ticket add:1.00 comment:1.00 ticket:1.00 intern:0.25 note:0.25 public:0.25 repli:0.25
+note_titl creat:0.67 note:0.67 bodi:0.17 markdown:0.17
 noth hotel:1.00 search:1.00 citi:0.25 given:0.25 price:0.25 rate:0.25
 noth_fanci hotel:1.00 search:1.00 citi:0.25 given:0.25 price:0.25 rate:0.25
 notic field:0.25
-notion api:0.97 post:0.69 search:0.62 bad:0.24 error:0.24 comment:0.17 page:0.14
+notion api:0.97 post:0.69 search:0.63 bad:0.24 error:0.24 comment:0.16 page:0.13
 notion_onboard api:1.00 comment:1.00 creat:1.00 bad:0.25 error:0.25
 notion_page api:1.00 post:1.00 search:0.57 page:0.43 bad:0.25 error:0.25
-nov flight:0.20 hotel:0.20
-nov_date flight:0.20 hotel:0.20
-now get:0.51 current:0.22
+nov creat:0.45 event:0.18 flight:0.18 hotel:0.18
+nov_date creat:0.45 event:0.18 flight:0.18 hotel:0.18
+novo search:1.00
+now get:0.51 current:0.21 list:0.21 weather:0.10
 now_avail balanc:1.00 get:1.00 account:0.25 avail:0.25 current:0.25 pend:0.25
 np python:1.00 run:1.00 execut:0.25 output:0.25
 np_percentil python:1.00 run:1.00 execut:0.25 output:0.25
 np_print python:1.00 run:1.00 execut:0.25 output:0.25
 ns gener:0.67 kubectl:0.67 argument:0.17 command:0.17 flag:0.17 pod:0.17
+nudg creat:1.00 draft:1.00 messag:0.25 save:0.25 send:0.25 without:0.25
 nuke cach:1.00 purg:1.00 cdn:0.25 zone:0.25
 nuke_cloudflar cach:1.00 purg:1.00 cdn:0.25 zone:0.25
-number send:0.34 sm:0.33 phone:0.16
+number send:0.33 sm:0.32 phone:0.17 contact:0.12
 number_again search:1.00 address:0.25 book:0.25 email:0.25 name:0.25 phone:0.25 user:0.25
+number_ask send:1.00 sm:1.00 messag:0.25 number:0.25 phone:0.25
 number_off extract:1.00 imag:1.00 text:1.00 document:0.25 ocr:0.25 read:0.25 scan:0.25
+number_run send:1.00 sm:1.00 messag:0.25 number:0.25 phone:0.25
 number_tell call:1.00 make:1.00 messag:0.25 outbound:0.25 phone:0.25 place:0.25 speak:0.25
+number_text messag:0.25 sm:0.25
+number_thei name:0.25 number:0.25 phone:0.25
 numpi python:1.00 run:1.00 execut:0.25 output:0.25
 numpi_np python:1.00 run:1.00 execut:0.25 output:0.25
 obsidian note:1.00 creat:0.75 bodi:0.19 markdown:0.19
 obsidian_note creat:1.00 note:1.00 bodi:0.25 markdown:0.25 titl:0.25
 ocr extract:1.00 imag:1.00 text:1.00 document:0.25 read:0.25 scan:0.25
-oct creat:0.44 hotel:0.33 event:0.22 task:0.22 citi:0.08 given:0.08
-oct_date creat:0.50 hotel:0.38 event:0.25 task:0.25 citi:0.09 given:0.09
+oct creat:0.45 event:0.27 hotel:0.27 task:0.18
+oct_date creat:0.50 event:0.30 hotel:0.30 task:0.20 attende:0.08 citi:0.08 given:0.08
 octob append:0.40 email:0.40 row:0.40 sheet:0.10 tabl:0.10
 octob_date append:0.40 email:0.40 row:0.40 sheet:0.10 tabl:0.10
-off extract:0.37 text:0.24 imag:0.20 fetch:0.13 scrape:0.13
+off extract:0.40 text:0.26 imag:0.22 fetch:0.14 scrape:0.14
 off_circl pipelin:1.00 trigger:1.00 branch:0.25 build:0.25 ci:0.25 circl:0.25 start:0.25
+off_page extract:1.00 answer:0.25 authent:0.25 bound:0.25 call:0.25 content:0.25 data:0.25 feedback:0.25 field:0.25 html:0.25 identifi:0.25 json:0.25
 off_photo extract:1.00 imag:1.00 text:1.00 document:0.25 ocr:0.25 read:0.25 scan:0.25
 off_scan extract:1.00 imag:1.00 text:1.00 document:0.25 ocr:0.25 read:0.25 scan:0.25
 off_url extract:1.00 fetch:1.00 scrape:1.00 web:1.00 access:0.25 across:0.25 action:0.25 addit:0.25 after:0.25 ag:0.25 alexandria:0.25 ani:0.25
-offic direct:0.31 distanc:0.25 matrix:0.25 point:0.08
+offic direct:0.29 distanc:0.24 matrix:0.24
 ok list:0.50
-okafor creat:0.50
-old cach:0.44 purg:0.44 cdn:0.11 zone:0.11
-on merg:0.56
+okafor creat:0.50 meet:0.08
+old cach:0.33 purg:0.33 text:0.25 extract:0.17 file:0.17 imag:0.17 cdn:0.08 zone:0.08
+on merg:0.55
 on_file merg:1.00 on:0.25 sever:0.25
 on_pdf merg:1.00 on:0.25 sever:0.25
+on_welcom merg:1.00 on:0.25 sever:0.25
 onboard api:0.57 search:0.57 creat:0.43 comment:0.29 post:0.29 bad:0.14 error:0.14
 onboard_checklist search:1.00
 onc on:0.25
 oncal get:0.63 incid:0.25 duti:0.22 pager:0.22 escal:0.16 now:0.16 polici:0.16 schedul:0.16
 oncal_payment duti:0.25 oncal:0.25 pager:0.25
 oncal_tonight get:1.00 oncal:1.00 duti:0.25 escal:0.25 now:0.25 pager:0.25 polici:0.25 schedul:0.25
-onli file:0.70 share:0.70 rerun:0.20 workflow:0.20 editor:0.18 viewer:0.18
+onli file:0.75 share:0.75 editor:0.19 viewer:0.19 rerun:0.17 workflow:0.17
 onli_access file:1.00 share:1.00 editor:0.25 viewer:0.25
 onli_fail rerun:1.00 workflow:1.00 ci:0.25 circl:0.25 fail:0.25 job:0.25 onli:0.25 option:0.25
-onlin descript:0.17 price:0.17
+onlin search:0.60 web:0.60 descript:0.20 price:0.20 about:0.15 abstract:0.15 affili:0.15 alexandria:0.15 alreadi:0.15 ar:0.15 articl:0.15 avail:0.15
 onsit search:0.67 price:0.17
 ontim flight:1.00 statu:1.00 delai:0.25 gate:0.25 live:0.25 termin:0.25
 ontim_tonight flight:1.00 statu:1.00 delai:0.25 gate:0.25 live:0.25 ontim:0.25 termin:0.25
-onto append:0.67 end:0.17 row:0.17
+onto append:0.75 row:0.50 end:0.19 sheet:0.13 tabl:0.13
+onto_bottom append:1.00 row:1.00 end:0.25 sheet:0.25 tabl:0.25
 onto_end append:0.25
 ooo list:1.00 timeoff:1.00 between:0.25 out:0.25 two:0.25
-open issu:0.19 local:0.14 place:0.14 deprec:0.11 read:0.11 request:0.11
+open issu:0.16 local:0.12 place:0.12 deprec:0.11 read:0.11
 open_bug issu:0.67 git:0.17 hub:0.17 repositori:0.17
 open_file deprec:1.00 file:1.00 read:1.00 text:1.00 allow:0.25 cannot:0.25 complet:0.25 content:0.25 detail:0.25 directori:0.25 encod:0.25 error:0.25
 open_github creat:1.00 issu:1.00 git:0.25 hub:0.25 new:0.25 repositori:0.25
@@ -1071,75 +1233,86 @@ open_issu creat:1.00 issu:1.00 git:0.25 hub:0.25 new:0.25 repositori:0.25
 open_jira creat:1.00 issu:1.00 bug:0.25 project:0.25 stori:0.25 task:0.25
 open_late local:1.00 place:1.00 search:1.00 address:0.25 api:0.25 automat:0.25 back:0.25 best:0.25 busi:0.25 count:0.25 detail:0.25 etc:0.25
 open_merg creat:1.00 merg:1.00 request:1.00 git:0.25 lab:0.25 new:0.25 project:0.25
+open_next find:1.00 free:1.00 time:1.00 all:0.25 given:0.25 peopl:0.25 slot:0.25
 open_pr pull:1.00 request:1.00 issu:0.67 list:0.67 search:0.67 git:0.25 hub:0.25 repositori:0.25 filter:0.17
 open_saturdai local:1.00 place:1.00 search:1.00 address:0.25 api:0.25 automat:0.25 back:0.25 best:0.25 busi:0.25 count:0.25 detail:0.25 etc:0.25
 open_ticket ticket:1.00 support:0.25
 ord flight:1.00 search:1.00 airport:0.25 between:0.25 price:0.25 two:0.25
-order queri:0.22 refund:0.15 run:0.11 task:0.11
+order queri:0.21 refund:0.14 task:0.14 run:0.10
 order_came list:1.00 order:1.00 statu:0.25
+order_new creat:1.00 task:1.00 add:0.25 due:0.25 prioriti:0.25 project:0.25
 order_ship order:0.67 ship:0.17
 order_tabl lite:0.25 sq:0.25 sql:0.25
 org code:1.00 search:1.00 across:0.25 git:0.25 hub:0.25 repositori:0.25
+orient creat:0.50
 os record:0.25
-other creat:1.00
-out extract:0.33 text:0.33 pars:0.24
+other creat:0.67
+out extract:0.33 text:0.32 pars:0.22 weather:0.10
+out_charleston alert:1.00 get:1.00 weather:1.00 activ:0.25 flood:0.25 heat:0.25 region:0.25 sever:0.25 storm:0.25
 out_leas extract:1.00 pars:1.00 text:1.00 account:0.25 again:0.25 anonym:0.25 answer:0.25 authent:0.25 belong:0.25 both:0.25 bound:0.25 call:0.25
 out_servic cost:1.00 get:1.00 report:1.00 explor:0.25 month:0.25 servic:0.25 spend:0.25
-outdoor get:1.00 air:0.50 forecast:0.50 qualiti:0.50 locat:0.25 dai:0.13 daili:0.13 hourli:0.13 index:0.13 level:0.13 next:0.13 pollut:0.13
+out_state link:0.25
+outdoor get:1.00 forecast:0.67 air:0.33 qualiti:0.33 locat:0.25 dai:0.17 daili:0.17 hourli:0.17 next:0.17 weather:0.17 level:0.08 pollut:0.08
 output get:0.83 job:0.83 log:0.83 ci:0.21 circl:0.21 step:0.21
 output_job get:1.00 job:1.00 log:1.00 ci:0.25 circl:0.25 output:0.25 step:0.25
 outsid forecast:0.67 get:0.67 dai:0.17 daili:0.17 hourli:0.17 next:0.17 weather:0.17
-over page:0.17 report:0.17 run:0.17 top:0.17 metric:0.11 queri:0.11 send:0.11
+over page:0.14 report:0.14 run:0.14 top:0.14
 over_last metric:0.40 page:0.40 queri:0.40 report:0.40 run:0.40 top:0.40 over:0.25 convers:0.10 cpu:0.10 dimens:0.10 error:0.10 latenc:0.10
-overdu list:1.00 invoic:0.88 open:0.22 paid:0.22 statu:0.22
+overdu list:1.00 invoic:0.78 task:0.22 open:0.19 paid:0.19 statu:0.19
 overdu_invoic invoic:1.00 list:1.00 open:0.25 overdu:0.25 paid:0.25 statu:0.25
+overdu_todo list:1.00 task:1.00 exampl:0.25 on:0.25 overdu:0.25 project:0.25 todai:0.25
 own compani:0.17
 p1 creat:0.67
 p99 metric:1.00 queri:1.00 cpu:0.25 error:0.25 latenc:0.25 over:0.25 rate:0.25 time:0.25 timeseri:0.25 window:0.25
 p99_latenc metric:1.00 queri:1.00 cpu:0.25 error:0.25 latenc:0.25 over:0.25 rate:0.25 time:0.25 timeseri:0.25 window:0.25
 pacif convert:1.00 anoth:0.25 on:0.25 timezon:0.25
-pack file:0.33 forecast:0.33 complet:0.08 dai:0.08 daili:0.08 encod:0.08 handl:0.08 hourli:0.08 next:0.08 weather:0.08
+pack forecast:0.38 get:0.38 file:0.25 dai:0.09 daili:0.09 hourli:0.09 next:0.09 weather:0.09
 pack_list file:1.00 allow:0.25 complet:0.25 content:0.25 directori:0.25 encod:0.25 handl:0.25 onli:0.25 within:0.25 work:0.25
-page api:0.32 post:0.27 extract:0.22 browser:0.17 pars:0.10 screenshot:0.10 take:0.10 top:0.10 bad:0.08
+packag email:0.40
+packet merg:0.60
+page api:0.30 post:0.26 extract:0.24 browser:0.15 fetch:0.11 pars:0.11 scrape:0.11 top:0.11 bad:0.08
 page_got browser:0.67 screenshot:0.50 take:0.50 page:0.33 top:0.33 action:0.13 base:0.13 element:0.13 perform:0.13 snapshot:0.13 specif:0.13 most:0.08
 page_notion api:1.00 post:0.80 search:0.80 bad:0.25 error:0.25
 page_screenshot browser:1.00 screenshot:1.00 take:1.00 action:0.25 base:0.25 current:0.25 element:0.25 perform:0.25 snapshot:0.25 specif:0.25
 page_site page:1.00 report:1.00 run:1.00 top:1.00 convers:0.25 dimens:0.25 metric:0.25 most:0.25 over:0.25 period:0.25 rang:0.25 session:0.25
 page_url extract:1.00 fetch:1.00 scrape:1.00 web:1.00 access:0.25 across:0.25 action:0.25 addit:0.25 after:0.25 ag:0.25 alexandria:0.25 ani:0.25
 pager get:0.67 oncal:0.67 duti:0.25 escal:0.17 now:0.17 polici:0.17 schedul:0.17
-pai creat:0.50 link:0.50 payment:0.50 price:0.17 product:0.13 shareabl:0.13
-paid invoic:0.50 list:0.50 open:0.13 overdu:0.13 row:0.13 statu:0.13
-paper research:0.77 relat:0.31 rank:0.15 read:0.15 first:0.10 alongsid:0.08 anchor:0.08 author:0.08 bibliograph:0.08 biomed:0.08 candid:0.08 canon:0.08
+pai creat:0.44 link:0.44 payment:0.44 convert:0.22 currenc:0.22 invoic:0.22 product:0.11 shareabl:0.11
+paid invoic:0.50 append:0.33 list:0.33 row:0.33 overdu:0.08 sheet:0.08 statu:0.08 tabl:0.08
+pallet search:0.67 name:0.17
+paper research:0.67 relat:0.27 rank:0.13 read:0.13
 paper_cite paper:1.00 relat:1.00 research:1.00 anchor:0.25 bibliograph:0.25 candid:0.25 citat:0.25 cite:0.25 citer:0.25 co:0.25 coupl:0.25 default:0.25
 paper_pmc paper:1.00 read:1.00 research:1.00 avail:0.25 bodi:0.25 control:0.25 full:0.25 index:0.25 match:0.25 notic:0.25 number:0.25 on:0.25
 paper_sinc paper:1.00 research:1.00 search:1.00 abstract:0.25 across:0.25 alongsid:0.25 ar:0.25 author:0.25 bio:0.25 biomed:0.25 canon:0.25 categori:0.25
-park get:0.40 name:0.15 address:0.10
-parti gener:0.25 imag:0.25 local:0.25 place:0.25 address:0.09
+parker creat:0.67
+parti gener:0.25 imag:0.25 local:0.25 place:0.25
 partial creat:1.00 refund:1.00 charg:0.25 fulli:0.25 intent:0.25 partli:0.25 payment:0.25
 partial_refund creat:1.00 refund:1.00 charg:0.25 fulli:0.25 intent:0.25 partli:0.25 payment:0.25
 pass count:0.13 pull:0.13
 passeng flight:1.00 search:1.00 airport:0.25 between:0.25 price:0.25 two:0.25
-past extract:0.20 imag:0.20 list:0.20 page:0.20 text:0.20 top:0.20
+past extract:0.18 imag:0.18 news:0.18 page:0.18 text:0.18 top:0.18 web:0.18
 past_dai page:1.00 top:1.00 most:0.25 over:0.25 period:0.25 site:0.25 view:0.25
 past_due list:0.67 overdu:0.17
-path file:0.40 text:0.34 extract:0.21 imag:0.16 deprec:0.14 read:0.14 allow:0.13 within:0.13 work:0.13 pars:0.12 directori:0.10 size:0.10
+path file:0.40 text:0.31 extract:0.18 allow:0.13 deprec:0.13 imag:0.13 read:0.13 within:0.13 work:0.13 directori:0.12 size:0.12 pars:0.10
+path_big directori:1.00 list:1.00 size:1.00 all:0.25 allow:0.25 between:0.25 clearli:0.25 detail:0.25 dir:0.25 distinguish:0.25 onli:0.25 path:0.25
 path_conf file:1.00 allow:0.25 content:0.25 directori:0.25 onli:0.25 within:0.25 work:0.25 last:0.17
 path_jpg extract:1.00 imag:1.00 text:1.00 document:0.25 ocr:0.25 read:0.25 scan:0.25
 path_md deprec:1.00 file:1.00 read:1.00 text:1.00 allow:0.25 cannot:0.25 complet:0.25 content:0.25 detail:0.25 directori:0.25 encod:0.25 error:0.25
 path_pdf extract:0.88 pars:0.88 text:0.88 both:0.25 account:0.22 again:0.22 anonym:0.22 answer:0.22 authent:0.22 belong:0.22 bound:0.22 call:0.22
 path_png extract:1.00 imag:1.00 text:1.00 document:0.25 ocr:0.25 read:0.25 scan:0.25
 path_tag build:1.00 imag:1.00 dockerfil:0.25
-path_txt file:1.00 allow:0.25 complet:0.25 content:0.25 directori:0.25 encod:0.25 handl:0.25 onli:0.25 within:0.25 work:0.25
+path_txt file:1.00 deprec:0.67 read:0.67 text:0.67 allow:0.25 complet:0.25 content:0.25 directori:0.25 encod:0.25 handl:0.25 onli:0.25 within:0.25
 path_yaml deprec:1.00 file:1.00 read:1.00 text:1.00 allow:0.25 cannot:0.25 complet:0.25 content:0.25 detail:0.25 directori:0.25 encod:0.25 error:0.25
-payment creat:0.43 refund:0.29
-pdf extract:0.36 text:0.36 pars:0.35 merg:0.27 file:0.20 both:0.11 fill:0.11 form:0.11 path:0.11 again:0.09 anonym:0.09 belong:0.09
-pdf_file extract:0.48 text:0.48 pars:0.44 file:0.22 merg:0.19 move:0.19 both:0.16 local:0.12 upload:0.12 account:0.11 again:0.11 anonym:0.11
+payment creat:0.50 refund:0.25
+pdf extract:0.35 text:0.35 pars:0.33 merg:0.29 file:0.17 fill:0.14 form:0.14 both:0.10 path:0.10 local:0.09 upload:0.09 again:0.08
+pdf_file extract:0.45 text:0.45 pars:0.42 merg:0.24 file:0.18 move:0.15 both:0.14 fill:0.12 form:0.12 account:0.11 again:0.11 anonym:0.11
 pdf_laptop file:1.00 search:1.00 all:0.25 allow:0.25 current:0.25 directori:0.25 exact:0.25 ext:0.25 full:0.25 glob:0.25 great:0.25 item:0.25
 pdf_need extract:1.00 pars:1.00 text:1.00 account:0.25 again:0.25 anonym:0.25 answer:0.25 authent:0.25 belong:0.25 both:0.25 bound:0.25 call:0.25
 pdf_on merg:1.00 on:0.25 sever:0.25
-peanut add:1.00 creat:1.00 entiti:1.00 observ:1.00 exist:0.25 graph:0.25 knowledg:0.25 multipl:0.25 new:0.25
+peanut add:0.67 creat:0.67 entiti:0.67 observ:0.67 exist:0.17 graph:0.17 knowledg:0.17 multipl:0.17 new:0.17
 pend balanc:0.43 get:0.43 account:0.11
-peopl tweet:0.21 user:0.21 realtim:0.14
+peopl tweet:0.22 link:0.17 payment:0.17 user:0.17 realtim:0.11
+peopl_pai creat:1.00 link:1.00 payment:1.00 price:0.25 product:0.25 shareabl:0.25
 peopl_sai search:1.00 tweet:1.00 post:0.25 recent:0.25
 peopl_site get:1.00 realtim:1.00 user:1.00 activ:0.25 now:0.25 number:0.25 right:0.25 site:0.25
 per queri:0.60 run:0.60 report:0.40 sql:0.15 databas:0.10 lite:0.10 row:0.10 sq:0.10
@@ -1147,23 +1320,29 @@ percentil python:1.00 run:1.00 execut:0.25 output:0.25
 period cancel:0.50 subscript:0.50 end:0.13 now:0.13
 permiss email:0.67
 permiss_slip email:0.67
-phone send:0.41 sm:0.41 number:0.15 contact:0.11
-phone_number send:0.46 sm:0.46 phone:0.19 number:0.17 contact:0.12
-photo imag:1.00 extract:0.93 text:0.93 document:0.23 ocr:0.23 read:0.23 scan:0.23
+person user:0.13
+phone send:0.38 sm:0.38 number:0.16 contact:0.14
+phone_contact address:0.25 book:0.25 user:0.25
+phone_number send:0.42 sm:0.42 phone:0.19 number:0.17 contact:0.15
+phone_phone fill:1.00 form:1.00 field:0.25
+photo imag:0.94 extract:0.89 text:0.89 document:0.22 ocr:0.22 scan:0.22
+photo_handwritten extract:1.00 imag:1.00 text:1.00 document:0.25 ocr:0.25 read:0.25 scan:0.25
 photo_img imag:1.00 extract:0.67 text:0.67 document:0.17 ocr:0.17 scan:0.17
+photograph peopl:0.13
 pic imag:0.88 extract:0.38 text:0.38 describ:0.25 gener:0.25 ocr:0.09 scan:0.09
 pick creat:0.67
-pictur gener:0.80 imag:0.80 art:0.20 avail:0.20 browser:0.20 click:0.20 clickabl:0.20 contain:0.20 diffus:0.20 direct:0.20 ever:0.20 flux:0.20
+pictur imag:0.83 gener:0.67 art:0.17 avail:0.17 browser:0.17 click:0.17 clickabl:0.17 contain:0.17 diffus:0.17 direct:0.17 ever:0.17 flux:0.17
+pin geocod:1.00 revers:1.00 address:0.25 convert:0.25 coordin:0.25
 ping creat:0.60 monitor:0.60 accept:0.15 advanc:0.15 bodi:0.15 chang:0.15 check:0.15 compar:0.15 configur:0.15 contain:0.15 control:0.15 crawl:0.15
 ping_whenev creat:1.00 monitor:1.00 accept:0.25 advanc:0.25 bodi:0.25 chang:0.25 check:0.25 compar:0.25 configur:0.25 contain:0.25 control:0.25 crawl:0.25
 pip instal:1.00 packag:1.00 npm:0.25
 pip_instal instal:1.00 packag:1.00 npm:0.25 pip:0.25
-pipelin deal:0.60 list:0.60 amount:0.15 close:0.15 crm:0.15 hub:0.15 spot:0.15 stage:0.15
+pipelin deal:0.67 list:0.67 amount:0.17 close:0.17 crm:0.17 hub:0.17 spot:0.17 stage:0.17
 plai current:0.75 get:0.75 now:0.19 track:0.19
 plai_right current:1.00 get:1.00 plai:1.00 now:0.25 track:0.25
 plain text:1.00 translat:1.00 anoth:0.25 deep:0.25 languag:0.25
 plain_english text:1.00 translat:1.00 anoth:0.25 deep:0.25 languag:0.25
-plan api:0.14 cancel:0.14 subscript:0.14 timeoff:0.14
+plan forecast:0.17 api:0.13 cancel:0.13 subscript:0.13 timeoff:0.13
 plan_coverag list:1.00 timeoff:1.00 between:0.25 out:0.25 two:0.25
 platform get:1.00
 playbook api:1.00 post:1.00 search:1.00 bad:0.25 error:0.25 titl:0.25
@@ -1172,57 +1351,62 @@ playlist plai:0.67 playback:0.17 resum:0.17 start:0.17 track:0.17
 plu creat:1.00
 plumb email:1.00 search:1.00 mailbox:0.25 sender:0.25 subject:0.25 word:0.25
 pmc paper:1.00 read:1.00 research:1.00 avail:0.25 bodi:0.25 control:0.25 full:0.25 index:0.25 match:0.25 notic:0.25 number:0.25 on:0.25
-png imag:0.71 extract:0.57 text:0.57 document:0.14 ocr:0.14 scan:0.14
-png_file extract:0.50 imag:0.50 text:0.50 ocr:0.13 scan:0.13
-pod gener:1.00 kubectl:1.00 log:0.57 describ:0.29 exec:0.29 ani:0.25 argument:0.25 command:0.25 execut:0.25 flag:0.25 resourc:0.18 deploy:0.14
+png imag:0.75 extract:0.50 text:0.50 describ:0.25 ocr:0.13 scan:0.13
+png_file imag:0.60 extract:0.40 text:0.40 ocr:0.10 scan:0.10
+pod gener:1.00 kubectl:1.00 log:0.57 describ:0.29 exec:0.29 ani:0.25 argument:0.25 command:0.25 execut:0.25 flag:0.25 provid:0.25 resourc:0.18
 point dn:0.57 record:0.57 creat:0.43 zone:0.14 cname:0.11 mx:0.11 txt:0.11
 point_domain creat:1.00 dn:1.00 record:1.00 add:0.25 cname:0.25 mx:0.25 txt:0.25 zone:0.25
 polish text:1.00 translat:1.00 anoth:0.25 deep:0.25 languag:0.25
 port news:1.00 search:1.00 web:1.00 about:0.25 abstract:0.25 across:0.25 add:0.25 affili:0.25 alexandria:0.25 alreadi:0.25 ani:0.25 answer:0.25
 port_strike news:1.00 search:1.00 web:1.00 about:0.25 abstract:0.25 across:0.25 add:0.25 affili:0.25 alexandria:0.25 alreadi:0.25 ani:0.25 answer:0.25
-post messag:0.61 channel:0.17 new:0.13
-post_channel messag:0.92 post:0.83 channel:0.25 new:0.21
+post messag:0.58 channel:0.16 new:0.13 tweet:0.11
+post_channel messag:0.93 post:0.87 channel:0.25 new:0.22
 post_slack messag:1.00 post:1.00 channel:0.25 new:0.25
+post_twitter post:0.75 tweet:0.75
 poster gener:1.00 imag:1.00 art:0.25 avail:0.25 browser:0.25 click:0.25 clickabl:0.25 contain:0.25 diffus:0.25 direct:0.25 ever:0.25 flux:0.25
 postgr queri:1.00 onli:0.25 read:0.25 run:0.25 sql:0.25
 postgr_db queri:1.00 onli:0.25 read:0.25 run:0.25 sql:0.25
 postgr_mani queri:1.00 onli:0.25 read:0.25 run:0.25 sql:0.25
-pound convert:1.00 currenc:1.00 amount:0.25 between:0.25 exchang:0.25 latest:0.25 rate:0.25
-ppl get:0.67 realtim:0.67 user:0.67 activ:0.17 now:0.17 number:0.17 right:0.17 site:0.17
+pound convert:0.80 currenc:0.80 amount:0.20 between:0.20 exchang:0.20 latest:0.20 rate:0.20
+ppl get:0.60 realtim:0.40 user:0.40 activ:0.10 now:0.10 right:0.10
 pr pull:0.93 request:0.93 get:0.53 file:0.27 statu:0.20 issu:0.13
 pr_acm get:1.00 pull:1.00 request:1.00
-pr_repositori pull:1.00 request:1.00 get:0.75 file:0.50 chang:0.13
+pr_repositori pull:1.00 request:1.00 get:0.75 file:0.50
 press action:0.15 control:0.15 interact:0.15 site:0.15 statu:0.15 bound:0.10 extern:0.10 keep:0.10 limit:0.10 mode:0.10
-price extract:0.39 web:0.39 fetch:0.33 scrape:0.33 json:0.11 max:0.11 schema:0.11 action:0.10 bound:0.10 html:0.10 interact:0.10 known:0.10
+price extract:0.35 web:0.35 fetch:0.30 scrape:0.30 max:0.10 schema:0.10 tweet:0.10 action:0.09 interact:0.09 known:0.09 suppli:0.09 access:0.08
 price_off extract:1.00 fetch:1.00 scrape:1.00 web:1.00 access:0.25 across:0.25 action:0.25 addit:0.25 after:0.25 ag:0.25 alexandria:0.25 ani:0.25
-print python:0.46 run:0.46 merg:0.15 output:0.13
+print python:0.40 run:0.40 merg:0.13 task:0.13 output:0.12
 print_np python:1.00 run:1.00 execut:0.25 output:0.25
 print_sort python:1.00 run:1.00 execut:0.25 output:0.25
-prioriti creat:1.00 task:0.78 project:0.22 add:0.19 due:0.19
-priya find:0.29 free:0.29 time:0.29 email:0.12 meet:0.12
+prioriti creat:1.00 task:0.85 project:0.23 add:0.21 due:0.21
+prioriti_put creat:1.00 task:1.00 add:0.25 due:0.25 prioriti:0.25 project:0.25
+priya find:0.23 free:0.23 time:0.23 append:0.14 row:0.14
+priya_nair append:0.50 creat:0.50 row:0.50 end:0.13 sheet:0.13 tabl:0.13
 procur email:1.00 search:1.00 mailbox:0.25 sender:0.25 subject:0.25 word:0.25
 prod gener:0.40 kubectl:0.40 argument:0.10 command:0.10 flag:0.10 resourc:0.10
 product recent:0.25
-project creat:0.50 issu:0.33 bug:0.08 git:0.08 lab:0.08 stori:0.08
+project creat:0.63 issu:0.25 task:0.25
 propos creat:1.00
 pst convert:0.67 anoth:0.17 timezon:0.17
 pto timeoff:1.00 list:0.75 out:0.19 two:0.19
 pto_between list:1.00 timeoff:1.00 between:0.25 out:0.25 two:0.25
-public local:0.67 place:0.67 search:0.67 address:0.17 automat:0.17 back:0.17 busi:0.17 count:0.17 etc:0.17 fall:0.17 found:0.17 hour:0.17
-pull extract:0.44 text:0.33 pars:0.24 fetch:0.11 scrape:0.11 transcript:0.11 html:0.09 summari:0.08
+public search:0.60 local:0.40 place:0.40 restaur:0.15 address:0.10 automat:0.10 back:0.10 busi:0.10 count:0.10 etc:0.10 fall:0.10 found:0.10
+public_librari search:0.67 place:0.17 restaur:0.17
+publish search:1.00 abstract:0.25 across:0.25 ar:0.25 bio:0.25 categori:0.25 filter:0.25 med:0.25 metadata:0.25 option:0.25 paper:0.25 pub:0.25
+pull extract:0.43 text:0.31 pars:0.24 fetch:0.12 scrape:0.12 html:0.09
 pull_caption get:1.00 transcript:1.00 video:1.00 caption:0.25 tube:0.25
-pull_everi list:0.67
-pull_text extract:1.00 text:0.92 pars:0.77 read:0.25 document:0.23 answer:0.21 authent:0.21 bound:0.21 call:0.21 data:0.21 feedback:0.21 field:0.21
+pull_everi list:0.75
+pull_text extract:0.93 text:0.87 pars:0.73 read:0.25 document:0.22 answer:0.20 authent:0.20 bound:0.20 call:0.20 data:0.20 feedback:0.20 html:0.20
 pull_up get:0.43 api:0.14 book:0.14 compani:0.14 develop:0.14 id:0.14 librari:0.14 post:0.14 resolv:0.14
 purpl gener:1.00 imag:1.00 art:0.25 avail:0.25 browser:0.25 click:0.25 clickabl:0.25 contain:0.25 diffus:0.25 direct:0.25 ever:0.25 flux:0.25
-push event:0.50 updat:0.50 attende:0.13 chang:0.13 exist:0.13
-put creat:0.55 event:0.52 translat:0.19 start:0.14 attende:0.13 end:0.13
+push event:0.55 updat:0.55 timelin:0.18 user:0.18 attende:0.14 chang:0.14 exist:0.14
+put creat:0.60 event:0.50 translat:0.18 attende:0.13 end:0.13 start:0.13
 put_min creat:1.00 event:1.00 attende:0.25 end:0.25 locat:0.25 start:0.25 time:0.25 titl:0.25
-put_new creat:1.00
+put_new creat:1.00 event:0.67 attende:0.17 end:0.17 start:0.17
 q2 presign:0.50 url:0.50 limit:0.13 object:0.13
-q3 file:0.22
+q3 file:0.20 list:0.20
 queri onli:0.25 read:0.25 run:0.25 sql:0.25
-quick python:0.31 run:0.31 articl:0.25 summari:0.25 web:0.25 output:0.08
+quick articl:0.28 python:0.28 run:0.28 summari:0.28 web:0.22
 quick_import python:1.00 run:1.00 execut:0.25 output:0.25
 quick_look search:1.00 web:1.00 about:0.25 abstract:0.25 across:0.25 add:0.25 affili:0.25 alexandria:0.25 alreadi:0.25 ani:0.25 answer:0.25 api:0.25
 quick_search search:1.00 web:1.00 about:0.25 abstract:0.25 across:0.25 add:0.25 affili:0.25 alexandria:0.25 alreadi:0.25 ani:0.25 answer:0.25 api:0.25
@@ -1231,34 +1415,39 @@ quot email:0.33 convert:0.25 currenc:0.25 transcript:0.25 video:0.17
 rachel search:1.00 email:0.25
 rack detail:1.00 get:1.00 video:1.00 channel:0.25 durat:0.25 like:0.25 titl:0.25 tube:0.25 view:0.25
 rack_up detail:1.00 get:1.00 video:1.00 channel:0.25 durat:0.25 like:0.25 titl:0.25 tube:0.25 view:0.25
-rain forecast:1.00 get:1.00 dai:0.25 daili:0.25 hourli:0.25 locat:0.25 next:0.25 weather:0.25
-raj find:0.50 free:0.50 time:0.50 all:0.13 given:0.13 peopl:0.13 slot:0.13
+rain forecast:0.88 get:0.88 dai:0.22 daili:0.22 hourli:0.22 locat:0.22 next:0.22 weather:0.22
+rais alexandria:0.17 compani:0.17 describ:0.17 entiti:0.17 exact:0.17 follow:0.17 gather:0.17 job:0.17 omit:0.17 over:0.17 paper:0.17 peopl:0.17
+rais_seri across:0.25 alexandria:0.25 answer:0.25 compani:0.25 data:0.25 describ:0.25 detail:0.25 entiti:0.25 exact:0.25 field:0.25 follow:0.25 gather:0.25
+raj find:0.57 free:0.57 time:0.57 all:0.14 given:0.14 peopl:0.14 slot:0.14
 ramen local:1.00 place:1.00 search:1.00 address:0.25 api:0.25 automat:0.25 back:0.25 best:0.25 busi:0.25 count:0.25 detail:0.25 etc:0.25
 ramen_spot local:1.00 place:1.00 search:1.00 address:0.25 api:0.25 automat:0.25 back:0.25 best:0.25 busi:0.25 count:0.25 detail:0.25 etc:0.25
 rate convert:0.40 currenc:0.40 web:0.40 about:0.10 affili:0.10 alreadi:0.10 amount:0.10 articl:0.10 beyond:0.10 bio:0.10 blog:0.10 broad:0.10
-rd search:0.67 name:0.17
 react id:0.50 librari:0.50 resolv:0.50 after:0.19 best:0.19 call:0.19 format:0.19 identifi:0.19 multipl:0.19 need:0.19 select:0.19 acknowledg:0.13
 react_doc id:1.00 librari:1.00 resolv:1.00 acknowledg:0.25 after:0.25 ambigu:0.25 analyz:0.25 author:0.25 authorit:0.25 avail:0.25 base:0.25 befor:0.25
-read extract:0.69 text:0.54 imag:0.51 document:0.14 fetch:0.14 scrape:0.14 ocr:0.13 scan:0.13
+read extract:0.67 imag:0.51 text:0.51 fetch:0.16 scrape:0.16 web:0.16 document:0.14 ocr:0.12 scan:0.12
 read_id rang:1.00 read:1.00 cell:0.25 sheet:0.25 tabl:0.25 valu:0.25
 read_number extract:1.00 imag:1.00 text:1.00 document:0.25 ocr:0.25 read:0.25 scan:0.25
+read_out extract:1.00 imag:1.00 text:1.00 document:0.25 ocr:0.25 read:0.25 scan:0.25
 read_scan extract:1.00 imag:1.00 text:1.00 document:0.25 ocr:0.25 read:0.25 scan:0.25
 read_text extract:1.00 imag:1.00 text:1.00 document:0.25 ocr:0.25 read:0.25 scan:0.25
 read_total extract:1.00 imag:1.00 text:1.00 document:0.25 ocr:0.25 read:0.25 scan:0.25
 read_url extract:0.80 fetch:0.80 scrape:0.80 web:0.80 read:0.25 access:0.20 action:0.20 addit:0.20 after:0.20 ag:0.20 alexandria:0.20 ani:0.20
 read_what extract:1.00 read:0.25
+readi messag:0.25
 real python:1.00 run:1.00 execut:0.25 output:0.25
 real_quick python:1.00 run:1.00 execut:0.25 output:0.25
 receipt extract:0.58 imag:0.58 text:0.58 email:0.17 send:0.17 document:0.15 ocr:0.15 scan:0.15
 receipt_photo extract:1.00 imag:1.00 text:1.00 document:0.25 ocr:0.25 read:0.25 scan:0.25
 receipt_receipt extract:1.00 imag:1.00 text:1.00 document:0.25 ocr:0.25 read:0.25 scan:0.25
-recent search:0.83 paper:0.50 research:0.50 web:0.33 abstract:0.21 ar:0.21 bio:0.21 categori:0.21 filter:0.21 med:0.21 metadata:0.21 pub:0.21
+recent search:0.86 paper:0.43 research:0.43 web:0.43 news:0.29 abstract:0.21 across:0.21 ar:0.21 bio:0.21 categori:0.21 filter:0.21 med:0.21
+recent_news news:1.00 search:1.00 web:1.00 about:0.25 abstract:0.25 across:0.25 add:0.25 affili:0.25 alexandria:0.25 alreadi:0.25 ani:0.25 answer:0.25
 recent_studi paper:1.00 research:1.00 search:1.00 abstract:0.25 across:0.25 alongsid:0.25 ar:0.25 author:0.25 bio:0.25 biomed:0.25 canon:0.25 categori:0.25
 recip note:1.00 creat:0.67 bodi:0.17 markdown:0.17
-record dn:0.33 compani:0.22 zone:0.08
+record compani:0.25 dn:0.25
+recur list:1.00 subscript:1.00 activ:0.25
 red get:0.60 job:0.60 log:0.60 ci:0.15 circl:0.15 output:0.15 step:0.15
 red_show get:1.00 job:1.00 log:1.00 ci:0.25 circl:0.25 output:0.25 step:0.25
-refund creat:0.67 order:0.33 charg:0.14 fulli:0.14 intent:0.14 partli:0.14 payment:0.14 item:0.08
+refund creat:0.70 order:0.30 charg:0.15 fulli:0.15 intent:0.15 partli:0.15 payment:0.15 item:0.08
 reject creat:1.00
 rememb add:0.90 creat:0.90 entiti:0.90 observ:0.90 graph:0.25 knowledg:0.25 exist:0.23 multipl:0.23 new:0.23
 rememb_next add:1.00 creat:1.00 entiti:1.00 observ:1.00 exist:0.25 graph:0.25 knowledg:0.25 multipl:0.25 new:0.25
@@ -1270,75 +1459,81 @@ renam file:1.00 move:1.00 across:0.25 allow:0.25 between:0.25 both:0.25 destin:0
 renam_file file:1.00 move:1.00 across:0.25 allow:0.25 between:0.25 both:0.25 destin:0.25 differ:0.25 directori:0.25 exist:0.25 fail:0.25 must:0.25
 renam_final file:1.00 move:1.00 across:0.25 allow:0.25 between:0.25 both:0.25 destin:0.25 differ:0.25 directori:0.25 exist:0.25 fail:0.25 must:0.25
 renam_scan file:1.00 move:1.00 across:0.25 allow:0.25 between:0.25 both:0.25 destin:0.25 differ:0.25 directori:0.25 exist:0.25 fail:0.25 must:0.25
-renew deal:0.33 extract:0.22 task:0.22 updat:0.22 crm:0.11 hub:0.11 spot:0.11 amount:0.08 close:0.08 stage:0.08
+renew deal:0.27 extract:0.18 task:0.18 updat:0.18 crm:0.09 spot:0.09
 renew_close deal:1.00 updat:1.00 amount:0.25 anoth:0.25 chang:0.25 close:0.25 crm:0.25 hub:0.25 move:0.25 spot:0.25 stage:0.25
-rent markdown:0.25
+rent local:0.17 markdown:0.17 open:0.17
 rental document:0.50 translat:0.50 docx:0.13 format:0.13 keep:0.13 pdf:0.13 pptx:0.13 whole:0.13
 rental_contract document:0.67 translat:0.67 docx:0.17 format:0.17 keep:0.17 pdf:0.17 pptx:0.17 whole:0.17
-rep creat:0.67 meet:0.67 join:0.17 link:0.17 schedul:0.17
+rep creat:0.60 meet:0.40 join:0.10 schedul:0.10
 repair search:0.75 local:0.50 place:0.50 address:0.19 name:0.19 phone:0.19 automat:0.13 back:0.13 busi:0.13 count:0.13 etc:0.13 fall:0.13
-repli email:0.56 thread:0.22
+repli email:0.69 thread:0.15
+repli_email email:1.00
 repo creat:0.60 issu:0.60 git:0.20 hub:0.20 repositori:0.20 new:0.15 commit:0.10
-report issu:0.16 browser:0.11 develop:0.11 github:0.11 presign:0.11 research:0.11 screenshot:0.11 take:0.11 url:0.11
-repositori request:0.50 creat:0.41 pull:0.41 issu:0.23 pipelin:0.14 trigger:0.14 git:0.13 hub:0.10
+report email:0.14 issu:0.14
+repositori request:0.50 pull:0.41 issu:0.23 pipelin:0.14 trigger:0.14 git:0.13
 repositori_github issu:1.00 list:1.00 search:1.00 across:0.25 filter:0.25 git:0.25 hub:0.25 pull:0.25 repositori:0.25
 repositori_text creat:1.00
 repro issu:0.67 git:0.17 hub:0.17 repositori:0.17
-request creat:0.57 merg:0.29 pull:0.29
+request creat:0.50 merg:0.25 pull:0.25
 rerun workflow:0.67 ci:0.17 circl:0.17 fail:0.17 job:0.17
 rerun_onli rerun:1.00 workflow:1.00 ci:0.25 circl:0.25 fail:0.25 job:0.25 onli:0.25 option:0.25
-research agent:1.00 accept:0.25 across:0.25 action:0.25 alexandria:0.25 answer:0.25 approv:0.25 ask:0.25 assembl:0.25 base:0.25 budget:0.25 build:0.25
+research agent:0.67 search:0.67 across:0.25 constrain:0.25 option:0.25 paper:0.25 question:0.25 result:0.25 same:0.25 sever:0.25 sourc:0.25 span:0.25
 resend invoic:1.00 send:1.00 custom:0.25 email:0.25 open:0.25 payment:0.25
 restaur local:0.67 place:0.67 search:0.67 address:0.17 automat:0.17 back:0.17 busi:0.17 count:0.17 etc:0.17 fall:0.17 found:0.17 hour:0.17
 result search:1.00 full:0.25 over:0.25
 retent base:0.25
 retri creat:1.00
-return search:0.71 email:0.29
+return search:0.75 email:0.25
 revenu sheet:0.17
 review find:0.13 free:0.13 time:0.13
-revis gener:0.50 kubectl:0.50 rollout:0.50 ani:0.19 argument:0.13 command:0.13 daemonset:0.13 deploy:0.13 flag:0.13 manag:0.13 resourc:0.13 statefulset:0.13
+revis gener:0.50 kubectl:0.50 rollout:0.50 ani:0.19 execut:0.19 argument:0.13 command:0.13 daemonset:0.13 deploy:0.13 flag:0.13 manag:0.13 resourc:0.13
 ride gener:0.50 imag:0.50 direct:0.19 art:0.13 browser:0.13 click:0.13 clickabl:0.13 contain:0.13 diffus:0.13 ever:0.13 flux:0.13 high:0.13
-right get:0.58 current:0.23 list:0.23
-right_now get:0.57 current:0.23 list:0.23 balanc:0.10 monitor:0.10 weather:0.10
+right get:0.58 list:0.24 current:0.21 weather:0.12
+right_now get:0.56 list:0.25 current:0.22 weather:0.13
 ring call:0.43 make:0.43 current:0.29 phone:0.14 outbound:0.11 speak:0.11 timezon:0.11
-risk abstract:0.13 ar:0.13 bio:0.13 categori:0.13 filter:0.13 med:0.13 pub:0.13 rank:0.13 rxiv:0.13 surfac:0.13 xiv:0.13
+risk abstract:0.13 ar:0.13 bio:0.13 categori:0.13 filter:0.13 med:0.13 paper:0.13 pub:0.13 rank:0.13 rxiv:0.13 surfac:0.13 xiv:0.13
 riversid locat:0.25
+rock get:0.67
 rocket gener:1.00 imag:1.00 art:0.25 avail:0.25 browser:0.25 click:0.25 clickabl:0.25 contain:0.25 diffus:0.25 direct:0.25 ever:0.25 flux:0.25
 roll gener:0.60 kubectl:0.60 rollout:0.60 manag:0.20 argument:0.15 command:0.15 daemonset:0.15 deploy:0.15 flag:0.15 resourc:0.15 statefulset:0.15
-roll_deploy gener:1.00 kubectl:1.00 rollout:1.00 ani:0.25 argument:0.25 command:0.25 daemonset:0.25 deploy:0.25 execut:0.25 flag:0.25 manag:0.25 resourc:0.25
+roll_deploy gener:1.00 kubectl:1.00 rollout:1.00 ani:0.25 argument:0.25 command:0.25 daemonset:0.25 deploy:0.25 execut:0.25 flag:0.25 manag:0.25 provid:0.25
 rome hotel:0.25
-room event:0.40 attende:0.10
+room event:0.46 updat:0.15 attende:0.12
 round get:0.40 weather:0.10
+rout creat:0.50 note:0.50
 row append:0.70 queri:0.20 end:0.18 sheet:0.18 tabl:0.18
 royal fulfil:1.00 order:1.00 mark:0.25 number:0.25 ship:0.25 track:0.25
 royal_mail fulfil:1.00 order:1.00 mark:0.25 number:0.25 ship:0.25 track:0.25
-run queri:0.26 python:0.24 output:0.08
-run_min messag:0.50 post:0.50 send:0.50 sm:0.50 channel:0.13 phone:0.13
+rule extract:1.00 fetch:1.00 scrape:1.00 web:1.00 access:0.25 across:0.25 action:0.25 addit:0.25 after:0.25 ag:0.25 alexandria:0.25 ani:0.25
+run queri:0.25 python:0.22 output:0.08
+run_min messag:0.50 post:0.50 send:0.50 sm:0.50 channel:0.13 new:0.13
 run_real python:1.00 run:1.00 execut:0.25 output:0.25
 run_select queri:1.00 run:0.75 onli:0.25 read:0.25 sql:0.25 databas:0.19 lite:0.19 row:0.19 select:0.19 sq:0.19
 run_todai air:1.00 get:1.00 qualiti:1.00 index:0.25 level:0.25 locat:0.25 pollut:0.25
 rust search:1.00 git:0.25 hub:0.25
-s3 presign:0.55 url:0.55 object:0.45 limit:0.14
+s3 presign:0.58 url:0.58 object:0.42 limit:0.15
 s3_url object:0.56 presign:0.44 url:0.44 list:0.22 limit:0.11 download:0.08
 saa bodi:0.25 titl:0.25
 sacramento air:1.00 get:1.00 qualiti:1.00 index:0.25 level:0.25 locat:0.25 pollut:0.25
-sai text:0.34 extract:0.21 translat:0.18 tweet:0.13
-sai_about search:0.56 tweet:0.44 extract:0.22 web:0.22 recent:0.19
+safe search:0.60
+sai text:0.35 extract:0.23 translat:0.18 tweet:0.13 pars:0.10
+sai_about tweet:0.40 extract:0.30 pars:0.20 text:0.20 web:0.20
 sai_text text:1.00 translat:1.00 anoth:0.25 deep:0.25 languag:0.25
-said get:1.00 channel:0.67 histori:0.67 transcript:0.33 meet:0.08
+said get:0.86 channel:0.57 histori:0.57 transcript:0.29
 said_channel channel:1.00 get:1.00 histori:1.00 messag:0.25 recent:0.25
-sale post:0.29
-same event:0.40 updat:0.40 attende:0.10 exist:0.10
-same_time event:1.00 updat:1.00 attende:0.25 chang:0.25 exist:0.25 time:0.25 titl:0.25
+sale post:0.18
+same event:0.44 updat:0.44 document:0.22 translat:0.22 attende:0.11 exist:0.11
+same_time event:0.67 updat:0.67 attende:0.17 chang:0.17 exist:0.17
 san direct:1.00 distanc:1.00 matrix:1.00 between:0.25 calcul:0.25 destin:0.25 multipl:0.25 origin:0.25 point:0.25 time:0.25 travel:0.25 two:0.25
 sandbox instal:0.75 packag:0.75 npm:0.19 pip:0.19
 sarah email:0.50 send:0.50 account:0.13 user:0.13
 sarah_email email:1.00 send:1.00 account:0.25 messag:0.25 user:0.25
-saturdai forecast:0.31 local:0.25 place:0.25 event:0.19 locat:0.19 dai:0.08 daili:0.08 hourli:0.08 next:0.08 weather:0.08
-saturdai_date forecast:0.36 event:0.21 locat:0.18 local:0.14 place:0.14 dai:0.09 daili:0.09 hourli:0.09 next:0.09 weather:0.09
-save creat:0.55 file:0.20 write:0.20 note:0.15 draft:0.10 book:0.09 person:0.09 without:0.08
+sat creat:0.67 event:0.67 attende:0.17 end:0.17 start:0.17
+saturdai forecast:0.32 local:0.18 place:0.18 event:0.14 weather:0.09 dai:0.08 daili:0.08 hourli:0.08 next:0.08
+saturdai_date get:0.40 forecast:0.35 event:0.15 local:0.10 place:0.10 sm:0.10 weather:0.10 dai:0.09 daili:0.09 hourli:0.09 next:0.09
+save creat:0.55 file:0.18 note:0.18 write:0.18 book:0.08 person:0.08
 save_file content:0.25
-scan extract:0.70 imag:0.70 text:0.70 file:0.20 move:0.20 document:0.18 ocr:0.18
+scan extract:0.67 imag:0.67 text:0.67 file:0.25 move:0.25 document:0.17 ocr:0.17
 scan_jpg extract:1.00 imag:1.00 text:1.00 document:0.25 ocr:0.25 read:0.25 scan:0.25
 scan_pdf file:1.00 move:1.00 across:0.25 allow:0.25 between:0.25 both:0.25 destin:0.25 differ:0.25 directori:0.25 exist:0.25 fail:0.25 must:0.25
 scan_receipt extract:1.00 imag:1.00 text:1.00 document:0.25 ocr:0.25 read:0.25 scan:0.25
@@ -1349,50 +1544,61 @@ screenshot browser:0.67 take:0.50 extract:0.33 imag:0.33 text:0.33 action:0.17 n
 screenshot_file extract:1.00 imag:1.00 text:1.00 document:0.25 ocr:0.25 read:0.25 scan:0.25
 sea elev:1.00 data:0.25 earth:0.25 locat:0.25
 sea_level elev:1.00 data:0.25 earth:0.25 locat:0.25
-search web:0.38 rank:0.13 abstract:0.12 ar:0.12 bio:0.12 categori:0.12 descript:0.12 develop:0.12 filter:0.12 med:0.12 more:0.12 packag:0.12
+search web:0.28 api:0.11 flight:0.11 paper:0.11 research:0.11
+search_flight flight:1.00 search:1.00 airport:0.25 between:0.25 price:0.25 two:0.25
+search_notion api:1.00 post:1.00 search:1.00 bad:0.25 error:0.25 titl:0.25
 search_web search:1.00 web:1.00 about:0.25 abstract:0.25 across:0.25 add:0.25 affili:0.25 alexandria:0.25 alreadi:0.25 ani:0.25 answer:0.25 api:0.25
 seat run:0.10
-seattl forecast:0.67 get:0.67 dai:0.17 daili:0.17 hourli:0.17 next:0.17 weather:0.17
-see web:0.20 fetch:0.13 scrape:0.13
+seattl forecast:0.50 get:0.50 locat:0.19 dai:0.13 daili:0.13 hourli:0.13 next:0.13 weather:0.13
+section text:0.67
+see_thei get:1.00
 select queri:1.00 run:0.78 onli:0.25 read:0.25 sql:0.25 databas:0.19 lite:0.19 row:0.19 sq:0.19
 seller requir:0.17 retent:0.17 target:0.17
 seminar creat:0.50 event:0.50 titl:0.25 attende:0.13 end:0.13 start:0.13
-send creat:0.77 draft:0.68 save:0.17 without:0.17
+send creat:0.73 draft:0.60 save:0.15 without:0.15
 send_yet creat:1.00 draft:1.00 messag:0.25 save:0.25 send:0.25 without:0.25
-sent email:0.22 list:0.22 order:0.22 translat:0.22
-septemb cost:1.00 get:1.00 report:1.00 explor:0.25 month:0.25 servic:0.25 spend:0.25
-septemb_date cost:1.00 get:1.00 report:1.00 explor:0.25 month:0.25 servic:0.25 spend:0.25
+sent email:0.27 order:0.18 text:0.18 translat:0.18
+sept search:0.67 price:0.17
+sept_date search:0.67 price:0.17
+septemb cost:0.67 get:0.67 report:0.67 explor:0.17 month:0.17 servic:0.17 spend:0.17
+septemb_date cost:0.67 get:0.67 report:0.67 explor:0.17 month:0.17 servic:0.17 spend:0.17
+seri across:0.25 alexandria:0.25 answer:0.25 compani:0.25 data:0.25 describ:0.25 detail:0.25 entiti:0.25 exact:0.25 field:0.25 follow:0.25 gather:0.25
 server ban:0.14 env:0.14 environ:0.14 gener:0.14 member:0.14 print:0.14 queri:0.14 tool:0.14
 servic get:0.73 cost:0.64 report:0.64 explor:0.16 month:0.16 spend:0.16
-session report:0.33 run:0.33 convers:0.08 dimens:0.08 metric:0.08 rang:0.08
+session report:0.20 run:0.20
 session_convers report:1.00 run:1.00 convers:0.25 dimens:0.25 metric:0.25 over:0.25 rang:0.25 session:0.25 user:0.25
-set python:0.18 run:0.18 thermostat:0.18
-setup creat:0.94 meet:0.94 join:0.23 link:0.23 schedul:0.23
+session_tabl index:0.25
+set python:0.15 run:0.15 thermostat:0.15 updat:0.15
+setup creat:0.95 meet:0.90 schedul:0.24 join:0.23 link:0.23
 setup_zoom creat:1.00 meet:1.00 join:0.25 link:0.25 schedul:0.25
 sever alert:0.67 get:0.67 weather:0.67 activ:0.17 flood:0.17 heat:0.17 region:0.17 storm:0.17
 sever_storm alert:1.00 get:1.00 weather:1.00 activ:0.25 flood:0.25 heat:0.25 region:0.25 sever:0.25 storm:0.25
 sfo flight:1.00 search:1.00 airport:0.25 between:0.25 price:0.25 two:0.25
-share file:0.69 editor:0.17 viewer:0.17
+share file:0.71 editor:0.18 viewer:0.18
 share_text file:1.00 share:1.00 editor:0.25 viewer:0.25
 sharp send:0.25
-sheet append:0.69 row:0.69 tabl:0.22 rang:0.19 read:0.19 end:0.17 compani:0.12 financi:0.12
+sheet append:0.70 row:0.70 tabl:0.22 end:0.18 rang:0.17 read:0.17 compani:0.10 financi:0.10
 sheet_need sheet:0.25
+sheet_priya append:1.00 row:1.00 end:0.25 sheet:0.25 tabl:0.25
 ship order:0.45 comment:0.27 add:0.18 fulfil:0.18 ticket:0.18
 ship_thursdai add:1.00 comment:1.00 ticket:1.00 intern:0.25 note:0.25 public:0.25 repli:0.25
-shoot send:0.50 email:0.38 forecast:0.25 account:0.09
-shop local:0.50 place:0.50 rate:0.16 address:0.13 automat:0.13 back:0.13 busi:0.13 count:0.13 etc:0.13 fall:0.13 found:0.13 hour:0.13
+shoot send:0.40 email:0.30 forecast:0.20
+shop local:0.56 place:0.56 search:0.56 rate:0.17 address:0.14 automat:0.14 back:0.14 busi:0.14 count:0.14 etc:0.14 fall:0.14 found:0.14
 shop_near local:1.00 place:1.00 search:1.00 address:0.25 api:0.25 automat:0.25 back:0.25 best:0.25 busi:0.25 count:0.25 detail:0.25 etc:0.25
 shopifi order:1.00 item:0.25
 shopifi_order order:1.00 item:0.25
-show log:0.18 file:0.15 read:0.15 deprec:0.12 job:0.12
+short articl:0.25 summari:0.25 video:0.25
+short_tube search:1.00 video:1.00 tube:0.25
+shot imag:0.67
+show log:0.17 read:0.14 deprec:0.11 job:0.11
 show_first deprec:1.00 file:1.00 read:1.00 text:1.00 allow:0.25 cannot:0.25 complet:0.25 content:0.25 detail:0.25 directori:0.25 encod:0.25 error:0.25
 show_old cach:1.00 purg:1.00 cdn:0.25 zone:0.25
 show_output get:1.00 job:1.00 log:1.00 ci:0.25 circl:0.25 output:0.25 step:0.25
 shut monitor:0.67 mute:0.67
 shut_up monitor:1.00 mute:1.00
-sign merg:0.27 text:0.27 email:0.18 extract:0.18
+sign merg:0.25 text:0.25 email:0.17 extract:0.17
 signatur document:0.25
-signin languag:0.17
+signin languag:0.13
 signup run:0.75 queri:0.50 lite:0.19 sq:0.19 sql:0.19 databas:0.13 row:0.13
 sinc list:0.20 diff:0.15 news:0.15 order:0.15 paper:0.10 queri:0.10 research:0.10 ticket:0.10
 sinc_date row:0.13
@@ -1402,90 +1608,100 @@ singapor timezon:0.25
 singl merg:0.67
 singl_pdf merg:1.00 on:0.25 sever:0.25
 sister timezon:0.10
-sit get:0.50 balanc:0.42 list:0.42 deal:0.17 object:0.17 account:0.10 pend:0.10
+sit get:0.46 balanc:0.38 list:0.38 deal:0.15 object:0.15 account:0.10 pend:0.10
 sit_stripe balanc:1.00 get:1.00 account:0.25 avail:0.25 current:0.25 pend:0.25
 sit_under list:1.00 object:1.00 bucket:0.25 kei:0.25 prefix:0.25 under:0.25
-site get:0.40 page:0.30 realtim:0.30 top:0.30 user:0.30 report:0.20 run:0.20 now:0.10 activ:0.08 most:0.08 period:0.08 right:0.08
+site page:0.27 realtim:0.27 top:0.27 user:0.27 report:0.18 run:0.18 now:0.09
 site_right get:1.00 realtim:1.00 user:1.00 activ:0.25 now:0.25 number:0.25 right:0.25 site:0.25
-size queri:0.40 question:0.15 retriev:0.10 specif:0.10
+size queri:0.40 question:0.15 program:0.10 retriev:0.10 specif:0.10
 skip next:0.44 issu:0.22 track:0.11
 skip_song next:1.00 skip:1.00 track:0.25
-slack messag:0.61 post:0.61 channel:0.26 histori:0.24 new:0.15
+slack messag:0.61 post:0.61 channel:0.27 histori:0.24 new:0.15
 slack_channel messag:0.69 post:0.69 channel:0.31 histori:0.31 new:0.17
 slack_thread repli:1.00 thread:1.00 messag:0.25 specif:0.25
 slide gener:0.67 imag:0.67 art:0.17 avail:0.17 browser:0.17 click:0.17 clickabl:0.17 contain:0.17 diffus:0.17 direct:0.17 ever:0.17 flux:0.17
 slip email:0.40 merg:0.40
 slip_pdf merg:1.00 on:0.25 sever:0.25
-smoke air:0.67 get:0.67 qualiti:0.67 index:0.17 level:0.17 pollut:0.17
+slot find:1.00 free:1.00 time:1.00 all:0.25 given:0.25 peopl:0.25
+smoke air:0.75 get:0.75 qualiti:0.75 index:0.19 level:0.19 locat:0.19 pollut:0.19
 soc email:1.00 search:1.00 mailbox:0.25 sender:0.25 subject:0.25 word:0.25
-sometim search:1.00 email:0.80 mailbox:0.20 sender:0.20 subject:0.20 word:0.20
-somewher search:0.91 file:0.18
+soft search:1.00
+sometim search:0.89 email:0.78 mailbox:0.19 sender:0.19 subject:0.19 word:0.19
+somewher search:0.93 file:0.27
 somewher_drive search:1.00 content:0.25 name:0.25
-song current:0.57 get:0.57 plai:0.57 next:0.43 skip:0.43 track:0.25 now:0.14
+somewher_googl search:1.00 content:0.25 name:0.25
+somewher_under file:1.00 search:1.00 all:0.25 allow:0.25 current:0.25 directori:0.25 exact:0.25 ext:0.25 full:0.25 glob:0.25 great:0.25 item:0.25
+song current:0.50 get:0.50 plai:0.50 next:0.38 skip:0.38 track:0.25 now:0.13
 song_plai current:1.00 get:1.00 plai:1.00 now:0.25 track:0.25
-sort python:1.00 run:1.00 execut:0.25 output:0.25
+sort python:0.67 run:0.67 output:0.17
 sort_set python:1.00 run:1.00 execut:0.25 output:0.25
-sourc research:0.50 agent:0.42 web:0.25 detail:0.19 inform:0.19 gather:0.17 news:0.17 per:0.17 perform:0.17 question:0.17 topic:0.17 alexandria:0.15
+sourc research:0.50 agent:0.43 web:0.21 inform:0.18 gather:0.16 per:0.16 perform:0.16 question:0.16 topic:0.16 compani:0.14 describ:0.14 entiti:0.14
 space directori:0.40 list:0.40 monitor:0.40 mute:0.40 size:0.40 all:0.10 clearli:0.10 dir:0.10 distinguish:0.10 path:0.10 prefix:0.10 specif:0.10
 space_alert monitor:1.00 mute:1.00
-spanish translat:0.80 text:0.60 convert:0.20 currenc:0.20 document:0.20 anoth:0.15 deep:0.15 languag:0.15
+spanish translat:0.85 text:0.69 anoth:0.17 deep:0.17 languag:0.17 convert:0.15 currenc:0.15 document:0.15
 spanish_keep document:1.00 translat:1.00 docx:0.25 format:0.25 keep:0.25 pdf:0.25 pptx:0.25 whole:0.25
 spend convert:0.67 currenc:0.67 amount:0.17 exchang:0.17 latest:0.17 rate:0.17
 spend_monei convert:1.00 currenc:1.00 amount:0.25 between:0.25 exchang:0.25 latest:0.25 rate:0.25
-spot search:0.75 local:0.50 place:0.50 compani:0.25 name:0.23 address:0.17 contact:0.17 number:0.17 phone:0.17 automat:0.13 back:0.13 busi:0.13
+spin creat:0.67
+spin_up creat:1.00
+spot search:0.65 local:0.47 place:0.47 name:0.21 address:0.18 compani:0.18 contact:0.18 number:0.16 phone:0.16 found:0.13 automat:0.12 back:0.12
+spot_email contact:1.00 creat:1.00 address:0.25 crm:0.25 email:0.25 hub:0.25 name:0.25 new:0.25 number:0.25 phone:0.25 record:0.25 spot:0.25
 spot_near local:1.00 place:1.00 search:1.00 address:0.25 api:0.25 automat:0.25 back:0.25 best:0.25 busi:0.25 count:0.25 detail:0.25 etc:0.25
 spot_need compani:1.00 search:1.00 account:0.25 crm:0.25 domain:0.25 hub:0.25 name:0.25 spot:0.25
-spotifi plai:0.60 track:0.20 playlist:0.15 playback:0.10 resum:0.10 start:0.10
-spreadsheet append:0.90 row:0.90 end:0.23 sheet:0.23 tabl:0.23
+spotifi plai:0.50 track:0.33 playlist:0.13 album:0.08 artist:0.08 playback:0.08 resum:0.08 song:0.08 start:0.08
+spreadsheet append:0.77 row:0.77 sheet:0.23 tabl:0.21 end:0.19
 spreadsheet_mai append:1.00 row:1.00 end:0.25 sheet:0.25 tabl:0.25
-spring search:1.00
-sql queri:1.00 run:1.00 databas:0.25 lite:0.25 onli:0.25 read:0.25 row:0.25 select:0.25 sq:0.25
+spring search:0.67
+sql queri:0.50 run:0.50 databas:0.13 lite:0.13 row:0.13 sq:0.13
 sqlite queri:0.50 run:0.50 tabl:0.50 lite:0.25 sq:0.25 sql:0.25 databas:0.19 row:0.13
 sqlite_db tabl:0.67 lite:0.25 sq:0.25 sql:0.25 databas:0.17
+squeez event:1.00 list:1.00 between:0.25 time:0.25 two:0.25
 ss imag:0.25
-st direct:0.40 distanc:0.20 local:0.20 matrix:0.20 place:0.20 post:0.20 point:0.10
+st direct:0.37 distanc:0.21 local:0.21 matrix:0.21 place:0.21 point:0.09
 staff error:0.13
-stage deal:1.00 list:0.67 amount:0.25 crm:0.25 hub:0.25 pipelin:0.25 spot:0.25 close:0.17
+stage deal:0.83 list:0.50 crm:0.25 hub:0.25 spot:0.25 amount:0.21 pipelin:0.21 close:0.13 sale:0.08
+stage_amount deal:1.00 list:1.00 amount:0.25 close:0.25 crm:0.25 hub:0.25 pipelin:0.25 spot:0.25 stage:0.25
 stai search:0.75 hotel:0.50 rate:0.19 citi:0.13 given:0.13
 stale zone:0.25
-start api:0.13 page:0.13 post:0.13
-start_new api:0.50 creat:0.50 page:0.50 post:0.50 bad:0.13 error:0.13
-statement compani:0.29 file:0.29 financi:0.29
+start api:0.11 document:0.11 page:0.11
+start_new creat:0.60 api:0.40 page:0.40 post:0.40 bad:0.10 error:0.10
+state link:0.25
+statement compani:0.38 financi:0.38 get:0.38 file:0.25 balanc:0.09 earn:0.09 incom:0.09 sheet:0.09
 statement_balanc compani:1.00 financi:1.00 get:1.00 balanc:0.25 earn:0.25 incom:0.25 sheet:0.25 statement:0.25
-statu queri:1.00 run:0.67 databas:0.17 lite:0.17 row:0.17 select:0.17 sq:0.17 sql:0.17
+statu queri:0.75 run:0.50 databas:0.13 lite:0.13 row:0.13 sq:0.13 sql:0.13
 steakhous local:1.00 place:1.00 search:1.00 address:0.25 api:0.25 automat:0.25 back:0.25 best:0.25 busi:0.25 count:0.25 detail:0.25 etc:0.25
 steakhous_near local:1.00 place:1.00 search:1.00 address:0.25 api:0.25 automat:0.25 back:0.25 best:0.25 busi:0.25 count:0.25 detail:0.25 etc:0.25
-step after:0.08 analyz:0.08 base:0.08 indic:0.08 mark:0.08 output:0.08 passag:0.08 process:0.08 understand:0.08
+step creat:0.43 note:0.29
 sterl convert:1.00 currenc:1.00 amount:0.25 between:0.25 exchang:0.25 latest:0.25 rate:0.25
-stick plai:0.43 merg:0.29 start:0.14 playback:0.11 playlist:0.11 resum:0.11 track:0.11
-still list:0.37 cach:0.17 purg:0.17 flight:0.13 invoic:0.13 statu:0.13
+stick plai:0.38 merg:0.25 start:0.13 playback:0.09 playlist:0.09 resum:0.09 track:0.09
+still list:0.34 cach:0.16 purg:0.16 flight:0.13 invoic:0.13 statu:0.13
 still_ontim flight:1.00 statu:1.00 delai:0.25 gate:0.25 live:0.25 ontim:0.25 termin:0.25
-still_open list:0.67 ticket:0.67 assigne:0.17 group:0.17 statu:0.17 support:0.17
+still_open list:0.50 ticket:0.50 assigne:0.13 group:0.13 statu:0.13
 still_show cach:1.00 purg:1.00 cdn:0.25 zone:0.25
 stock adjust:0.50 inventori:0.50 chang:0.17 product:0.13 quantiti:0.13 variant:0.13 ticker:0.08
-stop cancel:0.33 instanc:0.33 subscript:0.33 now:0.08 period:0.08
+stop cancel:0.29 instanc:0.29 subscript:0.29
 storm alert:1.00 get:1.00 weather:1.00 activ:0.25 flood:0.25 heat:0.25 region:0.25 sever:0.25
 storm_warn alert:1.00 get:1.00 weather:1.00 activ:0.25 flood:0.25 heat:0.25 region:0.25 sever:0.25 storm:0.25
-street geocod:1.00 revers:1.00 address:0.25 convert:0.25 coordin:0.25
+street geocod:0.67 revers:0.67 address:0.17 convert:0.17 coordin:0.17
 strike search:1.00 news:0.80 web:0.80 about:0.20 abstract:0.20 add:0.20 affili:0.20 alexandria:0.20 alreadi:0.20 ani:0.20 answer:0.20 api:0.20
-stripe balanc:0.43 get:0.43 invoic:0.29 list:0.29 subscript:0.21 account:0.11 pend:0.11
-stripe_right balanc:1.00 get:1.00 account:0.25 avail:0.25 current:0.25 pend:0.25
+stripe balanc:0.32 invoic:0.32 list:0.26 subscript:0.21 pend:0.08
+stripe_right balanc:0.75 get:0.75 account:0.19 avail:0.19 pend:0.19
 stripe_sub list:1.00 subscript:1.00 activ:0.25
-studi paper:0.80 research:0.80 search:0.80 abstract:0.20 alongsid:0.20 ar:0.20 author:0.20 bio:0.20 biomed:0.20 canon:0.20 categori:0.20 clinic:0.20
+studi paper:0.71 research:0.71 search:0.71 abstract:0.18 alongsid:0.18 ar:0.18 author:0.18 bio:0.18 biomed:0.18 canon:0.18 categori:0.18 clinic:0.18
 style gener:1.00 imag:1.00 art:0.25 avail:0.25 browser:0.25 click:0.25 clickabl:0.25 contain:0.25 diffus:0.25 direct:0.25 ever:0.25 flux:0.25
 sub list:0.67 subscript:0.67 activ:0.17
-subject creat:0.50 email:0.50 send:0.50 account:0.13 user:0.13
-subject_text email:0.67 send:0.67 messag:0.25 account:0.17 user:0.17
+subject email:0.60 send:0.60 account:0.15 user:0.15
+subject_text email:0.75 send:0.75 messag:0.25 account:0.19 user:0.19
+submit creat:0.67 task:0.67 due:0.17 prioriti:0.17 project:0.17
 sum run:0.67
-summari articl:0.67 get:0.67 first:0.17 section:0.17
-summer creat:0.67 link:0.17
-sundai plai:0.22
-sundai_date plai:0.25
+summari articl:0.71 get:0.71 first:0.18 section:0.18
+sundai plai:0.20
+sundai_date plai:0.22
 supplier convert:0.80 currenc:0.80 amount:0.20 between:0.20 exchang:0.20 latest:0.20 rate:0.20
 supplier_quot convert:1.00 currenc:1.00 amount:0.25 between:0.25 exchang:0.25 latest:0.25 rate:0.25
-support ticket:0.50
+support ticket:0.43
 support_ticket ticket:1.00 support:0.25
-sure env:0.33 environ:0.33 print:0.33 tool:0.33 configur:0.08 debug:0.08 help:0.08 mcp:0.08 server:0.08 variabl:0.08
+sure env:0.29 environ:0.29 print:0.29 tool:0.29
 svc queri:0.50
 swear invoic:0.50 send:0.50 custom:0.19 open:0.13 payment:0.13
 swear_thei invoic:1.00 send:1.00 custom:0.25 email:0.25 open:0.25 payment:0.25
@@ -1493,89 +1709,104 @@ switch turnoff:0.33 applianc:0.13 light:0.13
 sydnei convert:1.00 anoth:0.25 on:0.25 timezon:0.25
 sydnei_time convert:1.00 anoth:0.25 on:0.25 timezon:0.25
 sync creat:1.00 meet:0.50 join:0.13 schedul:0.13
-tab browser:0.50 rang:0.33 read:0.33 screenshot:0.33 take:0.33 valu:0.13 action:0.08 base:0.08 cell:0.08 element:0.08 sheet:0.08 snapshot:0.08
-tabl queri:0.28 describ:0.22 sql:0.14 document:0.11 run:0.11 translat:0.11 lite:0.10 sq:0.10
+tab rang:0.50 read:0.50 browser:0.38 screenshot:0.25 take:0.25 valu:0.16 cell:0.13 sheet:0.13 tabl:0.13
+tabl queri:0.26 describ:0.21 sql:0.13 document:0.11 run:0.11 translat:0.11 lite:0.09 sq:0.09
 tabl_format document:1.00 translat:1.00 docx:0.25 format:0.25 keep:0.25 pdf:0.25 pptx:0.25 whole:0.25
 tabl_mysql describ:1.00 tabl:1.00 column:0.25 index:0.25 lite:0.25 show:0.25 sq:0.25 sql:0.25 type:0.25
 tabl_postgr queri:1.00 onli:0.25 read:0.25 run:0.25 sql:0.25
 tabl_sqlite tabl:1.00 lite:0.25 sq:0.25 sql:0.25
-tack append:0.67 end:0.17 row:0.17
+tack append:0.80 row:0.60 end:0.20 sheet:0.15 tabl:0.15
+tack_onto append:1.00 end:0.25
 tag build:0.75 imag:0.75 dockerfil:0.19
 tail log:1.00 gener:0.67 kubectl:0.67 argument:0.17 command:0.17 deploy:0.17 flag:0.17 job:0.17 like:0.17 pod:0.17 resourc:0.17
 tail_last log:1.00
-talk event:0.17
+take distanc:0.67 matrix:0.67 calcul:0.17 destin:0.17 multipl:0.17 origin:0.17 travel:0.17
+talk creat:0.50
 tanaka search:1.00
+tap search:0.67 email:0.17
 tax_return search:0.67
 teacher search:1.00
-team timeoff:0.17 translat:0.17
-tell call:0.19 make:0.19 python:0.19 run:0.19 text:0.19 deprec:0.13 imag:0.13 messag:0.13 monitor:0.13 read:0.13
+team email:0.15 timeoff:0.15 translat:0.15
+tell text:0.19 call:0.14 deprec:0.14 email:0.14 imag:0.14 make:0.14 python:0.14 read:0.14 repli:0.14 run:0.14
 tell_print python:1.00 run:1.00 execut:0.25 output:0.25
+tent forecast:1.00 get:1.00 dai:0.25 daili:0.25 hourli:0.25 locat:0.25 next:0.25 weather:0.25
 test instanc:0.40 stop:0.40 run:0.15
-text extract:0.24 send:0.22 sm:0.18 pars:0.12 translat:0.11
+text extract:0.21 send:0.20 sm:0.16 translat:0.11
 text_back list:1.00 messag:1.00 receiv:0.25 sent:0.25 sm:0.25
 text_doc file:1.00 share:1.00 editor:0.25 viewer:0.25
 text_drive file:1.00 share:1.00 editor:0.25 viewer:0.25
-text_file file:0.67 allow:0.17 directori:0.17 path:0.17 within:0.17 work:0.17
-text_googl append:1.00 end:0.25
+text_file file:0.75 allow:0.13 directori:0.13 path:0.13 within:0.13 work:0.13
+text_googl append:0.67 end:0.17
+text_invit event:1.00
+text_marcu send:1.00 sm:1.00 messag:0.25 number:0.25 phone:0.25
 text_mr send:1.00 sm:1.00 messag:0.25 number:0.25 phone:0.25
-text_name file:1.00 search:1.00 all:0.25 allow:0.25 current:0.25 directori:0.25 exact:0.25 ext:0.25 full:0.25 glob:0.25 great:0.25 item:0.25
-text_off extract:1.00 text:0.67 imag:0.50 fetch:0.33 scrape:0.33 web:0.33 read:0.25 document:0.17 bound:0.13 call:0.13 html:0.13 identifi:0.13
+text_name search:1.00 file:0.67 all:0.17 allow:0.17 directori:0.17 exact:0.17 ext:0.17 glob:0.17 great:0.17 item:0.17 know:0.17 like:0.17
+text_off extract:1.00 text:0.63 imag:0.50 fetch:0.38 scrape:0.38 web:0.38 read:0.25 document:0.16 bound:0.13 call:0.13 html:0.13 identifi:0.13
 text_out extract:1.00 text:1.00 pars:0.92 document:0.25 read:0.25 account:0.23 again:0.23 anonym:0.23 answer:0.23 authent:0.23 belong:0.23 both:0.23
 text_page extract:0.75 pars:0.50 text:0.50 answer:0.19 authent:0.19 bound:0.19 call:0.19 feedback:0.19 html:0.19 identifi:0.19 json:0.19 keyless:0.19
 text_phone send:0.75 sm:0.75 messag:0.25 number:0.19 phone:0.19
+text_tab rang:1.00 read:1.00 cell:0.25 sheet:0.25 tabl:0.25 valu:0.25
 text_todo task:1.00
 text_url extract:1.00 fetch:1.00 scrape:1.00 web:1.00 access:0.25 across:0.25 action:0.25 addit:0.25 after:0.25 ag:0.25 alexandria:0.25 ani:0.25
-thank creat:0.67 draft:0.67 messag:0.25 save:0.17 without:0.17
-thei invoic:0.11 monitor:0.11 paper:0.11 read:0.11 research:0.11 timelin:0.11 user:0.11
+thank creat:0.43 draft:0.43 email:0.29 repli:0.29 send:0.29 messag:0.25 save:0.11 without:0.11
+thei monitor:0.11 timelin:0.11 user:0.11
+thei_chang creat:1.00 monitor:1.00 accept:0.25 advanc:0.25 bodi:0.25 chang:0.25 check:0.25 compar:0.25 configur:0.25 contain:0.25 control:0.25 crawl:0.25
 thei_never invoic:1.00 send:1.00 custom:0.25 email:0.25 open:0.25 payment:0.25
+thei_push get:1.00 timelin:1.00 user:1.00 account:0.25 post:0.25 recent:0.25
 thermostat set:0.50 mode:0.13 target:0.13 temperatur:0.13
-think door:0.33 lock:0.33 smart:0.08
-thread repli:0.60 specif:0.15
-three merg:0.40
-through invoic:0.15 meet:0.15
+thing document:0.50 translat:0.50 docx:0.13 format:0.13 keep:0.13 pdf:0.13 pptx:0.13 whole:0.13
+thing_vietnames document:1.00 translat:1.00 docx:0.25 format:0.25 keep:0.25 pdf:0.25 pptx:0.25 whole:0.25
+think search:0.56 door:0.22 email:0.22 lock:0.22
+think_came email:1.00 search:1.00 mailbox:0.25 sender:0.25 subject:0.25 word:0.25
+thread repli:0.57 email:0.29 specif:0.11
+three merg:0.43
+through event:0.13 invoic:0.13 meet:0.13 rang:0.13 read:0.13
 through_stripe invoic:1.00 custom:0.25
+thru get:1.00 locat:0.25
 thu creat:0.75 event:0.50 attende:0.13 end:0.13 start:0.13
 thu_date creat:1.00 event:0.67 attende:0.17 end:0.17 start:0.17
-thur locat:0.25
-thur_date locat:0.25
-thursdai event:0.21 forecast:0.18 meet:0.14 task:0.14 add:0.11 comment:0.11 ticket:0.11 updat:0.11
-thursdai_date event:0.22 forecast:0.19 meet:0.15 task:0.15 add:0.11 comment:0.11 ticket:0.11 updat:0.11
-tick complet:1.00 task:1.00 done:0.25 mark:0.25
+thur creat:0.75
+thur_date creat:0.75
+thursdai event:0.25 forecast:0.16 meet:0.16 task:0.13 updat:0.13
+thursdai_date event:0.26 forecast:0.16 meet:0.16 task:0.13 updat:0.13
+tick complet:0.75 task:0.75 done:0.19 mark:0.19
 tick_off complet:1.00 task:1.00 done:0.25 mark:0.25
 ticket add:0.17 comment:0.17 issu:0.17 tag:0.08
 ticket_eng add:1.00 comment:1.00 ticket:1.00 intern:0.25 note:0.25 public:0.25 repli:0.25
 ticket_mention search:1.00 ticket:1.00 support:0.25 tag:0.25
-tier extract:1.00 fetch:1.00 scrape:1.00 web:1.00 access:0.25 across:0.25 action:0.25 addit:0.25 after:0.25 ag:0.25 alexandria:0.25 ani:0.25
+tier extract:0.67 fetch:0.67 scrape:0.67 web:0.67 chang:0.25 crawl:0.25 format:0.25 on:0.25 suppli:0.25 target:0.25 access:0.17 action:0.17
 till event:0.33 messag:0.33 post:0.33 end:0.13 attende:0.08 start:0.08
-time convert:0.32 current:0.29 timezon:0.15 anoth:0.08
+time convert:0.32 current:0.24 timezon:0.14 anoth:0.08
 time_bangalor timezon:0.25
 time_london convert:1.00 anoth:0.25 on:0.25 timezon:0.25
 time_manila current:1.00 get:1.00 timezon:0.25
 time_sister timezon:0.25
-titl employe:0.33
-tmrw event:0.40 forecast:0.40 get:0.40 list:0.40 dai:0.10 daili:0.10 hourli:0.10 next:0.10 weather:0.10
-tmrw_date event:0.40 forecast:0.40 get:0.40 list:0.40 dai:0.10 daili:0.10 hourli:0.10 next:0.10 weather:0.10
-todai get:0.59 channel:0.24 histori:0.24 air:0.17 qualiti:0.17 convert:0.14 currenc:0.14
-todai_date get:0.59 channel:0.24 histori:0.24 air:0.17 qualiti:0.17 convert:0.14 currenc:0.14
-todo task:0.93 creat:0.60 list:0.27 project:0.20 due:0.15 prioriti:0.15 complet:0.13
-todo_list task:1.00 creat:0.44 list:0.33 complet:0.22 project:0.19 due:0.11 prioriti:0.11 exampl:0.08 overdu:0.08 todai:0.08
+timelin destin:0.10
+titl creat:0.45 note:0.27 api:0.18 employe:0.18 post:0.18
+titl_text creat:0.75
+tmrw event:0.33 forecast:0.33 list:0.33 dai:0.08 daili:0.08 hourli:0.08 next:0.08 weather:0.08
+tmrw_date event:0.33 forecast:0.33 list:0.33 dai:0.08 daili:0.08 hourli:0.08 next:0.08 weather:0.08
+todai get:0.58 channel:0.24 histori:0.24 air:0.18 qualiti:0.18 convert:0.15 currenc:0.15
+todai_date get:0.58 channel:0.24 histori:0.24 air:0.18 qualiti:0.18 convert:0.15 currenc:0.15
+todo task:0.94 creat:0.61 list:0.28 project:0.21 due:0.15 prioriti:0.15 complet:0.11
+todo_list task:1.00 creat:0.45 list:0.36 project:0.20 complet:0.18 due:0.11 prioriti:0.11 exampl:0.09 overdu:0.09 todai:0.09
 todoist creat:1.00 task:1.00 add:0.25 due:0.25 prioriti:0.25 project:0.25
-togeth merg:0.75 sever:0.25
+togeth merg:0.60
 togeth_on merg:1.00 on:0.25 sever:0.25
 token env:0.67 environ:0.67 get:0.67 print:0.67 tool:0.67 all:0.17 configur:0.17 debug:0.17 help:0.17 mcp:0.17 server:0.17 variabl:0.17
-tom creat:0.50 find:0.50 free:0.50 time:0.50 all:0.13 given:0.13 peopl:0.13 slot:0.13
+tom append:0.20 email:0.20 find:0.20 free:0.20 row:0.20 time:0.20
 tomorrow event:0.14 forecast:0.14 monitor:0.14 mute:0.14 send:0.14 sm:0.14 task:0.14
 tomorrow_date event:0.14 forecast:0.14 monitor:0.14 mute:0.14 send:0.14 sm:0.14 task:0.14
 tomás find:0.67 free:0.67 time:0.67 all:0.17 given:0.17 peopl:0.17 slot:0.17
-tonight get:0.43 flight:0.29 statu:0.29 alert:0.21 oncal:0.21 weather:0.21 post:0.14
-tonight_date get:0.43 flight:0.29 statu:0.29 alert:0.21 oncal:0.21 weather:0.21 post:0.14
+tonight get:0.38 flight:0.25 statu:0.25 alert:0.19 oncal:0.19 weather:0.19 post:0.13
+tonight_date get:0.38 flight:0.25 statu:0.25 alert:0.19 oncal:0.19 weather:0.19 post:0.13
 took imag:1.00
-tool job:0.25
+tool job:0.25 provid:0.25
 top get:0.56 headlin:0.56 categori:0.14 countri:0.14 news:0.14 todai:0.14
 top_headlin get:1.00 headlin:1.00 top:1.00 categori:0.25 countri:0.25 news:0.25 todai:0.25
 toronto convert:1.00
-total extract:0.80 imag:0.80 text:0.80 read:0.25 document:0.20 ocr:0.20 scan:0.20
-touch get:0.63 file:0.50 pull:0.50 request:0.50 chang:0.13
+total extract:0.67 imag:0.67 text:0.67 document:0.17 ocr:0.17 scan:0.17
+touch get:0.63 file:0.50 pull:0.50 request:0.50
 track fulfil:0.75 order:0.75 mark:0.19 number:0.19 ship:0.19
 tracker append:1.00 row:1.00 end:0.25 sheet:0.25 tabl:0.25
 tracker_sheet append:1.00 row:1.00 end:0.25 sheet:0.25 tabl:0.25
@@ -1583,60 +1814,68 @@ tracker_spreadsheet append:1.00 row:1.00 end:0.25 sheet:0.25 tabl:0.25
 trade get:1.00 quot:1.00 stock:1.00 chang:0.25 latest:0.25 price:0.25 symbol:0.25 ticker:0.25 volum:0.25
 trade_right get:1.00 quot:1.00 stock:1.00 chang:0.25 latest:0.25 price:0.25 symbol:0.25 ticker:0.25 volum:0.25
 traffic over:0.25 session:0.25 top:0.25
-transcript get:1.00 meet:0.23 record:0.23
+transcript get:1.00 meet:0.24 record:0.24
 transcript_yesterdai get:1.00 transcript:1.00 meet:0.25 record:0.25
-translat document:0.56 text:0.44 docx:0.14 format:0.14 keep:0.14 pdf:0.14 pptx:0.14 whole:0.14 anoth:0.11 deep:0.11 languag:0.11
+translat text:0.54 document:0.46 anoth:0.13 deep:0.13 languag:0.13 docx:0.12 keep:0.12 pdf:0.12 pptx:0.12 whole:0.12
+translat_spanish text:1.00 translat:1.00 anoth:0.25 deep:0.25 languag:0.25
 treati articl:1.00 get:1.00 summari:1.00 first:0.25 section:0.25
 trip email:0.40
-try list:0.43 forecast:0.29 timeoff:0.29
-try_figur forecast:1.00 get:1.00 dai:0.25 daili:0.25 hourli:0.25 locat:0.25 next:0.25 weather:0.25
+truck local:0.50 place:0.50 address:0.13 automat:0.13 back:0.13 busi:0.13 count:0.13 etc:0.13 fall:0.13 found:0.13 hour:0.13 impli:0.13
+truck_near local:1.00 place:1.00 search:1.00 address:0.25 api:0.25 automat:0.25 back:0.25 best:0.25 busi:0.25 count:0.25 detail:0.25 etc:0.25
+try list:0.50 event:0.30 forecast:0.20 timeoff:0.20
+try_figur forecast:0.67 get:0.67 dai:0.17 daili:0.17 hourli:0.17 next:0.17 weather:0.17
 try_plan list:1.00 timeoff:1.00 between:0.25 out:0.25 two:0.25
 tube search:1.00 video:1.00
-tue creat:0.80 event:0.60 locat:0.20 attende:0.15 end:0.15 start:0.15
-tue_date creat:0.80 event:0.60 locat:0.20 attende:0.15 end:0.15 start:0.15
-tuesdai creat:0.50 meet:0.33 event:0.17 join:0.08 schedul:0.08
-tuesdai_date creat:0.55 meet:0.36 event:0.18 join:0.09 schedul:0.09
+tube_video search:1.00 video:1.00 tube:0.25
+tue creat:0.71 event:0.57 attende:0.14 end:0.14 start:0.14
+tue_date creat:0.83 event:0.67 locat:0.21 attende:0.17 end:0.17 start:0.17
+tuesdai meet:0.26 append:0.11 event:0.11 row:0.11 transcript:0.11
+tuesdai_date creat:0.50 meet:0.31 event:0.13 transcript:0.13 join:0.08 schedul:0.08
 turn translat:0.50 document:0.38 docx:0.09 keep:0.09 pdf:0.09 pptx:0.09 whole:0.09
-tweet post:0.91
+tweet post:0.92
 tweet_text post:1.00 tweet:1.00
-twitter tweet:1.00 search:0.90 post:0.25 recent:0.23
+twitter tweet:0.92 search:0.69 post:0.23 recent:0.19
 twitter_about search:1.00 tweet:1.00 post:0.25 recent:0.25
 twitter_sai search:1.00 tweet:1.00 post:0.25 recent:0.25
-two order:0.40 refund:0.40 item:0.10
-txt file:0.50 deprec:0.38 dn:0.38 read:0.38 record:0.38 text:0.38 allow:0.13 complet:0.13 directori:0.13 encod:0.13 handl:0.13 within:0.13
+twitter_text post:1.00 tweet:1.00
+two order:0.33 refund:0.33 given:0.08 item:0.08
+txt file:0.56 deprec:0.44 read:0.44 text:0.44 dn:0.33 record:0.33 allow:0.14 complet:0.14 directori:0.14 encod:0.14 handl:0.14 within:0.14
 txt_file deprec:1.00 file:1.00 read:1.00 text:1.00 allow:0.25 cannot:0.25 complet:0.25 content:0.25 detail:0.25 directori:0.25 encod:0.25 error:0.25
 txt_record dn:1.00 record:1.00 zone:0.25
-type describ:0.40 extract:0.40 imag:0.40 tabl:0.40 text:0.40 lite:0.15 sq:0.15 sql:0.15 column:0.10 ocr:0.10 scan:0.10 show:0.10
+type extract:0.57 imag:0.57 text:0.57 describ:0.29 tabl:0.29 document:0.14 ocr:0.14 scan:0.14 lite:0.11 sq:0.11 sql:0.11
 type_out extract:1.00 imag:1.00 text:1.00 document:0.25 ocr:0.25 read:0.25 scan:0.25
+type_up extract:1.00 imag:1.00 text:1.00 document:0.25 ocr:0.25 read:0.25 scan:0.25
 ua flight:1.00 statu:1.00 delai:0.25 gate:0.25 live:0.25 ontim:0.25 termin:0.25
 ua_still flight:1.00 statu:1.00 delai:0.25 gate:0.25 live:0.25 ontim:0.25 termin:0.25
-ugh next:0.67 skip:0.67 track:0.17
+ugh next:0.40 skip:0.40 track:0.10
 uk get:0.50 headlin:0.50 top:0.50 categori:0.19 news:0.19 countri:0.13 todai:0.13
 umbrella creat:0.67
 uncommit show:0.25
-under search:0.64 file:0.36 hotel:0.14 map:0.14 object:0.14 path:0.10 ext:0.09 glob:0.09 great:0.09 item:0.09 know:0.09 like:0.09
+under search:0.63 file:0.33 hotel:0.15 map:0.15 object:0.11 style:0.09 ext:0.08 glob:0.08 great:0.08 item:0.08 know:0.08 like:0.08
 under_domain map:1.00 across:0.25 ask:0.25 authent:0.25 base:0.25 bodi:0.25 collect:0.25 content:0.25 control:0.25 coverag:0.25 crawl:0.25 desir:0.25
-under_folder file:0.88 search:0.88 locat:0.25 match:0.25 all:0.22 allow:0.22 current:0.22 directori:0.22 exact:0.22 ext:0.22 full:0.22 glob:0.22
+under_folder file:0.80 search:0.80 locat:0.25 match:0.25 all:0.20 allow:0.20 directori:0.20 exact:0.20 ext:0.20 full:0.20 glob:0.20 great:0.20
 under_night hotel:1.00 search:1.00 citi:0.25 given:0.25 price:0.25 rate:0.25
 union search:0.75 local:0.50 place:0.50 address:0.13 automat:0.13 back:0.13 busi:0.13 count:0.13 etc:0.13 fall:0.13 found:0.13 hour:0.13
 unlock door:1.00 lock:1.00 smart:0.25
 unlock_lock door:1.00 lock:1.00 smart:0.25
-until monitor:0.67 mute:0.67
+until monitor:0.50 mute:0.50
 up_channel channel:0.71 get:0.71 histori:0.71 messag:0.29 read:0.29 recent:0.25
 up_current develop:1.00 id:1.00 librari:1.00 resolv:1.00 search:1.00 acknowledg:0.25 after:0.25 ambigu:0.25 analyz:0.25 author:0.25 authorit:0.25 avail:0.25
 up_disk monitor:1.00 mute:1.00
-up_email email:0.80 search:0.80 mailbox:0.20 sender:0.20 subject:0.20 word:0.20
+up_draft creat:1.00 draft:1.00 messag:0.25 save:0.25 send:0.25 without:0.25
+up_email email:0.71 search:0.71 draft:0.29 mailbox:0.18 sender:0.18 subject:0.18 word:0.18
 up_layout document:1.00 translat:1.00 docx:0.25 format:0.25 keep:0.25 pdf:0.25 pptx:0.25 whole:0.25
+up_onlin search:1.00 web:1.00 about:0.25 abstract:0.25 across:0.25 add:0.25 affili:0.25 alexandria:0.25 alreadi:0.25 ani:0.25 answer:0.25 api:0.25
 up_said get:1.00
 up_site product:0.25
 upgrad search:0.67
 urgenc creat:1.00 incid:1.00 duti:0.25 oncal:0.25 pager:0.25 respond:0.25 servic:0.25 trigger:0.25
-url scrape:0.46 extract:0.44 fetch:0.44 web:0.44 crawl:0.17 collect:0.15 index:0.15 site:0.15 chang:0.13 format:0.13 map:0.13 suppli:0.13
+url scrape:0.46 extract:0.45 fetch:0.45 web:0.45 crawl:0.18 collect:0.15 index:0.15 multipl:0.15 site:0.15 chang:0.14 format:0.14 map:0.14
 url_chang creat:1.00 monitor:1.00 accept:0.25 advanc:0.25 bodi:0.25 chang:0.25 check:0.25 compar:0.25 configur:0.25 contain:0.25 control:0.25 crawl:0.25
 url_compar extract:1.00 fetch:1.00 scrape:1.00 web:1.00 access:0.25 across:0.25 action:0.25 addit:0.25 after:0.25 ag:0.25 alexandria:0.25 ani:0.25
 url_domain map:1.00 across:0.25 ask:0.25 authent:0.25 base:0.25 bodi:0.25 collect:0.25 content:0.25 control:0.25 coverag:0.25 crawl:0.25 desir:0.25
 url_give read:0.25
-url_tell chang:0.25 crawl:0.25 format:0.25 on:0.25 scrape:0.25 suppli:0.25 target:0.25
+url_tell extract:0.67 fetch:0.67 scrape:0.67 web:0.67 chang:0.25 crawl:0.25 format:0.25 on:0.25 suppli:0.25 target:0.25 access:0.17 action:0.17
 url_under map:1.00 across:0.25 ask:0.25 authent:0.25 base:0.25 bodi:0.25 collect:0.25 content:0.25 control:0.25 coverag:0.25 crawl:0.25 desir:0.25
 usag queri:1.00
 usd convert:1.00 currenc:1.00 amount:0.25 between:0.25 exchang:0.25 latest:0.25 rate:0.25
@@ -1646,69 +1885,85 @@ user_tabl lite:0.25 sq:0.25 sql:0.25
 utc convert:0.50 anoth:0.13 timezon:0.13
 v3 file:0.67 move:0.67 allow:0.17 both:0.17 destin:0.17 differ:0.17 directori:0.17 exist:0.17 fail:0.17 must:0.17 oper:0.17 renam:0.17
 vacat timeoff:0.75 request:0.50 employe:0.13 leav:0.13 sick:0.13
+van distanc:0.40 matrix:0.40 calcul:0.10 destin:0.10 origin:0.10 travel:0.10
 vendor event:0.22 respond:0.22 text:0.22
-vibe tweet:0.50
+vibe search:0.60 track:0.40 tweet:0.40 album:0.10 artist:0.10 song:0.10
 vid search:0.80 video:0.80 tube:0.20
-video get:0.83 transcript:0.83 tube:0.25 caption:0.21
+video get:0.63 transcript:0.63 tube:0.25 caption:0.16
 video_youtub get:1.00 transcript:1.00 video:1.00 caption:0.25 tube:0.25
-view file:0.53 share:0.53 detail:0.20 video:0.20 editor:0.13 page:0.13 top:0.13 viewer:0.13
+vietnames document:1.00 translat:1.00 docx:0.25 format:0.25 keep:0.25 pdf:0.25 pptx:0.25 whole:0.25
+view file:0.59 share:0.59 detail:0.18 video:0.18 editor:0.15 viewer:0.15 page:0.12 top:0.12
 view_access file:1.00 share:1.00 editor:0.25 viewer:0.25
 view_like detail:1.00 get:1.00 video:1.00 channel:0.25 durat:0.25 like:0.25 titl:0.25 tube:0.25 view:0.25
 view_onli file:1.00 share:1.00 editor:0.25 viewer:0.25
+virtual creat:1.00 meet:1.00 join:0.25 link:0.25 schedul:0.25
 visa sever:0.25
-visit bodi:0.17 over:0.17 top:0.17
+visit page:0.50 top:0.50 over:0.19 most:0.13 period:0.13 site:0.13 view:0.13
 vm instanc:1.00 stop:0.25
-vs balanc:0.33 web:0.33 research:0.22 avail:0.17 paper:0.14 question:0.14 abstract:0.11 ar:0.11 bio:0.11 filter:0.11 follow:0.11 gather:0.11
+volunt api:0.20
+vp get:0.50
+vs balanc:0.27 web:0.27 research:0.18 pend:0.09
 vs_pend balanc:1.00 get:1.00 account:0.25 avail:0.25 current:0.25 pend:0.25
-walk direct:0.20 meet:0.20
+walk direct:0.18 meet:0.18
 walk_through creat:0.67 meet:0.67 join:0.17 link:0.17 schedul:0.17
-want creat:0.50 note:0.25
-warm temperatur:0.25
+want convert:0.18 note:0.18
+warm temperatur:0.17
 warn alert:1.00 get:1.00 weather:1.00 activ:0.25 flood:0.25 heat:0.25 region:0.25 sever:0.25 storm:0.25
 warn_out alert:1.00 get:1.00 weather:1.00 activ:0.25 flood:0.25 heat:0.25 region:0.25 sever:0.25 storm:0.25
+watch creat:0.50 monitor:0.50 accept:0.13 advanc:0.13 check:0.13 compar:0.13 configur:0.13 contain:0.13 control:0.13 crawl:0.13 empti:0.13 form:0.13
+watch_url creat:1.00 monitor:1.00 accept:0.25 advanc:0.25 bodi:0.25 chang:0.25 check:0.25 compar:0.25 configur:0.25 contain:0.25 control:0.25 crawl:0.25
 watercolour gener:1.00 imag:1.00 art:0.25 avail:0.25 browser:0.25 click:0.25 clickabl:0.25 contain:0.25 diffus:0.25 direct:0.25 ever:0.25 flux:0.25
-weather get:1.00 forecast:0.88 dai:0.22 daili:0.22 hourli:0.22 locat:0.22 next:0.22
+weather get:1.00 forecast:0.89 dai:0.22 daili:0.22 hourli:0.22 locat:0.22 next:0.22
 web search:0.60 develop:0.15 gener:0.15 job:0.15 program:0.15 public:0.15 question:0.15 rank:0.15 about:0.10 affili:0.10 alreadi:0.10 articl:0.10
-websit cach:0.40 purg:0.40 cdn:0.10 zone:0.10
-wednesdai event:0.67 updat:0.67 attende:0.17 chang:0.17 exist:0.17
-wednesdai_date event:0.67 updat:0.67 attende:0.17 chang:0.17 exist:0.17
-week find:0.31 free:0.31 time:0.31 news:0.18 web:0.18 peopl:0.12 given:0.08 slot:0.08
+websit cach:0.25 map:0.25 page:0.25 purg:0.25 top:0.25 site:0.13
+wed flight:0.12
+wednesdai event:0.60 updat:0.40 time:0.20 attende:0.15 exist:0.10
+wednesdai_date event:0.60 updat:0.40 time:0.20 attende:0.15 exist:0.10
+week find:0.29 free:0.29 time:0.29 list:0.21 news:0.16 event:0.10
 week_about news:1.00 search:1.00 web:1.00 about:0.25 abstract:0.25 across:0.25 add:0.25 affili:0.25 alexandria:0.25 alreadi:0.25 ani:0.25 answer:0.25
 week_hour find:1.00 free:1.00 time:1.00 all:0.25 given:0.25 peopl:0.25 slot:0.25
 week_priya find:1.00 free:1.00 time:1.00 all:0.25 given:0.25 peopl:0.25 slot:0.25
 weekend get:0.63 alert:0.38 weather:0.38 list:0.25 activ:0.09 flood:0.09 heat:0.09 region:0.09 storm:0.09
 weekend_date get:0.63 alert:0.38 weather:0.38 list:0.25 activ:0.09 flood:0.09 heat:0.09 region:0.09 storm:0.09
 weight match:0.25 avail:0.17 bodi:0.17 control:0.17 paper:0.17 question:0.17 relev:0.17 research:0.17
+welcom merg:0.50 text:0.50 translat:0.50 anoth:0.13 deep:0.13 languag:0.13
+welcom_packet merg:1.00 on:0.25 sever:0.25
 went get:0.67 realtim:0.33 user:0.33 activ:0.08 now:0.08 right:0.08
 went_out user:0.25
 what extract:0.33 list:0.33 text:0.33 convert:0.22 imag:0.22
 what_written extract:1.00 imag:1.00 text:1.00 document:0.25 ocr:0.25 read:0.25 scan:0.25
 whenev creat:1.00 monitor:1.00 accept:0.25 advanc:0.25 bodi:0.25 chang:0.25 check:0.25 compar:0.25 configur:0.25 contain:0.25 control:0.25 crawl:0.25
 whenev_url creat:1.00 monitor:1.00 accept:0.25 advanc:0.25 bodi:0.25 chang:0.25 check:0.25 compar:0.25 configur:0.25 contain:0.25 control:0.25 crawl:0.25
-where search:0.59 queri:0.16 run:0.14 api:0.11
+where search:0.60 email:0.15 queri:0.15 run:0.13 api:0.10
+where_email email:1.00 search:1.00 mailbox:0.25 sender:0.25 subject:0.25 word:0.25
 where_onboard search:1.00
-whether get:0.50 compani:0.13 describ:0.13 entiti:0.13 follow:0.13 gather:0.13 job:0.13 peopl:0.13 per:0.13 perform:0.13 spend:0.13 thei:0.13
+whether get:0.50 compani:0.13 describ:0.13 entiti:0.13 follow:0.13 gather:0.13 job:0.13 paper:0.13 peopl:0.13 per:0.13 perform:0.13 spend:0.13
 whiteboard extract:1.00 imag:1.00 text:1.00 document:0.25 ocr:0.25 read:0.25 scan:0.25
 whiteboard_jpg extract:1.00 imag:1.00 text:1.00 document:0.25 ocr:0.25 read:0.25 scan:0.25
+whole document:0.67 translat:0.67 docx:0.17 format:0.17 keep:0.17 pdf:0.17 pptx:0.17
+whole_thing document:0.67 translat:0.67 docx:0.17 format:0.17 keep:0.17 pdf:0.17 pptx:0.17 whole:0.17
 wiki articl:1.00 get:1.00 summari:1.00 first:0.25 section:0.25
 wiki_summari articl:1.00 get:1.00 summari:1.00 first:0.25 section:0.25
 wikipedia articl:1.00 get:1.00 summari:1.00 first:0.25 section:0.25
 wikipedia_summari articl:1.00 get:1.00 summari:1.00 first:0.25 section:0.25
-without document:0.67 translat:0.67 docx:0.17 format:0.17 keep:0.17 pdf:0.17 pptx:0.17 whole:0.17
-word extract:1.00 text:1.00
+wildfir air:1.00 get:1.00 qualiti:1.00 index:0.25 level:0.25 locat:0.25 pollut:0.25
+wildfir_smoke air:1.00 get:1.00 qualiti:1.00 index:0.25 level:0.25 locat:0.25 pollut:0.25
+without document:0.50 translat:0.50 format:0.19 docx:0.13 keep:0.13 pdf:0.13 pptx:0.13 whole:0.13
+word extract:0.67 text:0.67 document:0.17
+work email:0.40
 workflow rerun:1.00 ci:0.25 circl:0.25 fail:0.25 job:0.25 onli:0.25 option:0.25
 workflow_id rerun:1.00 workflow:1.00 ci:0.25 circl:0.25 fail:0.25 job:0.25 onli:0.25 option:0.25
 workshop creat:0.50 link:0.19
-write creat:0.67 draft:0.56 imag:0.22 save:0.14 without:0.14
-write_up creat:0.75 draft:0.75 save:0.19 send:0.19 without:0.19
+write creat:0.57 draft:0.50 imag:0.21 describ:0.14 transcript:0.14 save:0.13 without:0.13
+write_up creat:0.63 draft:0.63 get:0.38 transcript:0.25 save:0.16 without:0.16
 written extract:1.00 imag:1.00 text:1.00 document:0.25 ocr:0.25 read:0.25 scan:0.25
 xiv paper:1.00 research:1.00 relat:0.50 on:0.25 anchor:0.13 bibliograph:0.13 candid:0.13 citat:0.13 cite:0.13 citer:0.13 co:0.13 coupl:0.13
 yaml file:0.75 deprec:0.50 read:0.50 text:0.50 allow:0.13 cannot:0.13 complet:0.13 directori:0.13 encod:0.13 error:0.13 examin:0.13 extens:0.13
-ye email:0.50 repli:0.50 thread:0.13
-year add:0.22 email:0.22 entiti:0.22 observ:0.22
-yesterdai get:0.73 transcript:0.67 meet:0.18
-yesterdai_date get:0.73 transcript:0.67 meet:0.18
-yet creat:0.63 draft:0.63 save:0.16 without:0.16 diff:0.11
+ye email:0.60 repli:0.60 thread:0.15
+year add:0.18 email:0.18 entiti:0.18 observ:0.18
+yesterdai get:0.75 transcript:0.69 meet:0.19
+yesterdai_date get:0.75 transcript:0.69 meet:0.19
+yet creat:0.67 draft:0.67 save:0.17 without:0.17
 yet_folder diff:1.00 between:0.25 chang:0.25 commit:0.25 not:0.25 show:0.25 yet:0.25
 york convert:0.67 anoth:0.17 timezon:0.17
 youtub video:1.00 get:0.50 transcript:0.50 tube:0.25 caption:0.13
@@ -1718,9 +1973,13 @@ youtub_video get:1.00 transcript:1.00 video:1.00 caption:0.25 tube:0.25
 yr titl:0.25
 zendesk ticket:1.00 search:0.71 support:0.21 tag:0.18
 zendesk_ticket ticket:1.00 search:0.71 support:0.21 tag:0.18
+zero search:1.00 web:1.00 about:0.25 abstract:0.25 across:0.25 add:0.25 affili:0.25 alexandria:0.25 alreadi:0.25 ani:0.25 answer:0.25 api:0.25
 zip presign:1.00 url:1.00 limit:0.25 object:0.25 time:0.25
-zoom creat:0.50 get:0.50 meet:0.50 transcript:0.47 join:0.13 schedul:0.13
+zip_file presign:1.00 url:1.00 limit:0.25 object:0.25 time:0.25
+zoom creat:0.51 meet:0.51 get:0.49 transcript:0.46 join:0.13 schedul:0.13
+zoom_board creat:1.00 meet:1.00 join:0.25 link:0.25 schedul:0.25
 zoom_call get:1.00 meet:0.25 record:0.25
 zoom_meet get:1.00 transcript:1.00 meet:0.25 record:0.25
 zoom_priya creat:1.00 meet:1.00 join:0.25 link:0.25 schedul:0.25
+zoom_virtual creat:1.00 meet:1.00 join:0.25 link:0.25 schedul:0.25
 `
