@@ -94,9 +94,12 @@ func TestExposeFoundBothEras(t *testing.T) {
 				}
 			}
 
-			got := find(ctx, t, a.cs, map[string]any{"query": "read an environment variable", "limit": 20})
+			got := find(ctx, t, a.cs, map[string]any{"query": "an environment variable", "limit": 20})
 			if len(got) == 0 || got[0] != "alpha__getenv" || slices.Contains(got, "beta__getenv") {
 				t.Fatalf("find: %v, want alpha__getenv first and never the hidden beta__getenv", got)
+			}
+			if slices.Contains(got, "beta__echo") {
+				t.Fatalf("find: %v; the test needs a find without beta__echo, which the other key finds below", got)
 			}
 			want := append(slices.Clone(searchTools), slices.Sorted(slices.Values(got))...)
 			await(ctx, t, a.changed, "the finder's tools/list_changed")
@@ -127,8 +130,10 @@ func TestExposeFoundBothEras(t *testing.T) {
 			if diff := cmp.Diff(append(slices.Clone(searchTools), "beta__echo"), toolNames(ctx, t, c.cs, "the other key")); diff != "" {
 				t.Errorf("the other key's tools/list (-want +got):\n%s", diff)
 			}
-			if names := toolNames(ctx, t, a.cs, "the finder again"); slices.Contains(names, "beta__echo") {
-				t.Errorf("the other key's find reached the finder's list: %v", names)
+			// The finder's list is its own finds, whatever they were: the
+			// other key's changed nothing of it.
+			if diff := cmp.Diff(want, toolNames(ctx, t, a.cs, "the finder again")); diff != "" {
+				t.Errorf("the other key's find changed the finder's list (-want +got):\n%s", diff)
 			}
 			select {
 			case <-c.changed:
