@@ -278,16 +278,21 @@ func recall(ix *Index, qs []benchQuery, answers []map[int]bool, k int) float64 {
 	if len(qs) == 0 {
 		return 0
 	}
-	found := 0
+	return float64(found(ix, qs, answers, k)) / float64(len(qs))
+}
+
+// found returns the number of queries with an answer in the top k.
+func found(ix *Index, qs []benchQuery, answers []map[int]bool, k int) int {
+	n := 0
 	for i, q := range qs {
 		for _, h := range ix.Search(q.Query, k, "") {
 			if answers[i][h.Doc] {
-				found++
+				n++
 				break
 			}
 		}
 	}
-	return float64(found) / float64(len(qs))
+	return n
 }
 
 // The floors of TestRecall: what docs/context.md reports, so that a

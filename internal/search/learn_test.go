@@ -92,12 +92,24 @@ func learnTable(tools []benchTool, qs []benchQuery, answers []map[int]bool) map[
 	for _, ch := range learnChannels {
 		nw, nt := map[string]int{}, map[string]int{}
 		type pair struct{ w, t string }
-		nwt := map[pair]int{}
-		writers := map[pair]map[string]bool{}
+		// seen counts the tasks of a pair, and whether they come from
+		// two writers at least: learnMinWriters may be 1 or 2.
+		type seen struct {
+			n       int
+			writer  string
+			writers int // 1, or 2 for two or more
+		}
+		nwt := map[pair]*seen{}
+		docTargets := map[int][]string{} // each answer's targets, once
 		for i, q := range qs {
 			var targets []string
 			for _, d := range slices.Sorted(maps.Keys(answers[i])) {
-				targets = append(targets, learnTargets(tools[d].doc, ch.description)...)
+				ts, ok := docTargets[d]
+				if !ok {
+					ts = learnTargets(tools[d].doc, ch.description)
+					docTargets[d] = ts
+				}
+				targets = append(targets, ts...)
 			}
 			slices.Sort(targets)
 			targets = slices.Compact(targets)
@@ -111,20 +123,23 @@ func learnTable(tools []benchTool, qs []benchQuery, answers []map[int]bool) map[
 						continue
 					}
 					p := pair{w, t}
-					nwt[p]++
-					if writers[p] == nil {
-						writers[p] = map[string]bool{}
+					c := nwt[p]
+					if c == nil {
+						c = &seen{writer: q.Writer, writers: 1}
+						nwt[p] = c
+					} else if q.Writer != c.writer {
+						c.writers = 2
 					}
-					writers[p][q.Writer] = true
+					c.n++
 				}
 			}
 		}
 		n := float64(len(qs))
 		for p, c := range nwt {
-			if c < learnMinCount || len(writers[p]) < learnMinWriters {
+			if c.n < learnMinCount || c.writers < learnMinWriters {
 				continue
 			}
-			pt := float64(c) / float64(nw[p.w])
+			pt := float64(c.n) / float64(nw[p.w])
 			minLift := ch.minLift
 			if isForm(p.w) {
 				minLift = learnFormMinLift
@@ -253,11 +268,6 @@ func TestLearnedCV(t *testing.T) {
 	if with1 <= base1 || with3 <= base3 {
 		t.Errorf("a table learned from other writers finds %d / %d answers at @1 / @3, without one %d / %d: learning no longer helps", with1, with3, base1, base3)
 	}
-}
-
-// found is the number of queries with an answer in the top k.
-func found(ix *Index, qs []benchQuery, answers []map[int]bool, k int) int {
-	return int(recall(ix, qs, answers, k)*float64(len(qs)) + 0.5)
 }
 
 // isForm reports whether a feature is a query's form (queryForm).
